@@ -1,0 +1,177 @@
+//! The error body every non-2xx answer carries, and the codes with their retry verdicts.
+
+use serde::{Deserialize, Serialize};
+
+/// Stable error codes (DESIGN §3 plus the transport-level ones). The wire form is
+/// SCREAMING_SNAKE_CASE, e.g. `"LOCK_CONTENDED"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// 409 on L4: someone else holds the key.
+    LockContended,
+    /// 429 on L4: too many waiters or attempts on this key right now.
+    ContentionExceeded,
+    /// 503: this replica cannot accept writes now (no leader, backend down, holding back
+    /// grants after an unclean start).
+    NotLeader,
+    /// 400: the request is malformed; never retry.
+    ValidationFailed,
+    /// 404 on session surfaces and L4: the session is gone, and so are its locks.
+    SessionNotFound,
+    /// 409 on L6 (benign there) and in the SDK when a handle is lost.
+    LockLost,
+    /// 409 from a fenced resource: a higher token was already seen. Never retry.
+    FencedOut,
+    /// 413: body over the size limit.
+    PayloadTooLarge,
+    /// 401: admin surface without a credential.
+    Unauthorized,
+    /// 403: admin surface with a wrong credential.
+    Forbidden,
+    /// 404 for an unknown route.
+    NotFound,
+    /// 405 for a known route with the wrong method.
+    MethodNotAllowed,
+    /// 500: a bug or an unexpected store failure; never caused by client input.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The HTTP status this code travels with.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::LockContended | ErrorCode::LockLost | ErrorCode::FencedOut => 409,
+            ErrorCode::ContentionExceeded => 429,
+            ErrorCode::NotLeader => 503,
+            ErrorCode::ValidationFailed => 400,
+            ErrorCode::SessionNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Internal => 500,
+        }
+    }
+
+    /// DESIGN §3 retry verdict: may the acquire loop retry L4 after this code?
+    /// Nothing else is ever retried, and a side effect never is.
+    pub fn retry_safe(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::LockContended | ErrorCode::ContentionExceeded | ErrorCode::NotLeader
+        )
+    }
+
+    /// The wire spelling, e.g. `"LOCK_CONTENDED"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::LockContended => "LOCK_CONTENDED",
+            ErrorCode::ContentionExceeded => "CONTENTION_EXCEEDED",
+            ErrorCode::NotLeader => "NOT_LEADER",
+            ErrorCode::ValidationFailed => "VALIDATION_FAILED",
+            ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
+            ErrorCode::LockLost => "LOCK_LOST",
+            ErrorCode::FencedOut => "FENCED_OUT",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `{"code": "...", "message": "...", ...details}`. Known details get typed fields; any
+/// other detail a newer server adds is kept in `extra` rather than rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+    /// VALIDATION_FAILED: the offending field (`"waitMillis"`, `"key"`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// NOT_LEADER: where writes are accepted, when this replica knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
+    /// NOT_LEADER / CONTENTION_EXCEEDED: a hint, in milliseconds, of when to try again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_millis: Option<u64>,
+    /// FENCED_OUT: the highest token the resource has seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_token: Option<u64>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ErrorBody {
+    /// A body with a code and message and no details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code,
+            message: message.into(),
+            field: None,
+            leader: None,
+            retry_after_millis: None,
+            highest_token: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// A VALIDATION_FAILED body naming the field.
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut body = ErrorBody::new(ErrorCode::ValidationFailed, message);
+        body.field = Some(field.into());
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_in_wire_spelling() {
+        for code in [
+            ErrorCode::LockContended,
+            ErrorCode::ContentionExceeded,
+            ErrorCode::NotLeader,
+            ErrorCode::ValidationFailed,
+            ErrorCode::SessionNotFound,
+            ErrorCode::LockLost,
+            ErrorCode::FencedOut,
+            ErrorCode::Internal,
+        ] {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+        }
+    }
+
+    #[test]
+    fn only_contention_and_not_leader_are_retry_safe() {
+        assert!(ErrorCode::LockContended.retry_safe());
+        assert!(ErrorCode::ContentionExceeded.retry_safe());
+        assert!(ErrorCode::NotLeader.retry_safe());
+        assert!(!ErrorCode::FencedOut.retry_safe());
+        assert!(!ErrorCode::ValidationFailed.retry_safe());
+        assert!(!ErrorCode::SessionNotFound.retry_safe());
+        assert!(!ErrorCode::LockLost.retry_safe());
+    }
+
+    #[test]
+    fn unknown_details_are_kept() {
+        let body: ErrorBody =
+            serde_json::from_str(r#"{"code":"NOT_LEADER","message":"m","leader":"x","term":3}"#)
+                .unwrap();
+        assert_eq!(body.leader.as_deref(), Some("x"));
+        assert_eq!(body.extra.get("term"), Some(&serde_json::json!(3)));
+    }
+}

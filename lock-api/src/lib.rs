@@ -1,0 +1,31 @@
+//! Wire types of the lock service's HTTP contract (C3, `docs/contracts/C3-http-surfaces.md`).
+//!
+//! Every JSON body that crosses the wire is defined here once and shared by the server
+//! (`lock-server`), the SDK (`lock-wasm`) and the dashboard (`bench-ui`). The crate is serde
+//! only, so it builds for `wasm32-unknown-unknown` too.
+//!
+//! Layout:
+//! - [`session`]: L1 open, L2 heartbeat, L5 status bodies.
+//! - [`lock`]: L4 acquire ([`LockGrant`], the only grant shape), L6 release, L7 advisory read.
+//! - [`admin`]: R1 force revoke and its [`LockOutcome`] (R1 alone; never on an acquire path).
+//! - [`ledger`]: the demo fenced resource standing for the payment rail.
+//! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (DESIGN §3).
+//! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
+//!
+//! Request bodies reject unknown fields (`deny_unknown_fields`): a typo in a field name is a
+//! 400 VALIDATION_FAILED, not a silently ignored option.
+
+pub mod admin;
+pub mod error;
+pub mod ledger;
+pub mod limits;
+pub mod lock;
+pub mod session;
+
+pub use admin::{LockOutcome, RevokeRequest};
+pub use error::{ErrorBody, ErrorCode};
+pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry};
+pub use lock::{AcquireRequest, Holder, LockGrant, LockState, ReleaseRequest};
+pub use session::{
+    HeartbeatResponse, HeldLock, LockStatus, OpenSessionRequest, SessionOpened, SessionStatus,
+};

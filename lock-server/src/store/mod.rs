@@ -1,0 +1,112 @@
+//! The storage seam. Routes speak only to [`Store`]; the embedded SQLite backend and the etcd
+//! backend implement it, so the HTTP contract and its tests are the same for both.
+//!
+//! Every method is one atomic step against the backend. Durations are milliseconds. Expiry
+//! is the store's business: a store never reports a holder, session or lock whose TTL has run
+//! out, whether or not a reaper has deleted it yet.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_api::{HeartbeatResponse, Holder, LedgerEntries, LockGrant, SessionOpened, SessionStatus};
+
+/// What a single, non-waiting acquire attempt found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// A new grant, or the existing one when this session already holds the key (L4 is
+    /// idempotent per session: a retried request must not mint a second token).
+    Granted(LockGrant),
+    /// Another live session holds the key.
+    Contended,
+}
+
+/// Failures a route maps to a contract error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// 404 SESSION_NOT_FOUND: unknown, closed or expired session.
+    #[error("session not found")]
+    SessionNotFound,
+    /// 409 LOCK_LOST: L6 found no lock with that `(key, fencingToken)`.
+    #[error("lock lost")]
+    LockLost,
+    /// 409 FENCED_OUT from the demo ledger: a higher token was already accepted.
+    #[error("fenced out: highest token seen is {highest}")]
+    FencedOut { highest: u64 },
+    /// 503 NOT_LEADER: the backend cannot accept writes now (no quorum, unreachable, or
+    /// grants held back after a start that may have lost writes). Retry-safe.
+    #[error("store unavailable: {reason}")]
+    Unavailable {
+        reason: String,
+        leader: Option<String>,
+        retry_after_millis: Option<u64>,
+    },
+    /// 500: a bug or an unexpected backend failure. Never caused by client input.
+    #[error("internal store error: {0}")]
+    Internal(String),
+}
+
+/// Gauges for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreCounts {
+    pub sessions: u64,
+    pub locks: u64,
+}
+
+/// A lock backend. Implementations: `sqlite::SqliteStore` (embedded default) and
+/// `etcd::EtcdStore` (scale-out).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// L1: creates a session with a fresh 128-bit random id.
+    async fn open_session(
+        &self,
+        ttl_millis: u64,
+        owner: Option<String>,
+    ) -> Result<SessionOpened, StoreError>;
+
+    /// L2: renews the session and every lock it holds; lists the locks it still holds.
+    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError>;
+
+    /// L3: deletes the session and releases all its locks.
+    async fn close_session(&self, session_id: &str) -> Result<(), StoreError>;
+
+    /// L5: the session's remaining TTL and its locks.
+    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError>;
+
+    /// L4, one attempt, no waiting: grant if the key is free (minting a token strictly
+    /// greater than every token ever issued for it), return the existing grant if this
+    /// session holds it, else [`Acquired::Contended`].
+    async fn try_acquire(
+        &self,
+        key: &str,
+        session_id: &str,
+        ttl_millis: u64,
+    ) -> Result<Acquired, StoreError>;
+
+    /// L6: compare-and-delete on `(key, fencing_token)` and nothing else.
+    async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError>;
+
+    /// L7: the live holder, if any.
+    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError>;
+
+    /// R1: deletes the key's lock whoever holds it; returns the revoked token.
+    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError>;
+
+    /// Resolves when the key's holder may have changed (release, revoke, expiry), or after
+    /// `timeout`. Spurious wake-ups are allowed: callers re-try the acquire. Used for L4's
+    /// server-side `waitMillis`.
+    async fn wait_change(&self, key: &str, timeout: Duration);
+
+    /// Demo ledger: appends if `fencing_token` ≥ the highest token seen for `key`.
+    async fn ledger_append(
+        &self,
+        key: &str,
+        fencing_token: u64,
+        entry: String,
+    ) -> Result<(), StoreError>;
+
+    /// Demo ledger: every accepted entry of `key`, in order.
+    async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError>;
+
+    /// Live sessions and locks, for the gauges.
+    async fn counts(&self) -> Result<StoreCounts, StoreError>;
+}
