@@ -1,0 +1,106 @@
+//! `ConfigForm` and `SweepForm`: the experiment's knobs. Every field writes straight into
+//! the config signal; validation happens when Run is pressed (so a half-typed number is not
+//! an error yet).
+
+use leptos::prelude::*;
+
+use crate::model::config::ExperimentConfig;
+use crate::model::strategy::Strategy;
+use crate::model::sweep::SweepConfig;
+
+/// A labelled number input bound to one field. Unparsable input leaves the field as it was.
+fn number_field<T: Send + Sync + 'static>(
+    name: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    signal: RwSignal<T>,
+    get: fn(&T) -> u64,
+    set: fn(&mut T, u64),
+) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span>{label}</span>
+            <input
+                type="number"
+                min="0"
+                name=name
+                data-testid=format!("field-{name}")
+                prop:value=move || signal.with(get).to_string()
+                on:input=move |ev| {
+                    if let Ok(v) = event_target_value(&ev).trim().parse::<u64>() {
+                        signal.update(|c| set(c, v));
+                    }
+                }
+            />
+            <span class="unit">{unit}</span>
+        </label>
+    }
+}
+
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The single-run form.
+#[component]
+pub fn ConfigForm(
+    /// The configuration being edited.
+    config: RwSignal<ExperimentConfig>,
+) -> impl IntoView {
+    view! {
+        <fieldset class="form" data-testid="config-form">
+            <legend>"Experiment"</legend>
+            {number_field("sessions", "sessions", "1–200", config, |c| c.sessions.into(), |c, v| c.sessions = clamp_u32(v))}
+            {number_field("keys", "keys", "1–sessions", config, |c| c.keys.into(), |c, v| c.keys = clamp_u32(v))}
+            {number_field("rounds", "acquisitions each", "", config, |c| c.rounds.into(), |c, v| c.rounds = clamp_u32(v))}
+            {number_field("holdMillis", "hold", "ms", config, |c| c.hold_millis, |c, v| c.hold_millis = v)}
+            {number_field("ttlMillis", "TTL", "ms", config, |c| c.ttl_millis, |c, v| c.ttl_millis = v)}
+            {number_field("baseMillis", "backoff base", "ms", config, |c| c.policy.base_millis, |c, v| c.policy.base_millis = v)}
+            {number_field("capMillis", "backoff cap", "ms", config, |c| c.policy.cap_millis, |c, v| c.policy.cap_millis = v)}
+            {number_field("budgetMillis", "budget", "ms", config, |c| c.policy.budget_millis, |c, v| c.policy.budget_millis = v)}
+            {number_field("maxAttempts", "max attempts", "", config, |c| c.policy.max_attempts.into(), |c, v| c.policy.max_attempts = clamp_u32(v))}
+            {number_field("seed", "seed", "", config, |c| c.seed, |c, v| c.seed = v)}
+            {number_field("sampleMillis", "L7 sampling", "ms", config, |c| c.sample_millis, |c, v| c.sample_millis = v)}
+            <label class="field">
+                <span>"strategy"</span>
+                <select
+                    data-testid="field-strategy"
+                    on:change=move |ev| {
+                        if let Some(s) = Strategy::from_id(&event_target_value(&ev)) {
+                            config.update(|c| c.strategy = s);
+                        }
+                    }
+                >
+                    {Strategy::ALL
+                        .into_iter()
+                        .map(|s| {
+                            view! {
+                                <option value=s.id() selected=move || config.with(|c| c.strategy == s)>
+                                    {s.label()}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+            </label>
+        </fieldset>
+    }
+}
+
+/// The sweep form: the range of N, the hold time and the seed (strategies: all four).
+#[component]
+pub fn SweepForm(
+    /// The sweep being edited.
+    sweep: RwSignal<SweepConfig>,
+) -> impl IntoView {
+    view! {
+        <fieldset class="form" data-testid="sweep-form">
+            <legend>"Sweep (Brooker's experiment)"</legend>
+            {number_field("from", "N from", "", sweep, |c| c.from.into(), |c, v| c.from = clamp_u32(v))}
+            {number_field("to", "N to", "≤ 200", sweep, |c| c.to.into(), |c, v| c.to = clamp_u32(v))}
+            {number_field("step", "step", "", sweep, |c| c.step.into(), |c, v| c.step = clamp_u32(v))}
+            {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
+            {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
+        </fieldset>
+    }
+}

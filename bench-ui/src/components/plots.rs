@@ -1,0 +1,104 @@
+//! The plot panels: `HistogramPanel` (with its attempt selector), `TimelinePanel` and
+//! `SweepPanel`. Each derives its chart from the model with a memo, so a refresh of the run
+//! record recomputes each chart once.
+
+use leptos::prelude::*;
+
+use crate::model::histogram::JitterHistogram;
+use crate::model::record::RunRecord;
+use crate::model::sweep::SweepResult;
+use crate::model::timeline::Timeline;
+use crate::plot::builders::{histogram_chart, sweep_chart, timeline_chart, SweepMetric};
+
+use super::chart::SvgChart;
+
+/// The jitter histogram of the last run, for one attempt number or all of them.
+#[component]
+pub fn HistogramPanel(
+    /// The run shown.
+    #[prop(into)]
+    record: Signal<Option<RunRecord>>,
+) -> impl IntoView {
+    // `None` = all attempts.
+    let attempt = RwSignal::new(None::<u32>);
+    let attempts = Memo::new(move |_| {
+        record.with(|r| {
+            r.as_ref()
+                .map(|r| JitterHistogram::attempts(&r.sleeps))
+                .unwrap_or_default()
+        })
+    });
+    let chart = Memo::new(move |_| {
+        let chosen = attempt.get();
+        record.with(|r| {
+            let sleeps = r.as_ref().map(|r| r.sleeps.as_slice()).unwrap_or_default();
+            histogram_chart(&JitterHistogram::build(sleeps, chosen))
+        })
+    });
+    view! {
+        <section class="panel">
+            <label class="field inline">
+                <span>"attempt"</span>
+                <select data-testid="attempt-select" on:change=move |ev| {
+                    attempt.set(event_target_value(&ev).parse::<u32>().ok());
+                }>
+                    <option value="all">"all"</option>
+                    {move || attempts.get().into_iter().map(|a| view! {
+                        <option value=a.to_string() selected=move || attempt.get() == Some(a)>{a.to_string()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <SvgChart chart=chart test_id="histogram"/>
+        </section>
+    }
+}
+
+/// The holder timeline of the last run, with its overlap verdict in words.
+#[component]
+pub fn TimelinePanel(
+    /// The run shown.
+    #[prop(into)]
+    record: Signal<Option<RunRecord>>,
+) -> impl IntoView {
+    let timeline =
+        Memo::new(move |_| record.with(|r| r.as_ref().map(Timeline::build).unwrap_or_default()));
+    let chart = Memo::new(move |_| timeline.with(timeline_chart));
+    let verdict = move || {
+        timeline.with(|t| {
+            format!(
+                "{} holds seen by L7 in {} samples; {} overlaps in L7; {} overlaps among the client's own holds",
+                t.bars.len(),
+                record.with(|r| r.as_ref().map(|r| r.samples.len()).unwrap_or(0)),
+                t.overlaps.len(),
+                t.client_overlaps.len()
+            )
+        })
+    };
+    view! {
+        <section class="panel">
+            <p class="verdict" data-testid="timeline-verdict"
+                data-holds=move || timeline.with(|t| t.bars.len())
+                data-overlaps=move || timeline.with(|t| t.overlaps.len())>
+                {verdict}
+            </p>
+            <SvgChart chart=chart test_id="timeline"/>
+        </section>
+    }
+}
+
+/// The sweep's three plots.
+#[component]
+pub fn SweepPanel(
+    /// The sweep shown.
+    #[prop(into)]
+    sweep: Signal<SweepResult>,
+) -> impl IntoView {
+    let chart = move |metric| Memo::new(move |_| sweep.with(|s| sweep_chart(s, metric)));
+    view! {
+        <section class="panel sweep">
+            <SvgChart chart=chart(SweepMetric::TotalCalls) test_id="sweep-calls"/>
+            <SvgChart chart=chart(SweepMetric::CallsPerGrant) test_id="sweep-calls-per-grant"/>
+            <SvgChart chart=chart(SweepMetric::Completion) test_id="sweep-completion"/>
+        </section>
+    }
+}

@@ -1,0 +1,49 @@
+//! bench-ui: the contention dashboard (issue 5). A Leptos (CSR) app that runs live lock
+//! experiments against a real lock-server through the SDK (`lock-wasm`, used as a Rust
+//! dependency with its fetch transport and JS-timer clock) and plots what happened in SVG.
+//!
+//! Layout:
+//! - [`model`]: plain data and pure logic, host-tested: [`model::config`] (the form and its
+//!   limits), [`model::strategy`] (the four backoff strategies), [`model::record`] (one run's
+//!   events), [`model::counters`], [`model::histogram`] (delays slept vs the uniform
+//!   expectation), [`model::timeline`] (L7 holder bars, client marks, overlaps),
+//!   [`model::sweep`], [`model::export`] (JSON, CSV).
+//! - [`plot`]: chart geometry as data ([`plot::chart::Chart`]): scales, ticks, the three
+//!   chart builders. Host-tested.
+//! - [`runner`]: runs experiments over the SDK's seams: contenders (SDK loop for full
+//!   jitter, [`runner::own_loop`] for the others), the L7 sampler, the fenced ledger,
+//!   cancellation, sweeps.
+//! - `components` and `app` (wasm32 only): the Leptos components and the `App` root;
+//!   `run_dashboard` mounts it (called from `www/index.html`).
+//!
+//! ASSUMPTIONS (values chosen here, not by the contract; each is documented where defined):
+//! - Run defaults: 20 sessions, 1 key, 2 acquisitions each, 40 ms holds, 3 s TTL, backoff
+//!   base 10 ms / cap 400 ms / budget 8 s / 40 attempts, seed 42, L7 sampled every 10 ms,
+//!   full jitter ([`model::config`]): about 40 serialised grants, a few seconds.
+//! - Sweep defaults: N = 10, 40, 70, 100 (step 30), 5 ms holds, budget 30 s, 200 attempts,
+//!   L7 sampled every 250 ms ([`model::sweep`]).
+//! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s.
+//! - Every request times out after 5 s; the own loop budgets 5 ms of round trip before a
+//!   sleep ([`runner::REQUEST_TIMEOUT`], [`runner::RTT_ESTIMATE`]); the UI refreshes every
+//!   150 ms; Cancel is noticed within 50 ms; the histogram has 12 bins.
+//! - Keys are `bench/{runId}/k{i}` with a fresh run id per run; contender `i` is seeded with
+//!   `seed · 1000003 + i`.
+
+pub mod model;
+pub mod plot;
+pub mod runner;
+
+#[cfg(target_arch = "wasm32")]
+pub mod app;
+#[cfg(target_arch = "wasm32")]
+pub mod components;
+
+/// Mounts the dashboard on `<body>`. Exported to JS; `www/index.html` calls it after
+/// `init()`. Not a `#[wasm_bindgen(start)]` so the component tests, which link the same
+/// crate, do not mount a second dashboard.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn run_dashboard() {
+    app::install_panic_hook();
+    leptos::mount::mount_to_body(|| leptos::view! { <app::App/> });
+}

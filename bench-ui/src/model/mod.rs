@@ -1,0 +1,11 @@
+//! The dashboard's model: plain data and pure functions, no DOM and no network, so all of
+//! it builds and is unit-tested on the host.
+
+pub mod config;
+pub mod counters;
+pub mod export;
+pub mod histogram;
+pub mod record;
+pub mod strategy;
+pub mod sweep;
+pub mod timeline;

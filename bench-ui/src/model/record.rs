@@ -1,0 +1,143 @@
+//! The record of one run: what the client did and what L7 saw, with times in milliseconds
+//! since the run started (the SDK's monotonic clock). Everything the plots and the exports
+//! show is derived from this one value, so a run exported as JSON can be replotted.
+
+use serde::{Deserialize, Serialize};
+
+use super::config::ExperimentConfig;
+use super::counters::Counters;
+
+/// One backoff sleep the acquire loop actually took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sleep {
+    /// Contender index (0-based).
+    pub session: u32,
+    /// Failed attempts before this sleep, minus one: the first sleep is attempt 0.
+    pub attempt: u32,
+    /// What was slept, ms.
+    pub delay_millis: u64,
+    /// The ceiling the full-jitter distribution draws from for this attempt, ms.
+    pub ceiling_millis: u64,
+}
+
+/// One hold as the client saw it: from the grant's arrival to the release being sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hold {
+    /// Contender index (0-based).
+    pub session: u32,
+    /// The session id the server gave it, to match L7 samples.
+    pub session_id: String,
+    /// Key name.
+    pub key: String,
+    /// The grant's fencing token.
+    pub fencing_token: u64,
+    /// L4 calls it took, including the granted one.
+    pub attempts: u32,
+    /// When the grant arrived, ms since start.
+    pub granted_at: f64,
+    /// When the release was sent, ms since start; `None` while held or if never released.
+    pub released_at: Option<f64>,
+    /// Whether the ledger accepted the holder's write (false: FENCED_OUT or an error).
+    pub ledger_accepted: bool,
+}
+
+/// One L7 advisory read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    /// When the answer arrived, ms since start.
+    pub at: f64,
+    /// Key name.
+    pub key: String,
+    /// `(sessionId, fencingToken)` of the holder, if any.
+    pub holder: Option<(String, u64)>,
+    /// The server's waiter count.
+    pub waiter_count: u32,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// Unique per run; part of every key name.
+    pub run_id: String,
+    /// The configuration it ran with.
+    pub config: ExperimentConfig,
+    /// Counters at the end (or now, while running).
+    pub counters: Counters,
+    /// Every backoff sleep.
+    pub sleeps: Vec<Sleep>,
+    /// Every grant.
+    pub holds: Vec<Hold>,
+    /// Every L7 read.
+    pub samples: Vec<Sample>,
+    /// Session ids by contender index, to name timeline lanes.
+    pub session_ids: Vec<String>,
+    /// Wall time of the whole run, ms; `None` while running.
+    pub completed_millis: Option<f64>,
+    /// Why the run stopped early, if it did (server down, cancelled, ...).
+    pub error: Option<String>,
+}
+
+impl RunRecord {
+    /// An empty record for a run about to start.
+    pub fn new(run_id: impl Into<String>, config: ExperimentConfig) -> Self {
+        RunRecord {
+            run_id: run_id.into(),
+            config,
+            ..Default::default()
+        }
+    }
+
+    /// Acquisitions finished (granted or given up), for the progress bar.
+    pub fn finished_acquisitions(&self) -> u32 {
+        self.counters.grants + self.counters.gave_up + self.counters.errors
+    }
+
+    /// Progress in `[0, 1]`.
+    pub fn progress(&self) -> f64 {
+        let planned = self.config.planned_acquisitions().max(1);
+        (f64::from(self.finished_acquisitions()) / f64::from(planned)).min(1.0)
+    }
+
+    /// Contender index of a session id, if it belongs to this run.
+    pub fn session_index(&self, session_id: &str) -> Option<u32> {
+        self.session_ids
+            .iter()
+            .position(|s| s == session_id)
+            .and_then(|i| u32::try_from(i).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_counts_every_finished_acquisition() {
+        let mut r = RunRecord::new(
+            "r",
+            ExperimentConfig {
+                sessions: 4,
+                rounds: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(r.progress(), 0.0);
+        r.counters.grants = 2;
+        r.counters.gave_up = 1;
+        assert_eq!(r.progress(), 0.75);
+        r.counters.errors = 5;
+        assert_eq!(r.progress(), 1.0);
+    }
+
+    #[test]
+    fn sessions_are_found_by_id() {
+        let mut r = RunRecord::new("r", ExperimentConfig::default());
+        r.session_ids = vec!["a".into(), "b".into()];
+        assert_eq!(r.session_index("b"), Some(1));
+        assert_eq!(r.session_index("z"), None);
+    }
+}

@@ -1,0 +1,137 @@
+//! Running experiments against a live server: contenders, the L7 sampler, cancellation and
+//! sweeps. Generic over the SDK's seams (`Transport`, `Clock`, `Spawner`) so the same code
+//! runs in the browser (fetch, JS timers) and natively in unit tests (scripted transport,
+//! manual clock).
+//!
+//! Concurrency is cooperative: every contender is a future, and the run joins them all in
+//! one task (no spawning), so cancelling a run is dropping one future — which aborts the
+//! in-flight fetches too.
+
+pub mod contender;
+pub mod ledger;
+pub mod own_loop;
+pub mod recorder;
+pub mod sampler;
+pub mod sdk;
+pub mod sweep;
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use lock_api::LockGrant;
+use lock_wasm::clock::Clock;
+use lock_wasm::spawn::Spawner;
+use lock_wasm::transport::Transport;
+
+use crate::model::config::ExperimentConfig;
+use crate::model::record::RunRecord;
+
+use ledger::Ledger;
+use recorder::Recorder;
+
+/// Per-request timeout of every call the dashboard makes (ASSUMPTION: 5 s; a loopback
+/// server answers in milliseconds, so this only bounds a hung or dead server).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Round trip the own loop budgets for before sleeping (ASSUMPTION, as in the SDK).
+pub const RTT_ESTIMATE: Duration = Duration::from_millis(5);
+
+/// How often a cancelled run notices (ms of latency on the Cancel button).
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Everything a run talks to.
+#[derive(Clone)]
+pub struct Env {
+    /// L1–L7.
+    pub transport: Arc<dyn Transport>,
+    /// Time: stamps, sleeps, holds.
+    pub clock: Arc<dyn Clock>,
+    /// Runs the SDK sessions' heartbeat tasks.
+    pub spawner: Arc<dyn Spawner>,
+    /// The fenced demo ledger.
+    pub ledger: Rc<dyn Ledger>,
+}
+
+/// What one acquire ended with.
+pub enum Acquired {
+    /// Granted after `attempts` L4 calls.
+    Granted {
+        /// The grant.
+        grant: LockGrant,
+        /// L4 calls it took.
+        attempts: u32,
+    },
+    /// Budget or attempts ran out.
+    NotGranted,
+}
+
+/// A cancel switch shared by the Cancel button and the run.
+#[derive(Clone, Default)]
+pub struct CancelFlag(Rc<Cell<bool>>);
+
+impl CancelFlag {
+    /// Asks the run to stop.
+    pub fn cancel(&self) {
+        self.0.set(true);
+    }
+
+    /// Whether it was asked to.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.get()
+    }
+
+    /// Completes once cancelled (polled on the clock).
+    async fn wait(&self, clock: &dyn Clock) {
+        while !self.is_cancelled() {
+            clock.sleep(CANCEL_POLL).await;
+        }
+    }
+}
+
+/// Starts a run: the record the UI watches, filled in by [`run_experiment`].
+pub fn start_recorder(env: &Env, run_id: &str, config: &ExperimentConfig) -> Recorder {
+    let mut record = RunRecord::new(run_id, config.clone());
+    record.session_ids = vec![String::new(); config.sessions as usize];
+    Recorder::new(record, env.clock.clone())
+}
+
+/// Runs one experiment to completion (or cancellation) and stamps its duration.
+pub async fn run_experiment(env: &Env, recorder: &Recorder, cancel: &CancelFlag) {
+    let config = recorder.lock().config.clone();
+    let run_id = recorder.lock().run_id.clone();
+    let contenders = futures::future::join_all(
+        (0..config.sessions).map(|i| contender::run(env, recorder, &config, &run_id, i, cancel)),
+    );
+    // The sampler runs until the contenders are done; it never ends on its own.
+    let work = select(
+        Box::pin(contenders),
+        Box::pin(sampler::sample_forever(env, recorder, &config, &run_id)),
+    );
+    if let Either::Right(_) =
+        select(Box::pin(work), Box::pin(cancel.wait(env.clock.as_ref()))).await
+    {
+        close_sessions(env, recorder).await;
+    }
+    // Also when the contenders noticed the flag first and wound down on their own.
+    if cancel.is_cancelled() {
+        recorder.note_error("cancelled");
+    }
+    let elapsed = recorder.elapsed_millis();
+    recorder.lock().completed_millis = Some(elapsed);
+}
+
+/// Closes every session of a cancelled run (L3), so its locks go now rather than at TTL.
+async fn close_sessions(env: &Env, recorder: &Recorder) {
+    let ids = recorder.lock().session_ids.clone();
+    let closes = ids
+        .iter()
+        .filter(|id| !id.is_empty())
+        .map(|id| env.transport.close_session(id, REQUEST_TIMEOUT));
+    futures::future::join_all(closes).await;
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;

@@ -1,0 +1,58 @@
+//! The shared, growing [`RunRecord`] of a run, stamped with the run's clock.
+//!
+//! Contenders, the sampler and the UI's refresh loop all hold a clone. It is an
+//! `Arc<Mutex<…>>` rather than an `Rc<RefCell<…>>` only because the SDK's seams (the event
+//! sink in particular) must be `Send + Sync` natively, where the runner is unit-tested; in
+//! the browser there is one thread and the lock is never contended. No lock is held across
+//! an `.await`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use lock_wasm::clock::Clock;
+
+use crate::model::record::RunRecord;
+
+/// A handle on the record of the run in progress.
+#[derive(Clone)]
+pub struct Recorder {
+    record: Arc<Mutex<RunRecord>>,
+    clock: Arc<dyn Clock>,
+    start: Duration,
+}
+
+impl Recorder {
+    /// Starts recording `record` now, on `clock`.
+    pub fn new(record: RunRecord, clock: Arc<dyn Clock>) -> Self {
+        let start = clock.now();
+        Recorder {
+            record: Arc::new(Mutex::new(record)),
+            clock,
+            start,
+        }
+    }
+
+    /// Milliseconds since the run started (fractional).
+    pub fn elapsed_millis(&self) -> f64 {
+        self.clock.now().saturating_sub(self.start).as_secs_f64() * 1000.0
+    }
+
+    /// The record, for a short synchronous update. A poisoned lock (a panic elsewhere) is
+    /// recovered: the data is plain and still worth showing.
+    pub fn lock(&self) -> MutexGuard<'_, RunRecord> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of the record as it stands, for the UI.
+    pub fn snapshot(&self) -> RunRecord {
+        self.lock().clone()
+    }
+
+    /// Keeps the first error of a run: later ones are usually consequences of it.
+    pub fn note_error(&self, message: impl Into<String>) {
+        let mut record = self.lock();
+        if record.error.is_none() {
+            record.error = Some(message.into());
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Component tests in headless Chromium (wasm-bindgen-test): mount a component, interact,
+//! read the DOM. Run by `scripts/test-ui.sh` (wasm-bindgen-test-runner + chromedriver).
+#![cfg(target_arch = "wasm32")]
+
+use std::time::Duration;
+
+use bench_ui::app::App;
+use bench_ui::components::chart::SvgChart;
+use bench_ui::components::config_form::ConfigForm;
+use bench_ui::components::counters::CountersPanel;
+use bench_ui::components::plots::{HistogramPanel, TimelinePanel};
+use bench_ui::model::config::ExperimentConfig;
+use bench_ui::model::counters::Counters;
+use bench_ui::model::histogram::JitterHistogram;
+use bench_ui::model::record::{RunRecord, Sample, Sleep};
+use bench_ui::plot::builders::histogram_chart;
+use leptos::mount::mount_to;
+use leptos::prelude::*;
+use leptos::task::tick;
+use lock_wasm::clock::Clock;
+use lock_wasm::wasm::JsClock;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+use web_sys::{HtmlElement, HtmlInputElement, HtmlSelectElement};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// A fresh container per test, so tests do not see each other's DOM.
+fn container() -> HtmlElement {
+    let document = document();
+    let div: HtmlElement = document.create_element("div").unwrap().unchecked_into();
+    document.body().unwrap().append_child(&div).unwrap();
+    div
+}
+
+fn count(root: &HtmlElement, selector: &str) -> u32 {
+    root.query_selector_all(selector).unwrap().length()
+}
+
+fn find(root: &HtmlElement, selector: &str) -> HtmlElement {
+    root.query_selector(selector)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no {selector}"))
+        .unchecked_into()
+}
+
+#[wasm_bindgen_test]
+async fn histogram_chart_draws_bars_axes_and_legend() {
+    let root = container();
+    let sleeps: Vec<Sleep> = (0..40)
+        .map(|i| Sleep {
+            session: 0,
+            attempt: 1,
+            delay_millis: i * 2,
+            ceiling_millis: 80,
+        })
+        .collect();
+    let chart = histogram_chart(&JitterHistogram::build(&sleeps, Some(1)));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <SvgChart chart=chart.clone() test_id="h"/> },
+    );
+    tick().await;
+    assert_eq!(count(&root, "svg[data-testid=h] rect.bar:not(.swatch)"), 12);
+    assert_eq!(count(&root, "svg[data-testid=h] polyline.expect"), 1);
+    assert!(count(&root, "svg[data-testid=h] .tick-label") > 4);
+    let text = root.text_content().unwrap();
+    assert!(text.contains("delay slept (ms)"), "{text}");
+    assert!(text.contains("uniform expectation"), "{text}");
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn counters_panel_shows_values_and_raises_alarms() {
+    let root = container();
+    let counters = RwSignal::new(Counters {
+        grants: 5,
+        ..Default::default()
+    });
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <CountersPanel counters=counters/> },
+    );
+    tick().await;
+    assert_eq!(
+        find(&root, "[data-testid=counter-grants] .value").inner_text(),
+        "5"
+    );
+    assert_eq!(count(&root, ".counter.alarm"), 0);
+    counters.update(|c| c.fenced_out = 2);
+    tick().await;
+    assert_eq!(
+        find(&root, "[data-testid=counter-fenced-out-writes] .value").inner_text(),
+        "2"
+    );
+    assert_eq!(count(&root, ".counter.alarm"), 1);
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn config_form_writes_typed_values_into_the_signal() {
+    let root = container();
+    let config = RwSignal::new(ExperimentConfig::default());
+    let handle = mount_to(root.clone(), move || view! { <ConfigForm config=config/> });
+    tick().await;
+    let input: HtmlInputElement = find(&root, "[data-testid=field-sessions]").unchecked_into();
+    assert_eq!(input.value(), "20");
+    input.set_value("7");
+    input
+        .dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+    tick().await;
+    assert_eq!(config.get_untracked().sessions, 7);
+    // Garbage leaves the field's value alone.
+    input.set_value("seven");
+    input
+        .dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+    tick().await;
+    assert_eq!(config.get_untracked().sessions, 7);
+    drop(handle);
+}
+
+/// Clicks Run against a port where nothing listens and waits for the error to show in
+/// place (polling on real time with a generous bound; the request fails at once).
+#[wasm_bindgen_test]
+async fn a_dead_server_is_reported_in_place_without_a_panic() {
+    let root = container();
+    let handle = mount_to(
+        root.clone(),
+        || view! { <App base_url="http://127.0.0.1:9"/> },
+    );
+    tick().await;
+    assert_eq!(count(&root, "[data-testid=error]"), 0);
+    find(&root, "[data-testid=run]").click();
+    let mut shown = String::new();
+    for _ in 0..200 {
+        JsClock.sleep(Duration::from_millis(50)).await;
+        if count(&root, "[data-testid=error]") > 0
+            && find(&root, "[data-testid=status]")
+                .get_attribute("data-state")
+                .as_deref()
+                == Some("idle")
+        {
+            shown = find(&root, "[data-testid=error]").inner_text();
+            break;
+        }
+    }
+    assert!(
+        shown.contains("cannot reach the lock server"),
+        "error shown: {shown:?}"
+    );
+    assert_eq!(
+        find(&root, "[data-testid=counter-errors] .value").inner_text(),
+        "40",
+        "every planned acquisition (20 sessions × 2 rounds) failed"
+    );
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn an_invalid_form_is_refused_before_any_request() {
+    let root = container();
+    let handle = mount_to(
+        root.clone(),
+        || view! { <App base_url="http://127.0.0.1:9"/> },
+    );
+    tick().await;
+    let input: HtmlInputElement = find(&root, "[data-testid=field-sessions]").unchecked_into();
+    input.set_value("500");
+    input
+        .dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+    tick().await;
+    find(&root, "[data-testid=run]").click();
+    tick().await;
+    let error = find(&root, "[data-testid=error]").inner_text();
+    assert!(error.contains("sessions"), "{error}");
+    assert_eq!(
+        find(&root, "[data-testid=status]")
+            .get_attribute("data-state")
+            .as_deref(),
+        Some("idle")
+    );
+    drop(handle);
+}
+
+fn sleep(attempt: u32, delay: u64, ceiling: u64) -> Sleep {
+    Sleep {
+        session: 0,
+        attempt,
+        delay_millis: delay,
+        ceiling_millis: ceiling,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn histogram_panel_filters_by_the_chosen_attempt() {
+    let root = container();
+    let record = RwSignal::new(Some(RunRecord {
+        sleeps: vec![sleep(0, 5, 10), sleep(0, 7, 10), sleep(2, 30, 40)],
+        ..Default::default()
+    }));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <HistogramPanel record=record/> },
+    );
+    tick().await;
+    // SVG elements have no innerText: read textContent.
+    let title = || {
+        find(&root, "svg[data-testid=histogram] .title")
+            .text_content()
+            .unwrap_or_default()
+    };
+    assert!(title().contains("all attempts, n = 3"), "{}", title());
+    // The selector offers "all" and the attempts present.
+    assert_eq!(count(&root, "[data-testid=attempt-select] option"), 3);
+    let select: HtmlSelectElement = find(&root, "[data-testid=attempt-select]").unchecked_into();
+    select.set_value("2");
+    select
+        .dispatch_event(&web_sys::Event::new("change").unwrap())
+        .unwrap();
+    tick().await;
+    assert!(title().contains("attempt 2, n = 1"), "{}", title());
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn timeline_panel_draws_an_overlap_in_red() {
+    let root = container();
+    let sample = |at, holder: &str, token| Sample {
+        at,
+        key: "k".into(),
+        holder: Some((holder.into(), token)),
+        waiter_count: 0,
+    };
+    let mut clean = RunRecord::default();
+    clean.config.sessions = 2;
+    clean.session_ids = vec!["a".into(), "b".into()];
+    clean.samples = vec![sample(10.0, "a", 1), sample(20.0, "b", 2)];
+    let record = RwSignal::new(Some(clean.clone()));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <TimelinePanel record=record/> },
+    );
+    tick().await;
+    let overlaps = || {
+        find(&root, "[data-testid=timeline-verdict]")
+            .get_attribute("data-overlaps")
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        count(&root, "svg[data-testid=timeline] rect.hold:not(.swatch)"),
+        2
+    );
+    assert_eq!(overlaps(), "0");
+    assert_eq!(
+        count(&root, "svg[data-testid=timeline] rect.overlap:not(.swatch)"),
+        0
+    );
+    // Token 1 seen again after token 2: two holders at once, drawn in red.
+    clean.samples.push(sample(30.0, "a", 1));
+    record.set(Some(clean));
+    tick().await;
+    assert_eq!(overlaps(), "1");
+    assert_eq!(
+        count(&root, "svg[data-testid=timeline] rect.overlap:not(.swatch)"),
+        1
+    );
+    drop(handle);
+}

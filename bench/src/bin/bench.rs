@@ -1,0 +1,709 @@
+//! `bench`: runs the issue-8 benchmarks side by side in one invocation, prints each table,
+//! and rewrites the owned sections of `docs/BENCHMARKS.md` plus SVG charts in `docs/bench/`.
+//! Run through `scripts/bench.sh` (release build, Redis install); `bench --help` for knobs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bench::cycles::{drive, Run, Target};
+use bench::live_sweep;
+use bench::occ_sim::{self, BROOKER};
+use bench::stats::{quantile, ratio, Spread};
+use bench::strategy::Strategy;
+use bench::svg::{bar_chart, line_chart, Series};
+use bench::systems::{self, RedisMode};
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Part {
+    All,
+    Sim,
+    Server,
+    Sweep,
+    /// Re-render the live section from a saved `bench sweep` output (`--log`).
+    SweepLog,
+}
+
+/// Issue-8 benchmark suite.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Which part to run.
+    #[arg(value_enum, default_value_t = Part::All)]
+    part: Part,
+    /// Markdown file whose owned sections are rewritten.
+    #[arg(long, default_value = "docs/BENCHMARKS.md")]
+    doc: PathBuf,
+    /// Directory for the SVG charts (linked relative to the doc).
+    #[arg(long, default_value = "docs/bench")]
+    charts: PathBuf,
+    /// Server bench: seconds per window.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Server bench and live sweep: interleaved rounds (the run-to-run spread).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Simulation: experiments per point (Brooker: 100).
+    #[arg(long, default_value_t = 100)]
+    sim_runs: u32,
+    /// Simulation: independent seeds (the spread of the per-point means).
+    #[arg(long, default_value_t = 3)]
+    sim_seeds: u64,
+    /// Live sweep: interleaved rounds per N (the run-to-run spread).
+    #[arg(long, default_value_t = 3)]
+    sweep_rounds: usize,
+    /// Live sweep: contender counts.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10,20,30,40,50,60,70,80,90,100"
+    )]
+    sweep_n: Vec<usize>,
+    /// For `sweep-log`: the saved output to re-render.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Do not touch the doc or charts (print only).
+    #[arg(long)]
+    no_write: bool,
+}
+
+const SIM_N: [usize; 10] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+
+fn main() {
+    let args = Args::parse();
+    // Log as the server binary does (JSON, info) into a sink, so formatting cost is counted.
+    tracing_subscriber::fmt()
+        .json()
+        .with_writer(std::io::sink)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        .init();
+    let machine = machine();
+    println!("machine: {machine}");
+    let mut summary = Vec::new();
+    if matches!(args.part, Part::All | Part::Sim) {
+        let body = sim_section(&args, &machine, &mut summary);
+        write_section(&args, "Backoff strategies (simulation)", &body);
+    }
+    if matches!(args.part, Part::All | Part::Server) {
+        let body = server_section(&args, &machine, &mut summary);
+        write_section(&args, "Server vs Redis and etcd", &body);
+    }
+    if matches!(args.part, Part::All | Part::Sweep) {
+        let body = sweep_section(&args, &machine, &mut summary);
+        write_section(&args, "Backoff strategies (live server)", &body);
+    }
+    if args.part == Part::SweepLog {
+        let log = args.log.clone().expect("--log FILE");
+        let body = sweep_from_log(&args, &machine, &log);
+        write_section(&args, "Backoff strategies (live server)", &body);
+    }
+    if args.part == Part::All {
+        let mut body = String::from(
+            "Targets of issue 8, measured by `scripts/bench.sh` in one run (details and spreads \
+             in the sections below). Figures were taken while other builds loaded the machine; \
+             compared systems ran interleaved in the same invocation, so load hit them alike, \
+             but absolute numbers are for orientation only.\n\n| target | measured | met? |\n|---|---|---|\n",
+        );
+        for line in &summary {
+            body.push_str(line);
+            body.push('\n');
+        }
+        let _ = write!(body, "\nMachine: {machine}.\n");
+        println!("\n## Summary\n{body}");
+        write_section(&args, "Summary", &body);
+    }
+}
+
+/// CPU model, cores and load average: every figure states where it was taken.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, Linux, loopback; load average at start {load}")
+}
+
+fn write_section(args: &Args, title: &str, body: &str) {
+    if args.no_write {
+        return;
+    }
+    let text = std::fs::read_to_string(&args.doc).unwrap_or_else(|_| "# Benchmarks\n".into());
+    let text = bench::doc::replace_section(&text, title, body);
+    std::fs::write(&args.doc, text).expect("write doc");
+}
+
+/// Writes `svg` as `name` under the chart dir; returns the Markdown image link.
+fn chart(args: &Args, name: &str, alt: &str, svg: &str) -> String {
+    if !args.no_write {
+        std::fs::create_dir_all(&args.charts).expect("chart dir");
+        std::fs::write(args.charts.join(name), svg).expect("write chart");
+    }
+    let doc_dir = args.doc.parent().unwrap_or(Path::new("."));
+    let rel = args
+        .charts
+        .strip_prefix(doc_dir)
+        .unwrap_or(&args.charts)
+        .join(name);
+    format!("![{alt}]({})", rel.display())
+}
+
+fn strategy_series(points: &BTreeMap<(Strategy, usize), f64>, ns: &[usize]) -> Vec<Series> {
+    Strategy::COMPARED
+        .iter()
+        .map(|s| Series {
+            name: s.name().into(),
+            colour: s.colour().into(),
+            points: ns
+                .iter()
+                .filter_map(|n| points.get(&(*s, *n)).map(|v| (*n as f64, *v)))
+                .collect(),
+        })
+        .collect()
+}
+
+fn strategy_table(
+    out: &mut String,
+    what: &str,
+    ns: &[usize],
+    cells: &BTreeMap<(Strategy, usize), Spread>,
+    decimals: usize,
+) {
+    let _ = write!(out, "| N ({what}) |");
+    for s in Strategy::COMPARED {
+        let _ = write!(out, " {} |", s.name());
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(Strategy::COMPARED.len()));
+    out.push('\n');
+    for n in ns {
+        let _ = write!(out, "| {n} |");
+        for s in Strategy::COMPARED {
+            let cell = cells.get(&(s, *n)).map_or("–".into(), |c| c.show(decimals));
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+}
+
+fn medians(cells: &BTreeMap<(Strategy, usize), Spread>) -> BTreeMap<(Strategy, usize), f64> {
+    cells.iter().map(|(k, v)| (*k, v.median)).collect()
+}
+
+/// Ns at which `claim(n)` fails, as text ("holds at every N" when none).
+fn where_fails(ns: &[usize], claim: impl Fn(usize) -> bool) -> String {
+    let failed: Vec<String> = ns
+        .iter()
+        .filter(|n| !claim(**n))
+        .map(|n| n.to_string())
+        .collect();
+    if failed.is_empty() {
+        "holds at every N".into()
+    } else {
+        format!("**fails at N = {}**", failed.join(", "))
+    }
+}
+
+fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    println!(
+        "\n# Brooker's experiment, simulated ({} runs per point, {} seeds)",
+        args.sim_runs, args.sim_seeds
+    );
+    let started = std::time::Instant::now();
+    let (mut calls, mut time) = (BTreeMap::new(), BTreeMap::new());
+    for n in SIM_N {
+        for s in Strategy::COMPARED {
+            let (mut c, mut t) = (Vec::new(), Vec::new());
+            for seed in 1..=args.sim_seeds {
+                let (ci, ti) = occ_sim::run_point(n, s, BROOKER, args.sim_runs, seed);
+                c.push(ci);
+                t.push(ti);
+            }
+            calls.insert((s, n), Spread::of(&c));
+            time.insert((s, n), Spread::of(&t));
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    let (c, t) = (medians(&calls), medians(&time));
+    let get = |m: &BTreeMap<(Strategy, usize), f64>, s, n| m[&(s, n)];
+    use Strategy::*;
+    let least_work = where_fails(&SIM_N, |n| {
+        Strategy::COMPARED
+            .iter()
+            .all(|s| get(&c, FullJitter, n) <= get(&c, *s, n))
+    });
+    let equal_more_work = where_fails(&SIM_N, |n| get(&c, EqualJitter, n) > get(&c, FullJitter, n));
+    let equal_more_time = where_fails(&SIM_N, |n| {
+        get(&t, EqualJitter, n) > 1.2 * get(&t, FullJitter, n)
+    });
+    let none_worst_work = where_fails(&SIM_N, |n| {
+        Strategy::COMPARED
+            .iter()
+            .all(|s| get(&c, NoJitter, n) >= get(&c, *s, n))
+    });
+    let none_worst_time = where_fails(&SIM_N, |n| {
+        Strategy::COMPARED
+            .iter()
+            .all(|s| get(&t, NoJitter, n) >= get(&t, *s, n))
+    });
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "Command: `scripts/bench.sh` (or `bench sim`). Machine: {machine}. Pure CPU and \
+         deterministic: the same seeds give the same figures on any machine ({took:.1} s here).\n\n\
+         Brooker's experiment (AWS Architecture Blog, \"Exponential Backoff And Jitter\", and \
+         its public simulator) rebuilt as a seeded discrete-event simulation \
+         (`bench/src/occ_sim.rs`): N clients each write one row once with optimistic \
+         concurrency (read version, write with it; a stale write fails, the client backs off \
+         and reads again); every message crosses a network delay of |Normal(10 ms, 2 ms)|; \
+         base 5 ms, cap 2 s; the n-th retry (n from 1, as in his simulator) waits \
+         `backoff(n)` on top of the network delay. Each cell: the mean over {} experiments, \
+         as median (min–max) over {} independent seeds.\n\n\
+         The strategies other than full jitter exist only in `bench/src/strategy.rs`; the \
+         SDK's one strategy is full jitter (`lock-wasm/src/backoff.rs`).\n\n",
+        args.sim_runs, args.sim_seeds
+    );
+    out.push_str("Total write calls per experiment (the work):\n\n");
+    strategy_table(&mut out, "clients", &SIM_N, &calls, 0);
+    out.push_str("\nCompletion time, ms (until the last client's write succeeded):\n\n");
+    strategy_table(&mut out, "clients", &SIM_N, &time, 0);
+    out.push('\n');
+    out.push_str(&chart(
+        args,
+        "sim-calls.svg",
+        "simulated calls vs N",
+        &line_chart(
+            "Simulated OCC: total calls vs clients",
+            "clients (N)",
+            "write calls",
+            &strategy_series(&c, &SIM_N),
+        ),
+    ));
+    out.push('\n');
+    out.push_str(&chart(
+        args,
+        "sim-time.svg",
+        "simulated completion time vs N",
+        &line_chart(
+            "Simulated OCC: completion time vs clients",
+            "clients (N)",
+            "ms",
+            &strategy_series(&t, &SIM_N),
+        ),
+    ));
+    let _ = write!(
+        out,
+        "\n\nThe published ordering, checked point by point on the medians:\n\n\
+         - full jitter does the least work: {least_work};\n\
+         - equal jitter does more work than full jitter: {equal_more_work};\n\
+         - equal jitter takes much (> 1.2×) more time than full jitter: {equal_more_time};\n\
+         - no jitter does the most work: {none_worst_work};\n\
+         - no jitter takes the most time: {none_worst_time}.\n"
+    );
+    let n = 50;
+    summary.push(format!(
+        "| simulation, N = 50: full jitter calls / no-jitter calls (published: well below 1) | {:.2} ({:.0} vs {:.0}) | {} |",
+        c[&(FullJitter, n)] / c[&(NoJitter, n)],
+        c[&(FullJitter, n)],
+        c[&(NoJitter, n)],
+        if c[&(FullJitter, n)] < c[&(NoJitter, n)] { "yes" } else { "no" }
+    ));
+    summary.push(format!(
+        "| simulation: published ordering (full jitter least work, equal jitter more work and time, no jitter worst) | see section | {} |",
+        if [&least_work, &equal_more_work, &equal_more_time, &none_worst_work, &none_worst_time]
+            .iter()
+            .all(|s| s.as_str() == "holds at every N")
+        {
+            "yes"
+        } else {
+            "partly (see section)"
+        }
+    ));
+    println!("{out}");
+    out
+}
+
+/// The systems of the server bench, in table order; lock-server first (the ratio base).
+const SYSTEMS: [&str; 5] = [
+    "lock-server (SQLite)",
+    "trivial axum handler",
+    "Redis, no persistence",
+    "Redis, appendfsync always",
+    "etcd 3.4 txn",
+];
+const COLOURS: [&str; 5] = ["#2ca02c", "#7f7f7f", "#d62728", "#ff7f0e", "#1f77b4"];
+const CONCURRENCY: [usize; 3] = [1, 10, 50];
+
+struct Agg {
+    throughput: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+}
+
+fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server_rt = systems::runtime("lock-server");
+    let trivial_rt = systems::runtime("trivial");
+    let client_rt = systems::runtime("client");
+    let lock_addr = systems::start_lock_server(&server_rt, dir.path());
+    let trivial_addr = systems::start_trivial(&trivial_rt);
+    let redis_plain = systems::start_redis(RedisMode::NoPersistence);
+    let redis_fsync = systems::start_redis(RedisMode::FsyncAlways);
+    let etcd = systems::start_etcd();
+    let etcd_target = client_rt.block_on(Target::etcd(etcd.addr));
+    let targets = [
+        Target::http(lock_addr),
+        Target::http(trivial_addr),
+        Target::Redis {
+            addr: redis_plain.addr,
+        },
+        Target::Redis {
+            addr: redis_fsync.addr,
+        },
+        etcd_target,
+    ];
+    let window = Duration::from_secs(args.seconds);
+    println!(
+        "\n# Server: acquire+release cycles, {} s windows, {} interleaved rounds",
+        args.seconds, args.rounds
+    );
+    // Warm-up: one short window each, so connection setup and first-touch costs are not
+    // in round one.
+    for t in &targets {
+        client_rt.block_on(drive(t, 10, Duration::from_millis(500)));
+    }
+    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
+    for c in CONCURRENCY {
+        for round in 0..args.rounds {
+            for (i, t) in targets.iter().enumerate() {
+                let run: Run = client_rt.block_on(drive(t, c, window));
+                let agg = results.entry((c, i)).or_insert(Agg {
+                    throughput: vec![],
+                    p50: vec![],
+                    p99: vec![],
+                });
+                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
+                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
+                println!(
+                    "c={c:<3} round {round} {:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
+                    SYSTEMS[i],
+                    run.throughput()
+                );
+                agg.throughput.push(run.throughput());
+                agg.p50.push(p50);
+                agg.p99.push(p99);
+            }
+        }
+    }
+    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "Command: `scripts/bench.sh` (or `bench server`, release build). Machine: {machine}; \
+         load average at the end {}. Other helpers' builds may have been loading the 2 cores \
+         (see the load averages): all five systems ran in one invocation, interleaved (A, B, C, D, E, A, B, …) \
+         in {} rounds of {} s per concurrency level, so load affected them alike; each cell is \
+         the median of the rounds with (min–max). Ratios are the figures to read.\n\n\
+         One cycle = acquire + release of the client's own key (no contention), closed loop. \
+         Latency = the acquire step. lock-server: release build, SQLite store (WAL, \
+         `synchronous=NORMAL`) in a temp dir, in-process on its own 2-worker tokio runtime, \
+         L1 once per client then L4 + L6 over HTTP/1.1 (reqwest). Trivial axum handler: the \
+         same routes answering fixed bodies (the HTTP ceiling). Redis 7 (Debian): `SET key \
+         token NX PX 10000` + an `EVALSHA` compare-delete script, one connection per client, \
+         with no persistence (`--save '' --appendonly no`) and with `--appendonly yes \
+         --appendfsync always`. etcd 3.4 (Debian, single node, temp dir): txn put-if-absent \
+         (create_revision = 0) with a lease + txn delete-if-mod_revision-matches, through \
+         etcd-client 0.21 (one shared HTTP/2 channel). All on 127.0.0.1, started for the bench \
+         only. Clients run on a third 2-worker runtime in the same process as lock-server and \
+         the trivial handler.\n\n",
+        load_after.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        args.rounds,
+        args.seconds
+    );
+    out.push_str("| clients | system | cycles/s | acquire p50 ms | acquire p99 ms | throughput ÷ lock-server | p50 ÷ lock-server | p99 ÷ lock-server |\n|---|---|---|---|---|---|---|---|\n");
+    let med = |v: &[f64]| Spread::of(v).median;
+    for c in CONCURRENCY {
+        let base = &results[&(c, 0)];
+        for (i, name) in SYSTEMS.iter().enumerate() {
+            let a = &results[&(c, i)];
+            let _ = writeln!(
+                out,
+                "| {c} | {name} | {} | {} | {} | {} | {} | {} |",
+                Spread::of(&a.throughput).show(0),
+                Spread::of(&a.p50).show(2),
+                Spread::of(&a.p99).show(2),
+                ratio(med(&a.throughput), med(&base.throughput)),
+                ratio(med(&a.p50), med(&base.p50)),
+                ratio(med(&a.p99), med(&base.p99)),
+            );
+        }
+    }
+    let groups: Vec<String> = CONCURRENCY.iter().map(|c| format!("{c} clients")).collect();
+    let bars: Vec<(String, String)> = SYSTEMS
+        .iter()
+        .zip(COLOURS)
+        .map(|(n, c)| (n.to_string(), c.to_string()))
+        .collect();
+    let values: Vec<Vec<f64>> = CONCURRENCY
+        .iter()
+        .map(|c| {
+            (0..SYSTEMS.len())
+                .map(|i| med(&results[&(*c, i)].throughput))
+                .collect()
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&chart(
+        args,
+        "server-throughput.svg",
+        "acquire+release cycles per second by system",
+        &bar_chart(
+            "Acquire+release cycles/s (median of rounds)",
+            "concurrent clients",
+            "cycles/s",
+            &groups,
+            &bars,
+            &values,
+        ),
+    ));
+    out.push('\n');
+    // Targets.
+    let mut targets_text = String::from("\n\nTargets (issue 8):\n\n");
+    for c in CONCURRENCY {
+        let ours = med(&results[&(c, 0)].throughput);
+        let trivial = med(&results[&(c, 1)].throughput);
+        let fsync = med(&results[&(c, 3)].throughput);
+        let r1 = ours / trivial;
+        let r2 = ours / fsync;
+        let _ = writeln!(
+            targets_text,
+            "- {c} clients: lock-server ÷ trivial handler = {r1:.2} (target ≥ 0.5: {}); lock-server ÷ Redis fsync-always = {r2:.2} (target ≥ 2: {}).",
+            yes(r1 >= 0.5),
+            yes(r2 >= 2.0)
+        );
+        summary.push(format!(
+            "| server ≥ 0.5× trivial axum handler, {c} clients | {r1:.2}× | {} |",
+            yes(r1 >= 0.5)
+        ));
+        summary.push(format!(
+            "| server ≥ 2× Redis appendfsync always, {c} clients | {r2:.2}× | {} |",
+            yes(r2 >= 2.0)
+        ));
+    }
+    let p99 = med(&results[&(50, 0)].p99);
+    let _ = writeln!(
+        targets_text,
+        "- lock-server acquire p99 at 50 clients = {p99:.2} ms (target ≤ 5 ms: {}).",
+        yes(p99 <= 5.0)
+    );
+    summary.push(format!(
+        "| server acquire p99 ≤ 5 ms at 50 clients | {p99:.2} ms | {} |",
+        yes(p99 <= 5.0)
+    ));
+    out.push_str(&targets_text);
+    out.push_str(
+        "\nReading the misses: Redis with `appendfsync always` writes and fsyncs the AOF once \
+         per event-loop iteration, before replying to every client served in it (group \
+         commit), so with 10 or 50 clients one fsync covers many writes; fsync on this VM's \
+         disk is also cheaper than the ~6k ops/s recorded in TOOLCHAIN.md suggested. The \
+         ≥ 2× target assumed an fsync per write; here Redis-fsync-always is faster than \
+         lock-server, whose SQLite commit skips the fsync (WAL, `synchronous=NORMAL`) but pays \
+         a hop to its single writer thread, a transaction, HTTP/1.1 + JSON and a log line per \
+         request. At 1 and 10 clients the writer's batches are small, so lock-server stays \
+         below half the trivial handler. Not profiled in this run (no time left); the server's \
+         own bench (`## Server` above) gives the lock-server/trivial ratio on an idle machine.\n",
+    );
+    println!("{out}");
+    drop(server_rt);
+    drop(trivial_rt);
+    out
+}
+
+fn yes(ok: bool) -> &'static str {
+    if ok {
+        "yes"
+    } else {
+        "**no**"
+    }
+}
+
+fn sweep_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server_rt = systems::runtime("lock-server");
+    let client_rt = systems::runtime("client");
+    let addr = systems::start_lock_server(&server_rt, dir.path());
+    let base = format!("http://{addr}");
+    println!(
+        "\n# Live sweep against lock-server, {} rounds",
+        args.sweep_rounds
+    );
+    let started = std::time::Instant::now();
+    let (mut calls, mut time): (BTreeMap<_, Vec<f64>>, BTreeMap<_, Vec<f64>>) = Default::default();
+    let mut key = 0;
+    for n in &args.sweep_n {
+        for round in 0..args.sweep_rounds {
+            for s in Strategy::COMPARED {
+                key += 1;
+                let p = client_rt.block_on(live_sweep::run_point(
+                    &base,
+                    *n,
+                    s,
+                    &format!("sweep-{key}"),
+                ));
+                println!(
+                    "N={n:<3} round {round} {:<24} {:>6.2} calls/grant  {:>8.0} ms",
+                    s.name(),
+                    p.calls_per_grant,
+                    p.completion_ms
+                );
+                calls.entry((s, *n)).or_default().push(p.calls_per_grant);
+                time.entry((s, *n)).or_default().push(p.completion_ms);
+            }
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    drop(server_rt);
+    sweep_render(args, machine, took, &calls, &time, summary)
+}
+
+type Raw = BTreeMap<(Strategy, usize), Vec<f64>>;
+
+/// Re-renders the live section from the per-round lines a `bench sweep` run printed
+/// (`N=.. round .. <strategy> <calls> calls/grant <ms> ms`), without measuring again.
+fn sweep_from_log(args: &Args, machine: &str, log: &Path) -> String {
+    let text = std::fs::read_to_string(log).expect("read log");
+    // The machine line of the run that measured, not of this re-render.
+    let machine = text
+        .lines()
+        .find_map(|l| l.strip_prefix("machine: "))
+        .unwrap_or(machine)
+        .to_owned();
+    let (mut calls, mut time): (Raw, Raw) = Default::default();
+    for line in text.lines().filter(|l| l.starts_with("N=")) {
+        let n: usize = line[2..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let s = Strategy::COMPARED
+            .into_iter()
+            .find(|s| line.contains(s.name()))
+            .expect("strategy name");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "calls/grant").unwrap();
+        calls
+            .entry((s, n))
+            .or_default()
+            .push(words[at - 1].parse().unwrap());
+        time.entry((s, n))
+            .or_default()
+            .push(words[at + 1].parse().unwrap());
+    }
+    sweep_render(args, &machine, f64::NAN, &calls, &time, &mut Vec::new())
+}
+
+fn sweep_render(
+    args: &Args,
+    machine: &str,
+    took: f64,
+    calls: &Raw,
+    time: &Raw,
+    summary: &mut Vec<String>,
+) -> String {
+    let calls: BTreeMap<_, Spread> = calls.iter().map(|(k, v)| (*k, Spread::of(v))).collect();
+    let time: BTreeMap<_, Spread> = time.iter().map(|(k, v)| (*k, Spread::of(v))).collect();
+    // The Ns actually measured (a re-render may use a different `--sweep-n` than the run).
+    let mut ns: Vec<usize> = calls.keys().map(|(_, n)| *n).collect();
+    ns.dedup();
+    ns.sort_unstable();
+    ns.dedup();
+    let took_text = if took.is_nan() {
+        "Re-rendered from the run's printed rounds (`bench sweep-log`)".to_owned()
+    } else {
+        format!("{took:.0} s in total")
+    };
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "Command: `scripts/bench.sh` (or `bench sweep`, release build). Machine: {machine}; other \
+         builds may have been loading the machine. {took_text}. N contenders start together \
+         (a barrier after each opened its session), each acquires the same key once and \
+         releases it at once (ASSUMPTION: hold ≈ one round trip, the lock analogue of \
+         Brooker's single-row write), against lock-server (release build, SQLite store, \
+         in-process on its own 2-worker runtime, `waitMillis` 0). Base 5 ms, cap 2 s, budget \
+         120 s per acquire (ASSUMPTION: generous so every strategy finishes; the SDK default \
+         is 10 s). Full jitter = the SDK itself (`LockClientSession::acquire`, the production \
+         loop, `LockClient` over the SDK's `HttpTransport`); the other strategies = a minimal \
+         experiment-only loop (`bench/src/live_sweep.rs`) over the same `HttpTransport`, \
+         retry n using window `base·2^(n−1)` like the SDK. L4 calls counted at the transport. \
+         Strategies ran interleaved per N; each cell is the median of {} rounds with \
+         (min–max). Note: base 5 ms is Brooker's parameter, not the SDK default (50 ms).\n\n",
+        args.sweep_rounds
+    );
+    out.push_str("L4 calls per grant:\n\n");
+    strategy_table(&mut out, "contenders", &ns, &calls, 2);
+    out.push_str("\nCompletion time, ms (until the last contender released):\n\n");
+    strategy_table(&mut out, "contenders", &ns, &time, 0);
+    out.push('\n');
+    let (c, t) = (medians(&calls), medians(&time));
+    out.push_str(&chart(
+        args,
+        "live-calls.svg",
+        "live L4 calls per grant vs N",
+        &line_chart(
+            "Live server: L4 calls per grant vs contenders",
+            "contenders (N)",
+            "calls per grant",
+            &strategy_series(&c, &ns),
+        ),
+    ));
+    out.push('\n');
+    out.push_str(&chart(
+        args,
+        "live-time.svg",
+        "live completion time vs N",
+        &line_chart(
+            "Live server: completion time vs contenders",
+            "contenders (N)",
+            "ms",
+            &strategy_series(&t, &ns),
+        ),
+    ));
+    out.push('\n');
+    let n = 50;
+    if let (Some(fc), Some(nc), Some(ft), Some(nt)) = (
+        c.get(&(Strategy::FullJitter, n)),
+        c.get(&(Strategy::NoJitter, n)),
+        t.get(&(Strategy::FullJitter, n)),
+        t.get(&(Strategy::NoJitter, n)),
+    ) {
+        let r = fc / nc;
+        let _ = write!(
+            out,
+            "\nTargets at N = 50 (issue 8): full jitter ÷ no-jitter calls = {r:.2} (target ≤ 0.5: {}); \
+             completion {ft:.0} ms vs {nt:.0} ms (target: no worse: {}); {fc:.2} calls per grant \
+             (target ≤ 3: {}).\n",
+            yes(r <= 0.5),
+            yes(ft <= nt),
+            yes(*fc <= 3.0)
+        );
+        summary.push(format!("| live, N = 50: full jitter ≤ 0.5× no-jitter L4 calls | {r:.2}× ({fc:.2} vs {nc:.2} per grant) | {} |", yes(r <= 0.5)));
+        summary.push(format!("| live, N = 50: full jitter completion no worse than no jitter | {ft:.0} ms vs {nt:.0} ms | {} |", yes(ft <= nt)));
+        summary.push(format!(
+            "| live, N = 50: ≤ 3 L4 calls per grant (full jitter) | {fc:.2} | {} |",
+            yes(*fc <= 3.0)
+        ));
+    }
+    println!("{out}");
+    out
+}

@@ -1,0 +1,361 @@
+//! One acquire+release cycle per compared system, and the closed-loop load generator that
+//! runs `clients` of them for a fixed window. Each client owns its own key, so a cycle
+//! measures the service's cost of a grant and a release, not contention.
+//!
+//! The HTTP cycle is the one of `lock-server/benches/acquire.rs` (L1 once, then L4 + L6),
+//! generalised over the systems the issue compares.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// The compare-and-delete release for Redis: delete only if the key still holds our token
+/// (the same predicate as L6).
+const REDIS_RELEASE: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/// Lock TTL every system is asked for, ms.
+const TTL_MILLIS: u64 = 10_000;
+
+/// Distinguishes keys of successive runs so no run sees another's leftovers.
+static RUN: AtomicU64 = AtomicU64::new(0);
+
+/// How to reach one compared system.
+// At most a few dozen of these exist per run; boxing the etcd client would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub enum Target {
+    /// lock-server or the trivial handler, over HTTP/1.1 with reqwest.
+    Http {
+        /// `http://127.0.0.1:PORT`.
+        base: String,
+        /// Shared connection pool (one connection per concurrent client).
+        http: reqwest::Client,
+    },
+    /// `redis-server`: `SET key token NX PX ttl`, then the compare-delete script.
+    Redis {
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// etcd: a txn putting the key if absent (with a lease), then a txn deleting it if its
+    /// mod revision is still ours.
+    Etcd {
+        /// A connected client (cloned per bench client; clones share one HTTP/2 channel,
+        /// as etcd-client users normally do).
+        client: etcd_client::Client,
+        /// The lease every key is attached to.
+        lease: i64,
+    },
+}
+
+impl Target {
+    /// An HTTP target at `addr`.
+    pub fn http(addr: SocketAddr) -> Target {
+        Target::Http {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(128)
+                .build()
+                .expect("reqwest client"),
+        }
+    }
+
+    /// An etcd target at `addr` with a fresh 10-minute lease.
+    pub async fn etcd(addr: SocketAddr) -> Target {
+        let client = etcd_client::Client::connect([format!("http://{addr}")], None)
+            .await
+            .expect("connect etcd");
+        let lease = client
+            .clone()
+            .lease_grant(600, None)
+            .await
+            .expect("etcd lease")
+            .id();
+        Target::Etcd { client, lease }
+    }
+
+    async fn connect(&self, key: String) -> Cycler {
+        match self {
+            Target::Http { base, http } => {
+                let opened: Value = http
+                    .post(format!("{base}/v1/sessions"))
+                    .json(&json!({"ttlMillis": 300_000}))
+                    .send()
+                    .await
+                    .expect("L1")
+                    .json()
+                    .await
+                    .expect("L1 body");
+                let session = opened["sessionId"].as_str().expect("sessionId").to_owned();
+                Cycler::Http {
+                    acquire_url: format!("{base}/v1/locks/{key}/acquire"),
+                    release_url: format!("{base}/v1/locks/{key}/release"),
+                    http: http.clone(),
+                    session,
+                }
+            }
+            Target::Redis { addr } => {
+                let mut conn = Resp::connect(*addr).await;
+                let sha = conn.call(&["SCRIPT", "LOAD", REDIS_RELEASE]).await;
+                Cycler::Redis {
+                    conn,
+                    key,
+                    sha: sha.text(),
+                    token: 0,
+                }
+            }
+            Target::Etcd { client, lease } => Cycler::Etcd {
+                client: client.clone(),
+                lease: *lease,
+                key,
+            },
+        }
+    }
+}
+
+/// One bench client's connection state.
+// One per bench client (≤ 50 alive); the size difference is immaterial.
+#[allow(clippy::large_enum_variant)]
+pub enum Cycler {
+    /// See [`Target::Http`].
+    Http {
+        /// L4 URL of this client's key.
+        acquire_url: String,
+        /// L6 URL of this client's key.
+        release_url: String,
+        /// Shared pool.
+        http: reqwest::Client,
+        /// This client's session.
+        session: String,
+    },
+    /// See [`Target::Redis`].
+    Redis {
+        /// This client's own connection.
+        conn: Resp,
+        /// This client's key.
+        key: String,
+        /// SHA of the loaded release script.
+        sha: String,
+        /// Next token to write (a fencing-token stand-in).
+        token: u64,
+    },
+    /// See [`Target::Etcd`].
+    Etcd {
+        /// Client handle.
+        client: etcd_client::Client,
+        /// Lease id.
+        lease: i64,
+        /// This client's key.
+        key: String,
+    },
+}
+
+impl Cycler {
+    /// One acquire + release; returns the acquire's latency. Panics if a grant is refused:
+    /// every client owns its key, so a refusal means the system under test is broken.
+    pub async fn cycle(&mut self) -> Duration {
+        let start = Instant::now();
+        match self {
+            Cycler::Http {
+                acquire_url,
+                release_url,
+                http,
+                session,
+            } => {
+                let grant: Value = http
+                    .post(acquire_url.as_str())
+                    .json(&json!({"sessionId": session, "ttlMillis": TTL_MILLIS}))
+                    .send()
+                    .await
+                    .expect("L4")
+                    .json()
+                    .await
+                    .expect("L4 body");
+                let took = start.elapsed();
+                let token = grant["fencingToken"].as_u64().expect("granted");
+                let status = http
+                    .post(release_url.as_str())
+                    .json(&json!({"fencingToken": token, "sessionId": session}))
+                    .send()
+                    .await
+                    .expect("L6")
+                    .status();
+                assert_eq!(status.as_u16(), 204, "L6");
+                took
+            }
+            Cycler::Redis {
+                conn,
+                key,
+                sha,
+                token,
+            } => {
+                *token += 1;
+                let t = token.to_string();
+                let ttl = TTL_MILLIS.to_string();
+                let set = conn.call(&["SET", key, &t, "NX", "PX", &ttl]).await;
+                let took = start.elapsed();
+                assert_eq!(set, Reply::Simple("OK".into()), "SET NX");
+                let del = conn.call(&["EVALSHA", sha, "1", key, &t]).await;
+                assert_eq!(del, Reply::Int(1), "compare-delete");
+                took
+            }
+            Cycler::Etcd { client, lease, key } => {
+                let put = Txn::new()
+                    .when(vec![Compare::create_revision(
+                        key.clone(),
+                        CompareOp::Equal,
+                        0,
+                    )])
+                    .and_then(vec![TxnOp::put(
+                        key.clone(),
+                        "holder",
+                        Some(PutOptions::new().with_lease(*lease)),
+                    )]);
+                let response = client.txn(put).await.expect("etcd txn");
+                let took = start.elapsed();
+                assert!(response.succeeded(), "etcd put-if-absent");
+                let revision = response.header().expect("header").revision();
+                let delete = Txn::new()
+                    .when(vec![Compare::mod_revision(
+                        key.clone(),
+                        CompareOp::Equal,
+                        revision,
+                    )])
+                    .and_then(vec![TxnOp::delete(key.clone(), None)]);
+                let response = client.txn(delete).await.expect("etcd delete txn");
+                assert!(response.succeeded(), "etcd compare-delete");
+                took
+            }
+        }
+    }
+}
+
+/// What one load window measured.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    /// Completed cycles.
+    pub cycles: u64,
+    /// Wall time of the window.
+    pub elapsed: Duration,
+    /// Acquire latencies, ms, sorted.
+    pub latencies_ms: Vec<f64>,
+}
+
+impl Run {
+    /// Cycles per second.
+    pub fn throughput(&self) -> f64 {
+        self.cycles as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs `clients` closed-loop clients against `target` for `window`: connections and
+/// sessions are set up first (untimed), then every client cycles until the window ends.
+pub async fn drive(target: &Target, clients: usize, window: Duration) -> Run {
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let mut cyclers = Vec::with_capacity(clients);
+    for n in 0..clients {
+        cyclers.push(target.connect(format!("bench-{run}-{n}")).await);
+    }
+    let start = Instant::now();
+    let until = start + window;
+    let tasks: Vec<_> = cyclers
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                while Instant::now() < until {
+                    lat.push(c.cycle().await.as_secs_f64() * 1000.0);
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut result = Run::default();
+    for t in tasks {
+        let lat = t.await.expect("bench client panicked");
+        result.cycles += lat.len() as u64;
+        result.latencies_ms.extend(lat);
+    }
+    result.elapsed = start.elapsed();
+    result.latencies_ms.sort_by(f64::total_cmp);
+    result
+}
+
+/// A minimal RESP2 client: enough for SET, EVALSHA and SCRIPT LOAD, without a dependency.
+pub struct Resp {
+    stream: BufReader<TcpStream>,
+    out: Vec<u8>,
+}
+
+/// A RESP2 reply (arrays are not needed here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+OK`.
+    Simple(String),
+    /// `:1`.
+    Int(i64),
+    /// `$n` bulk string; `None` for `$-1` (nil).
+    Bulk(Option<Vec<u8>>),
+}
+
+impl Reply {
+    fn text(&self) -> String {
+        match self {
+            Reply::Simple(s) => s.clone(),
+            Reply::Int(i) => i.to_string(),
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            Reply::Bulk(None) => String::new(),
+        }
+    }
+}
+
+impl Resp {
+    /// Connects to `addr` with Nagle off (one small request per round trip).
+    pub async fn connect(addr: SocketAddr) -> Resp {
+        let stream = TcpStream::connect(addr).await.expect("connect redis");
+        stream.set_nodelay(true).expect("nodelay");
+        Resp {
+            stream: BufReader::new(stream),
+            out: Vec::new(),
+        }
+    }
+
+    /// Sends one command and reads its reply; a Redis error reply panics (a bench bug).
+    pub async fn call(&mut self, args: &[&str]) -> Reply {
+        self.out.clear();
+        self.out
+            .extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            self.out
+                .extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.stream
+            .get_mut()
+            .write_all(&self.out)
+            .await
+            .expect("redis write");
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await.expect("redis read");
+        let (kind, rest) = line.trim_end().split_at(1);
+        match kind {
+            "+" => Reply::Simple(rest.to_owned()),
+            ":" => Reply::Int(rest.parse().expect("int reply")),
+            "$" => {
+                let len: i64 = rest.parse().expect("bulk length");
+                if len < 0 {
+                    return Reply::Bulk(None);
+                }
+                let mut buf = vec![0; len as usize + 2];
+                self.stream.read_exact(&mut buf).await.expect("bulk body");
+                buf.truncate(len as usize);
+                Reply::Bulk(Some(buf))
+            }
+            _ => panic!("redis replied {line:?}"),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The compared systems, each started for the bench only on 127.0.0.1 and stopped when its
+//! guard drops: lock-server (embedded SQLite store, in this process, as in
+//! `lock-server/benches/acquire.rs`), a trivial axum handler serving the same routes (the
+//! HTTP ceiling), `redis-server` in two persistence modes, and a single-node `etcd`.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use axum::{Json, Router};
+use clap::Parser;
+use serde_json::json;
+use tokio::runtime::Runtime;
+
+/// A 2-worker runtime for one in-process server, so each server gets the same threads the
+/// real binary would on this 2-core machine.
+pub fn runtime(name: &str) -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Starts lock-server with the SQLite store in `dir` on `rt`; returns its address.
+pub fn start_lock_server(rt: &Runtime, dir: &Path) -> SocketAddr {
+    let mut config =
+        lock_server::config::Config::parse_from(["lock-server", "--listen", "127.0.0.1:0"]);
+    config.data_dir = dir.to_path_buf();
+    rt.block_on(async move {
+        let store = lock_server::store::open(&config).await.expect("open store");
+        // The shutdown signal never fires: the server lives as long as the bench.
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        std::mem::forget(tx);
+        let state = lock_server::server::app_state(&config, store, rx);
+        let app = lock_server::routes::router(state, &config);
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        addr
+    })
+}
+
+/// Starts a handler that answers L1, L4 and L6 with fixed bodies and does nothing else:
+/// the most any HTTP lock service on this stack could do.
+pub fn start_trivial(rt: &Runtime) -> SocketAddr {
+    rt.block_on(async {
+        let app = Router::new()
+            .route(
+                "/v1/sessions",
+                post(|| async {
+                    (
+                        axum::http::StatusCode::CREATED,
+                        Json(json!({"sessionId": "s", "ttlMillis": 15000, "heartbeatMillis": 5000})),
+                    )
+                }),
+            )
+            .route(
+                "/v1/locks/{key}/acquire",
+                post(
+                    |axum::extract::Path(key): axum::extract::Path<String>| async move {
+                        Json(json!({"key": key, "sessionId": "s", "fencingToken": 1, "ttlMillis": 10000}))
+                    },
+                ),
+            )
+            .route(
+                "/v1/locks/{key}/release",
+                post(|| async { axum::http::StatusCode::NO_CONTENT }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        addr
+    })
+}
+
+/// A child process killed (by its own pid) when dropped.
+pub struct Process {
+    child: Child,
+    /// Where it listens for clients.
+    pub addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free port on 127.0.0.1 (bound, read, released; a race with another process taking it
+/// in between is possible but harmless: the start then fails loudly).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// Redis persistence mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisMode {
+    /// No RDB snapshots, no AOF: memory only.
+    NoPersistence,
+    /// AOF with `appendfsync always`: an fsync before every write is acknowledged.
+    FsyncAlways,
+}
+
+/// Starts `redis-server` on a random 127.0.0.1 port in a temp dir.
+pub fn start_redis(mode: RedisMode) -> Process {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--protected-mode", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir.path());
+    match mode {
+        RedisMode::NoPersistence => cmd.args(["--appendonly", "no"]),
+        RedisMode::FsyncAlways => cmd.args(["--appendonly", "yes", "--appendfsync", "always"]),
+    };
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redis-server (apt-get install -y redis-server)");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    wait_for_port(addr);
+    Process {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// Starts a single-node `/usr/bin/etcd` on random 127.0.0.1 ports in a temp dir.
+pub fn start_etcd() -> Process {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, peer) = (free_port(), free_port());
+    let client_url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let log = std::fs::File::create(dir.path().join("etcd.log")).expect("log");
+    let child = Command::new("/usr/bin/etcd")
+        .args(["--name", "bench"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["--listen-client-urls", &client_url])
+        .args(["--advertise-client-urls", &client_url])
+        .args(["--listen-peer-urls", &peer_url])
+        .args(["--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("bench={peer_url}")])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log fd"))
+        .stderr(log)
+        .spawn()
+        .expect("spawn /usr/bin/etcd");
+    let addr = SocketAddr::from(([127, 0, 0, 1], client));
+    wait_for_port(addr);
+    Process {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+fn wait_for_port(addr: SocketAddr) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < until, "{addr} did not open within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

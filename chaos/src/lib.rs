@@ -1,0 +1,24 @@
+//! Fault, abuse and load testing of the lock service (issue 7): the safety claims checked
+//! the way Jepsen and deterministic-simulation projects check them. Figures and commands are
+//! in `docs/RELIABILITY.md`.
+//!
+//! Layout:
+//! - [`history`]: the events every process records (grants, releases, ledger writes, L7
+//!   samples, acquire start/end with budget, faults), as JSON lines with time windows.
+//! - [`checker`]: verifies a merged history (no two live holders, no stale token accepted,
+//!   tokens strictly increasing per key, every acquire within budget, T-042 fencing).
+//! - [`run`]: one chaos run (server, contenders, sampler, seeded fault schedule, checker).
+//! - [`load`]: many heartbeating sessions against one server (spurious expiries, RSS).
+//! - [`server`]: a lock-server child process on a fixed port that survives kill -9 restarts.
+//! - [`sim_faults`]: a fault-injecting transport (503 bursts, dropped answers, delays) for
+//!   the SDK's seeded simulation, and the seed runner built on it.
+//! - binaries: `contender` (one OS process: acquire → ledger write → hold → release),
+//!   `chaos` (server + N contenders + seeded faults + checker), `sim-faults` (10,000-seed
+//!   simulation with faults), `session-load` (10,000 heartbeating sessions, RSS).
+
+pub mod checker;
+pub mod history;
+pub mod load;
+pub mod run;
+pub mod server;
+pub mod sim_faults;

@@ -1,0 +1,350 @@
+//! One chaos run: a lock-server on a fixed port, N contender processes, an L7 sampler, and
+//! faults on a seeded schedule (SIGSTOP/SIGCONT of holders for longer than their TTL,
+//! kill -9 + restart of the server); then the merged history goes through the checker.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lock_api::limits::encode_key;
+use lock_api::{LedgerEntries, LockState};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::checker::{check, CheckerConfig, Report};
+use crate::history::{now_micros, read_history, Event, HistoryWriter, Window};
+use crate::server::{contender_binary, server_binary, ServerProcess};
+
+/// Shape of a run. Every random choice is drawn from `seed`.
+#[derive(Debug, Clone)]
+pub struct ChaosConfig {
+    /// Contender processes.
+    pub contenders: usize,
+    /// Keys they contend for.
+    pub keys: usize,
+    /// How long contenders loop.
+    pub duration: Duration,
+    /// Seed of the fault schedule (and of each contender's RNG).
+    pub seed: u64,
+    /// SIGSTOP/SIGCONT faults.
+    pub pauses: usize,
+    /// kill -9 + restart faults of lock-server.
+    pub server_kills: usize,
+    /// Lock TTL the contenders ask for.
+    pub lock_ttl: Duration,
+    /// Session TTL the contenders ask for.
+    pub session_ttl: Duration,
+    /// Acquire budget of the contenders.
+    pub budget: Duration,
+    /// Pause length range; the low end must exceed the session TTL.
+    pub pause_range: (Duration, Duration),
+    /// Where histories and logs go.
+    pub out_dir: PathBuf,
+    /// Extra lock-server arguments (e.g. the etcd backend).
+    pub server_args: Vec<String>,
+}
+
+impl ChaosConfig {
+    /// The long run of issue 7: 50 contenders, 20 server kills.
+    pub fn long(out_dir: PathBuf, seed: u64) -> ChaosConfig {
+        ChaosConfig {
+            contenders: 50,
+            keys: 5,
+            duration: Duration::from_secs(240),
+            seed,
+            pauses: 40,
+            server_kills: 20,
+            lock_ttl: Duration::from_millis(2_000),
+            session_ttl: Duration::from_millis(3_000),
+            budget: Duration::from_millis(2_000),
+            pause_range: (Duration::from_millis(3_500), Duration::from_millis(6_000)),
+            out_dir,
+            server_args: vec![],
+        }
+    }
+}
+
+/// What a run did and what the checker found.
+#[derive(Debug)]
+pub struct ChaosOutcome {
+    /// Checker figures and violations.
+    pub report: Report,
+    /// Where the merged history is.
+    pub history: PathBuf,
+    /// Peak RSS of the server seen by the sampler, in KiB.
+    pub server_peak_rss_kib: u64,
+}
+
+/// Runs the whole thing; `Err` only for harness failures (server would not start, ...).
+pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
+    std::fs::create_dir_all(&config.out_dir)?;
+    let data_dir = config.out_dir.join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let contender_bin = contender_binary();
+    let mut server = ServerProcess::start(
+        &server_binary(),
+        &data_dir,
+        config.server_args.clone(),
+        &config.out_dir.join("server.log"),
+    )?;
+    let url = server.base_url();
+    let keys: Vec<String> = (0..config.keys).map(|i| format!("chaos/key-{i}")).collect();
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let mut children: Vec<(String, Child)> = Vec::new();
+    for i in 0..config.contenders {
+        let name = format!("c{i}");
+        let child = Command::new(&contender_bin)
+            .args(["--url", &url, "--name", &name, "--keys", &keys.join(",")])
+            .arg("--history")
+            .arg(history_path(&config.out_dir, &name))
+            .args(["--duration-ms", &config.duration.as_millis().to_string()])
+            .args(["--lock-ttl-ms", &config.lock_ttl.as_millis().to_string()])
+            .args([
+                "--session-ttl-ms",
+                &config.session_ttl.as_millis().to_string(),
+            ])
+            .args(["--budget-ms", &config.budget.as_millis().to_string()])
+            .args(["--seed", &rng.random::<u64>().to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        children.push((name, child));
+    }
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = spawn_sampler(url.clone(), keys.clone(), &config.out_dir, stop.clone())?;
+    let mut faults = HistoryWriter::create(&config.out_dir.join("faults.jsonl"))?;
+    let mut peak_rss = 0;
+
+    let schedule = draw_schedule(config, &mut rng);
+    let mut pause_threads = Vec::new();
+    for fault in schedule {
+        let at = started + fault.at;
+        while Instant::now() < at {
+            peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
+            std::thread::sleep(Duration::from_millis(50).min(at - Instant::now()));
+        }
+        match fault.kind {
+            FaultKind::Pause(length) => {
+                let target = pick_holder(&config.out_dir, &children, &mut rng);
+                let pid = children[target].1.id();
+                let name = children[target].0.clone();
+                pause_threads.push(std::thread::spawn(move || pause(pid, name, length)));
+            }
+            FaultKind::ServerKill => {
+                let sent = now_micros();
+                server.kill9_and_restart()?;
+                faults.record(&Event::Fault {
+                    kind: "server_kill".into(),
+                    target: "server".into(),
+                    window: Window::since(sent),
+                })?;
+            }
+        }
+    }
+    for t in pause_threads {
+        if let Ok(Some(event)) = t.join() {
+            faults.record(&event)?;
+        }
+    }
+    wait_for_contenders(&mut children, config.duration + Duration::from_secs(60));
+    peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
+    stop.store(true, Ordering::SeqCst);
+    let _ = sampler.join();
+    snapshot_ledger(&url, &keys, &config.out_dir)?;
+    drop(server);
+
+    let merged = merge(&config.out_dir, &children)?;
+    let report = check(&merged, CheckerConfig::default());
+    Ok(ChaosOutcome {
+        report,
+        history: config.out_dir.join("history.jsonl"),
+        server_peak_rss_kib: peak_rss,
+    })
+}
+
+fn history_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.jsonl"))
+}
+
+enum FaultKind {
+    Pause(Duration),
+    ServerKill,
+}
+
+struct Fault {
+    at: Duration,
+    kind: FaultKind,
+}
+
+/// Faults spread over 10%–85% of the run (so contenders are busy before, and every pause
+/// ends before they stop), sorted by time.
+fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
+    let span = config.duration.as_millis() as u64;
+    let (lo, hi) = (span / 10, span * 85 / 100);
+    let mut faults: Vec<Fault> = (0..config.pauses)
+        .map(|_| Fault {
+            at: Duration::from_millis(rng.random_range(lo..=hi)),
+            kind: FaultKind::Pause(Duration::from_millis(rng.random_range(
+                config.pause_range.0.as_millis() as u64..=config.pause_range.1.as_millis() as u64,
+            ))),
+        })
+        .collect();
+    faults.extend((0..config.server_kills).map(|_| Fault {
+        at: Duration::from_millis(rng.random_range(lo..=hi)),
+        kind: FaultKind::ServerKill,
+    }));
+    faults.sort_by_key(|f| f.at);
+    faults
+}
+
+/// A contender that currently holds a lock (its last history line is a grant or a write),
+/// else any contender.
+fn pick_holder(dir: &Path, children: &[(String, Child)], rng: &mut StdRng) -> usize {
+    let holders: Vec<usize> = children
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, _))| {
+            std::fs::read_to_string(history_path(dir, name))
+                .ok()
+                .and_then(|text| text.lines().last().map(str::to_owned))
+                .is_some_and(|last| {
+                    last.contains("\"type\":\"grant\"")
+                        || last.contains("\"type\":\"ledger_write\"")
+                        || last.contains("\"type\":\"l7_sample\"")
+                })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if holders.is_empty() {
+        rng.random_range(0..children.len())
+    } else {
+        holders[rng.random_range(0..holders.len())]
+    }
+}
+
+/// SIGSTOP, wait, SIGCONT; the fault event spans both signals.
+fn pause(pid: u32, name: String, length: Duration) -> Option<Event> {
+    let sent = now_micros();
+    // SAFETY: kill(2) on a child we spawned and have not reaped (it runs until its duration
+    // ends, which is after every scheduled pause has ended).
+    let stopped = unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) } == 0;
+    std::thread::sleep(length);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+    stopped.then(|| Event::Fault {
+        kind: "pause".into(),
+        target: name,
+        window: Window::since(sent),
+    })
+}
+
+/// Polls L7 for every key every 25 ms into `sampler.jsonl`, and also records server RSS.
+fn spawn_sampler(
+    url: String,
+    keys: Vec<String>,
+    dir: &Path,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let mut out = HistoryWriter::create(&dir.join("sampler.jsonl"))?;
+    Ok(std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(1))
+                .build()
+                .expect("http client");
+            while !stop.load(Ordering::SeqCst) {
+                for key in &keys {
+                    let sent = now_micros();
+                    let answer = http
+                        .get(format!("{url}/v1/locks/{}", encode_key(key)))
+                        .send()
+                        .await;
+                    let Ok(answer) = answer else { continue };
+                    if !answer.status().is_success() {
+                        continue;
+                    }
+                    let Ok(state) = answer.json::<LockState>().await else {
+                        continue;
+                    };
+                    let _ = out.record(&Event::L7Sample {
+                        proc: "sampler".into(),
+                        key: key.clone(),
+                        token: state.holder.map(|h| h.fencing_token),
+                        window: Window::since(sent),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        });
+    }))
+}
+
+/// Waits for every contender to exit on its own; kills (and reports) stragglers.
+fn wait_for_contenders(children: &mut [(String, Child)], bound: Duration) {
+    let deadline = Instant::now() + bound;
+    for (name, child) in children.iter_mut() {
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    eprintln!("contender {name} did not stop in time; killed");
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Reads the whole ledger of every key (acceptance order) into `ledger.jsonl`.
+fn snapshot_ledger(url: &str, keys: &[String], dir: &Path) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut out = HistoryWriter::create(&dir.join("ledger.jsonl"))?;
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        for key in keys {
+            let answer = http
+                .get(format!("{url}/v1/demo/ledger/{}", encode_key(key)))
+                .send()
+                .await
+                .map_err(std::io::Error::other)?;
+            let entries: LedgerEntries = answer.json().await.map_err(std::io::Error::other)?;
+            out.record(&Event::LedgerSnapshot {
+                key: key.clone(),
+                tokens: entries.entries.iter().map(|e| e.fencing_token).collect(),
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Concatenates every process's history into `history.jsonl`.
+fn merge(dir: &Path, children: &[(String, Child)]) -> std::io::Result<Vec<Event>> {
+    let mut all = Vec::new();
+    let mut files: Vec<PathBuf> = children.iter().map(|(n, _)| history_path(dir, n)).collect();
+    files.extend(["sampler.jsonl", "faults.jsonl", "ledger.jsonl"].map(|f| dir.join(f)));
+    for file in files {
+        if file.exists() {
+            all.extend(read_history(&file)?);
+        }
+    }
+    let mut out = HistoryWriter::create(&dir.join("history.jsonl"))?;
+    for e in &all {
+        out.record(e)?;
+    }
+    Ok(all)
+}

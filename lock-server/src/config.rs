@@ -1,0 +1,141 @@
+//! Command line and environment configuration (contract C5). Every flag is also an
+//! environment variable; flags win over the environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use lock_api::limits::{DEFAULT_LOCK_TTL_MILLIS, DEFAULT_SESSION_TTL_MILLIS, TTL_MILLIS_MAX};
+
+/// Which [`crate::store::Store`] backs the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Embedded SQLite in `--data-dir` (default, single replica).
+    Sqlite,
+    /// An etcd v3 cluster (scale-out, any number of replicas).
+    Etcd,
+}
+
+/// lock-server configuration.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "lock-server", version, about = "Fencing-token lock service")]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port (printed in the `listening` line).
+    #[arg(long, env = "LOCK_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory of the embedded store (SQLite file, token reservation, markers).
+    #[arg(long, env = "LOCK_DATA_DIR", default_value = "./lock-data")]
+    pub data_dir: PathBuf,
+
+    /// Storage backend.
+    #[arg(long, env = "LOCK_BACKEND", value_enum, default_value_t = Backend::Sqlite)]
+    pub backend: Backend,
+
+    /// etcd client URLs (comma separated or repeated), for `--backend etcd`.
+    #[arg(
+        long,
+        env = "LOCK_ETCD_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    pub etcd_endpoints: Vec<String>,
+
+    /// Prefix of every etcd key this deployment writes.
+    #[arg(long, env = "LOCK_ETCD_PREFIX", default_value = "/lock-server/")]
+    pub etcd_prefix: String,
+
+    /// Bound on every etcd request, in milliseconds.
+    #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
+    pub etcd_timeout_ms: u64,
+
+    /// Lock TTL when L4 carries none (`lock.default.ttl`).
+    #[arg(long, env = "LOCK_DEFAULT_LOCK_TTL_MS", default_value_t = DEFAULT_LOCK_TTL_MILLIS,
+          value_parser = parse_ttl)]
+    pub default_lock_ttl_ms: u64,
+
+    /// Session TTL when L1 carries none (`lock.session.ttl`).
+    #[arg(long, env = "LOCK_DEFAULT_SESSION_TTL_MS", default_value_t = DEFAULT_SESSION_TTL_MILLIS,
+          value_parser = parse_ttl)]
+    pub default_session_ttl_ms: u64,
+
+    /// Bearer token for the admin surface (R1). Unset: R1 is disabled and answers 403.
+    #[arg(long, env = "LOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Origins allowed by CORS (comma separated or repeated). None by default: no CORS.
+    #[arg(long = "cors-origin", env = "LOCK_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+
+    /// Directory served as static files at `/` (the dashboard in `www/`).
+    #[arg(long, env = "LOCK_WEB_ROOT")]
+    pub web_root: Option<PathBuf>,
+
+    /// Per-key cap on L4 requests waiting server-side (`waitMillis` > 0); one more is 429
+    /// CONTENTION_EXCEEDED. 0 disables server-side waiting.
+    #[arg(long, env = "LOCK_MAX_WAITERS_PER_KEY", default_value_t = 64)]
+    pub max_waiters_per_key: u32,
+
+    /// Largest request body in bytes; larger is 413 PAYLOAD_TOO_LARGE.
+    #[arg(long, env = "LOCK_MAX_BODY_BYTES", default_value_t = 16 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Where the kernel's boot id is read (hidden: tests point it at a file to fake a reboot).
+    #[arg(
+        long,
+        env = "LOCK_BOOT_ID_PATH",
+        default_value = "/proc/sys/kernel/random/boot_id",
+        hide = true
+    )]
+    pub boot_id_path: PathBuf,
+
+    /// How long grants are held back after an unclean start across a reboot. Must be at least
+    /// the largest TTL for the guarantee to hold; lowered only by tests (hidden).
+    #[arg(long, env = "LOCK_UNCLEAN_HOLDBACK_MS", default_value_t = TTL_MILLIS_MAX, hide = true)]
+    pub unclean_holdback_ms: u64,
+}
+
+fn parse_ttl(s: &str) -> Result<u64, String> {
+    let ttl: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    lock_api::limits::validate_ttl(ttl)?;
+    Ok(ttl)
+}
+
+impl Config {
+    /// A configuration with every default, for tests and the bench.
+    pub fn for_data_dir(data_dir: PathBuf) -> Config {
+        let mut config = Config::parse_from(["lock-server"]);
+        config.data_dir = data_dir;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_and_defaults_hold() {
+        let c = Config::parse_from([
+            "lock-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "etcd",
+            "--cors-origin",
+            "http://a,http://b",
+            "--cors-origin",
+            "http://c",
+        ]);
+        assert_eq!(c.backend, Backend::Etcd);
+        assert_eq!(c.cors_origins, ["http://a", "http://b", "http://c"]);
+        assert_eq!(c.default_lock_ttl_ms, 10_000);
+        assert_eq!(c.default_session_ttl_ms, 15_000);
+        assert_eq!(c.max_waiters_per_key, 64);
+    }
+
+    #[test]
+    fn out_of_range_default_ttls_are_refused() {
+        assert!(Config::try_parse_from(["lock-server", "--default-lock-ttl-ms", "5"]).is_err());
+    }
+}

@@ -1,0 +1,100 @@
+//! Contract errors (C3): every non-2xx answer is an [`ApiError`], rendered as the JSON
+//! [`ErrorBody`] with the code's status and, where a retry makes sense, `retry-after`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use lock_api::{ErrorBody, ErrorCode};
+
+use crate::store::StoreError;
+
+/// An error answer: the body decides the status (`ErrorCode::status`). Boxed: errors are
+/// rare and the body is large, so `Result`s stay small on the happy path.
+#[derive(Debug, Clone)]
+pub struct ApiError(pub Box<ErrorBody>);
+
+impl ApiError {
+    /// A plain error with a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError(Box::new(ErrorBody::new(code, message)))
+    }
+
+    /// 400 VALIDATION_FAILED naming the field.
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> ApiError {
+        ApiError(Box::new(ErrorBody::validation(field, message)))
+    }
+
+    /// The contract code.
+    pub fn code(&self) -> ErrorCode {
+        self.0.code
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> ApiError {
+        match err {
+            StoreError::SessionNotFound => {
+                ApiError::new(ErrorCode::SessionNotFound, "session not found or expired")
+            }
+            StoreError::LockLost => ApiError::new(
+                ErrorCode::LockLost,
+                "no lock with that key and fencing token (released, expired or revoked)",
+            ),
+            StoreError::FencedOut { highest } => {
+                let mut body = ErrorBody::new(
+                    ErrorCode::FencedOut,
+                    format!("a higher fencing token ({highest}) was already seen"),
+                );
+                body.highest_token = Some(highest);
+                ApiError(Box::new(body))
+            }
+            StoreError::Unavailable {
+                reason,
+                leader,
+                retry_after_millis,
+            } => {
+                let mut body = ErrorBody::new(ErrorCode::NotLeader, reason);
+                body.leader = leader;
+                body.retry_after_millis = retry_after_millis;
+                ApiError(Box::new(body))
+            }
+            StoreError::Internal(message) => {
+                // Logged here, once, because a 500 is always a bug worth reading about.
+                tracing::error!(event = "store_error", %message);
+                ApiError::new(ErrorCode::Internal, "internal store error")
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = self.0.retry_after_millis;
+        let mut response = (status, axum::Json(*self.0)).into_response();
+        if let Some(millis) = retry_after {
+            // `retry-after` has whole seconds only; round up so it never says "now" early.
+            let secs = millis.div_ceil(1000).max(1);
+            if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+/// The code a bare status maps to, for responses produced outside the handlers (unknown
+/// route, wrong method, framework rejections); see `routes::json_errors`.
+pub fn code_for_status(status: StatusCode) -> ErrorCode {
+    match status.as_u16() {
+        400 | 411 | 415 | 422 => ErrorCode::ValidationFailed,
+        401 => ErrorCode::Unauthorized,
+        403 => ErrorCode::Forbidden,
+        404 => ErrorCode::NotFound,
+        405 => ErrorCode::MethodNotAllowed,
+        413 => ErrorCode::PayloadTooLarge,
+        429 => ErrorCode::ContentionExceeded,
+        503 => ErrorCode::NotLeader,
+        _ => ErrorCode::Internal,
+    }
+}

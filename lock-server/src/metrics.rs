@@ -1,0 +1,141 @@
+//! `/metrics` in the Prometheus text format, hand-written: a histogram, a counter and two
+//! gauges do not justify a metrics stack. No metric carries a key, session or token label
+//! (cardinality budget, C4); `outcome` is the only label and its values are a closed set.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::store::StoreCounts;
+
+/// Histogram bucket bounds of `lock_acquire_duration_seconds` (ASSUMPTION: 0.5 ms … 30 s,
+/// covering both an uncontended grant and the longest server-side wait).
+pub const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0,
+];
+
+/// How an L4 request ended; the closed set of `outcome` label values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Granted,
+    Contended,
+    ContentionExceeded,
+    NotLeader,
+    SessionNotFound,
+    ValidationFailed,
+    Error,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 7] = [
+        Outcome::Granted,
+        Outcome::Contended,
+        Outcome::ContentionExceeded,
+        Outcome::NotLeader,
+        Outcome::SessionNotFound,
+        Outcome::ValidationFailed,
+        Outcome::Error,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Granted => "granted",
+            Outcome::Contended => "contended",
+            Outcome::ContentionExceeded => "contention_exceeded",
+            Outcome::NotLeader => "not_leader",
+            Outcome::SessionNotFound => "session_not_found",
+            Outcome::ValidationFailed => "validation_failed",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// The server's metrics. Lock-free: atomics only.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+    outcomes: [AtomicU64; Outcome::ALL.len()],
+}
+
+impl Metrics {
+    /// Records one L4 request: its latency (including server-side waiting) and outcome.
+    pub fn observe_acquire(&self, elapsed: Duration, outcome: Outcome) {
+        let secs = elapsed.as_secs_f64();
+        for (bound, bucket) in BUCKETS.iter().zip(&self.buckets) {
+            if secs <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micros
+            .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+        let index = Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
+        self.outcomes[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The exposition text; `counts` is `None` when the store could not be read.
+    pub fn render(&self, counts: Option<StoreCounts>) -> String {
+        let mut out = String::new();
+        let count = self.count.load(Ordering::Relaxed);
+        out.push_str(
+            "# HELP lock_acquire_duration_seconds L4 acquire latency, server-side wait included.\n",
+        );
+        out.push_str("# TYPE lock_acquire_duration_seconds histogram\n");
+        for (bound, bucket) in BUCKETS.iter().zip(&self.buckets) {
+            let _ = writeln!(
+                out,
+                "lock_acquire_duration_seconds_bucket{{le=\"{bound}\"}} {}",
+                bucket.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "lock_acquire_duration_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "lock_acquire_duration_seconds_sum {sum}");
+        let _ = writeln!(out, "lock_acquire_duration_seconds_count {count}");
+        out.push_str("# HELP lock_acquire_total L4 acquire requests by outcome.\n");
+        out.push_str("# TYPE lock_acquire_total counter\n");
+        for (outcome, value) in Outcome::ALL.iter().zip(&self.outcomes) {
+            let _ = writeln!(
+                out,
+                "lock_acquire_total{{outcome=\"{}\"}} {}",
+                outcome.label(),
+                value.load(Ordering::Relaxed)
+            );
+        }
+        if let Some(counts) = counts {
+            out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
+            let _ = writeln!(out, "lock_sessions {}", counts.sessions);
+            out.push_str("# HELP lock_locks Live locks.\n# TYPE lock_locks gauge\n");
+            let _ = writeln!(out, "lock_locks {}", counts.locks);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_is_cumulative_and_outcomes_counted() {
+        let m = Metrics::default();
+        m.observe_acquire(Duration::from_micros(300), Outcome::Granted);
+        m.observe_acquire(Duration::from_millis(20), Outcome::Contended);
+        let text = m.render(Some(StoreCounts {
+            sessions: 3,
+            locks: 1,
+        }));
+        assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.0005\"} 1\n"));
+        assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.025\"} 2\n"));
+        assert!(text.contains("lock_acquire_duration_seconds_count 2\n"));
+        assert!(text.contains("lock_acquire_total{outcome=\"granted\"} 1\n"));
+        assert!(text.contains("lock_acquire_total{outcome=\"contended\"} 1\n"));
+        assert!(text.contains("lock_sessions 3\n"));
+        assert!(text.contains("lock_locks 1\n"));
+    }
+}

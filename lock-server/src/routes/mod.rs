@@ -1,0 +1,170 @@
+//! The HTTP surface: one table of every route (also what the OpenAPI test compares against),
+//! the router built from it, and the layers that keep every error a JSON contract body.
+//!
+//! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `admin` (R1), `ledger` (demo
+//! fenced resource), `ops` (healthz, metrics, openapi).
+
+pub mod admin;
+pub mod ledger;
+pub mod locks;
+pub mod ops;
+pub mod sessions;
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, MethodRouter};
+use axum::Router;
+use lock_api::ErrorCode;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::config::Config;
+use crate::error::{code_for_status, ApiError};
+use crate::state::AppState;
+
+/// One route: method, axum path pattern, handler.
+pub struct Route {
+    /// HTTP method.
+    pub method: Method,
+    /// Path pattern in axum syntax (`{key}`); the OpenAPI document uses the same spelling.
+    pub path: &'static str,
+    /// The handler.
+    pub handler: MethodRouter<AppState>,
+}
+
+fn route(method: Method, path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    Route {
+        method,
+        path,
+        handler,
+    }
+}
+
+/// Every route the server answers (static files under `--web-root` aside).
+pub fn table() -> Vec<Route> {
+    vec![
+        route(Method::POST, "/v1/sessions", post(sessions::open)),
+        route(
+            Method::POST,
+            "/v1/sessions/{id}/heartbeat",
+            post(sessions::heartbeat),
+        ),
+        route(Method::DELETE, "/v1/sessions/{id}", delete(sessions::close)),
+        route(Method::GET, "/v1/sessions/{id}", get(sessions::status)),
+        route(
+            Method::POST,
+            "/v1/locks/{key}/acquire",
+            post(locks::acquire),
+        ),
+        route(
+            Method::POST,
+            "/v1/locks/{key}/release",
+            post(locks::release),
+        ),
+        route(Method::GET, "/v1/locks/{key}", get(locks::read)),
+        route(
+            Method::POST,
+            "/v1/admin/locks/{key}/revoke",
+            post(admin::revoke),
+        ),
+        route(Method::POST, "/v1/demo/ledger/{key}", post(ledger::append)),
+        route(Method::GET, "/v1/demo/ledger/{key}", get(ledger::read)),
+        route(Method::GET, "/healthz", get(ops::healthz)),
+        route(Method::GET, "/metrics", get(ops::metrics)),
+        route(Method::GET, "/openapi.json", get(ops::openapi)),
+    ]
+}
+
+/// The whole application: routes, JSON errors, body limit, panic guard, CORS, static files.
+pub fn router(state: AppState, config: &Config) -> Router {
+    let mut router = Router::new();
+    // Routes sharing a path are merged by axum when added with the same pattern.
+    for r in table() {
+        router = router.route(r.path, r.handler);
+    }
+    // An empty key (`/v1/locks//acquire`) would otherwise fall through to 404; it is a bad
+    // key, so it gets the key rule's 400.
+    for path in [
+        "/v1/locks//acquire",
+        "/v1/locks//release",
+        "/v1/locks/",
+        "/v1/admin/locks//revoke",
+        "/v1/demo/ledger/",
+    ] {
+        router = router.route(path, axum::routing::any(empty_key));
+    }
+    let router = match &config.web_root {
+        Some(root) => router.fallback_service(tower_http::services::ServeDir::new(root)),
+        None => router.fallback(not_found),
+    };
+    let mut router = router
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(middleware::from_fn(json_errors))
+        .layer(CatchPanicLayer::custom(panic_response));
+    if !config.cors_origins.is_empty() {
+        router = router.layer(cors(&config.cors_origins));
+    }
+    router
+}
+
+async fn empty_key() -> ApiError {
+    ApiError::validation("key", "key must not be empty")
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "no such route")
+}
+
+/// Rewrites any error answer that is not already JSON (axum's 405, static-file 404s, framework
+/// rejections) into the contract's JSON body, so clients only ever parse one error shape.
+async fn json_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    let code = code_for_status(status);
+    let message = match code {
+        ErrorCode::MethodNotAllowed => "method not allowed on this route",
+        ErrorCode::NotFound => "no such route",
+        _ => "request rejected",
+    };
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let mut rewritten = ApiError::new(code, message).into_response();
+    *rewritten.status_mut() = status;
+    if let Some(allow) = allow {
+        rewritten.headers_mut().insert(header::ALLOW, allow);
+    }
+    rewritten
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+    tracing::error!(event = "handler_panic");
+    let mut response = ApiError::new(ErrorCode::Internal, "internal error").into_response();
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o.trim()).ok())
+        .collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+        .max_age(std::time::Duration::from_secs(600))
+}

@@ -1,0 +1,31 @@
+//! Operational surfaces: `/healthz`, `/metrics`, `/openapi.json`.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+
+use crate::state::AppState;
+
+/// `GET /healthz`: 200 `{"status":"ok"}` while the process serves HTTP. It does not probe
+/// the store, so a held-back or backend-less replica stays "alive" (L4 says 503 instead).
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// `GET /metrics`: Prometheus text.
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let counts = state.store.counts().await.ok();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(counts),
+    )
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Json<serde_json::Value> {
+    Json(crate::openapi::document())
+}

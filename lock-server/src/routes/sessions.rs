@@ -1,0 +1,56 @@
+//! L1 open, L2 heartbeat, L3 close, L5 status.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use lock_api::limits::{validate_ttl, OWNER_MAX_BYTES};
+use lock_api::OpenSessionRequest;
+
+use crate::error::ApiError;
+use crate::extract::{JsonBody, SessionParam};
+use crate::state::AppState;
+
+/// L1 `POST /v1/sessions`: 201 with the new session.
+pub async fn open(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<OpenSessionRequest>,
+) -> Result<Response, ApiError> {
+    let ttl = req.ttl_millis.unwrap_or(state.default_session_ttl_ms);
+    validate_ttl(ttl).map_err(|m| ApiError::validation("ttlMillis", format!("ttlMillis {m}")))?;
+    if let Some(owner) = &req.owner {
+        if owner.len() > OWNER_MAX_BYTES || owner.chars().any(char::is_control) {
+            return Err(ApiError::validation(
+                "owner",
+                format!("owner must be at most {OWNER_MAX_BYTES} bytes without control characters"),
+            ));
+        }
+    }
+    let opened = state.store.open_session(ttl, req.owner).await?;
+    Ok((StatusCode::CREATED, Json(opened)).into_response())
+}
+
+/// L2 `POST /v1/sessions/{id}/heartbeat`: renews the session and all its locks.
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    SessionParam(id): SessionParam,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.store.heartbeat(&id).await?).into_response())
+}
+
+/// L3 `DELETE /v1/sessions/{id}`: 204; releases every lock of the session.
+pub async fn close(
+    State(state): State<AppState>,
+    SessionParam(id): SessionParam,
+) -> Result<StatusCode, ApiError> {
+    state.store.close_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// L5 `GET /v1/sessions/{id}`.
+pub async fn status(
+    State(state): State<AppState>,
+    SessionParam(id): SessionParam,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.store.session_status(&id).await?).into_response())
+}

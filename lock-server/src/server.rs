@@ -1,0 +1,92 @@
+//! Running the server: open the store, bind, print the `listening` line, serve until
+//! SIGTERM/SIGINT, then close the store (which writes the clean-shutdown marker).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::contention::Waiters;
+use crate::metrics::Metrics;
+use crate::routes;
+use crate::state::AppState;
+use crate::store::{self, Store};
+
+/// Fatal start-up failures.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot open store: {0}")]
+    Store(#[from] store::OpenError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Builds the shared state around an opened store.
+pub fn app_state(
+    config: &Config,
+    store: Arc<dyn Store>,
+    shutdown: watch::Receiver<bool>,
+) -> AppState {
+    AppState {
+        store,
+        waiters: Waiters::new(config.max_waiters_per_key),
+        metrics: Arc::new(Metrics::default()),
+        default_lock_ttl_ms: config.default_lock_ttl_ms,
+        default_session_ttl_ms: config.default_session_ttl_ms,
+        admin_token: config.admin_token.as_deref().map(Arc::from),
+        shutdown,
+    }
+}
+
+/// Runs until a shutdown signal; returns after the store is closed.
+pub async fn run(config: Config) -> Result<(), ServeError> {
+    let store = store::open(&config).await?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let app = routes::router(app_state(&config, store.clone(), stop_rx), &config);
+    // The one line tools wait for; printed directly so it is there whatever the log filter.
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "event": "listening", "addr": addr.to_string() })
+        );
+        let _ = out.flush();
+    }
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!(event = "shutting_down");
+            let _ = stop_tx.send(true);
+        })
+        .await?;
+    match store.close().await {
+        Ok(()) => tracing::info!(event = "stopped", clean = true),
+        Err(e) => tracing::error!(event = "stopped", clean = false, error = %e),
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,323 @@
+//! The scale-out backend: [`Store`] on an etcd v3 cluster, shared by any number of stateless
+//! lock-server replicas.
+//!
+//! Layout:
+//! - `keys`: the key layout under the configured prefix.
+//! - `cache`: per-replica hints (session records, holders) that save round trips, always
+//!   verified by the transactions that use them.
+//! - `records`: the JSON values, millisecond deadlines and lease rounding.
+//! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
+//! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
+//! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke and the watch behind `waitMillis`.
+//! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
+//!
+//! Design in one paragraph (docs/etcd.md has the long form): a session is an etcd lease; every
+//! key a session owns (its record, its locks, its lock index) is attached to that lease, so
+//! when heartbeats stop, etcd deletes them all, whichever replicas are alive. No replica holds
+//! a keep-alive stream: the client's L2 heartbeat, at any replica, sends one keep-alive for the
+//! lease and rewrites the millisecond deadlines. Replicas therefore keep no state and a session
+//! survives the loss of the replica that opened it. The fencing token of a lock is the etcd
+//! `create_revision` of its key: the cluster-wide revision of the transaction that created it,
+//! strictly increasing, replicated, and so never reused across failovers.
+
+mod cache;
+mod error;
+mod keys;
+mod ledger;
+mod lock;
+mod records;
+mod session;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
+use serde::de::DeserializeOwned;
+
+use self::cache::Hints;
+use self::error::from_etcd;
+use self::keys::Keys;
+use crate::store::{Acquired, Store, StoreCounts, StoreError};
+
+/// Default key prefix (`--etcd-prefix`).
+pub const DEFAULT_PREFIX: &str = "/lock-server/";
+/// Default per-request timeout (`--etcd-timeout-ms`, ASSUMPTION: 2 s, longer than an etcd
+/// election at default settings so a request survives one, shorter than the SDK budget).
+pub const DEFAULT_TIMEOUT_MILLIS: u64 = 2_000;
+
+/// HTTP/2 keep-alive ping interval (ASSUMPTION: above etcd's default 5 s minimum).
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How to reach the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdOptions {
+    /// Client URLs of the members, e.g. `http://10.0.0.1:2379`; requests are balanced over
+    /// the reachable ones.
+    pub endpoints: Vec<String>,
+    /// Prefix of every key this deployment writes.
+    pub prefix: String,
+    /// Bound on every etcd request; past it the request is a 503 NOT_LEADER.
+    pub timeout: Duration,
+}
+
+impl EtcdOptions {
+    /// Options with the default prefix and timeout.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        EtcdOptions {
+            endpoints,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MILLIS),
+        }
+    }
+}
+
+/// [`Store`] on etcd. Cheap to clone; holds only connections.
+///
+/// One client per endpoint, and requests go to one "pinned" endpoint at a time, as etcd's
+/// own Go client does. A balanced channel over all endpoints is not used: it keeps picking a
+/// dead member (it looks least loaded because its calls fail at once), so a replica would
+/// answer 503 long after the cluster recovered.
+#[derive(Clone)]
+pub struct EtcdStore {
+    clients: Arc<Vec<Client>>,
+    pinned: Arc<AtomicUsize>,
+    hints: Arc<Hints>,
+    keys: Keys,
+    timeout: Duration,
+}
+
+impl EtcdStore {
+    /// Builds the clients. Connections are made lazily, so this succeeds while etcd is down
+    /// and the store answers 503 until it is up: a replica recovers by itself.
+    pub async fn connect(options: EtcdOptions) -> Result<Self, StoreError> {
+        if options.endpoints.is_empty() {
+            return Err(StoreError::Internal("no etcd endpoints configured".into()));
+        }
+        let connect = ConnectOptions::new()
+            .with_connect_timeout(options.timeout)
+            .with_timeout(options.timeout)
+            // HTTP/2 pings find a dead member while a watch is open. etcd closes connections
+            // that ping more often than `--grpc-keepalive-min-time` (5 s by default) with
+            // "too many pings", which would cancel every call in flight on it.
+            .with_keep_alive(KEEPALIVE_INTERVAL, options.timeout)
+            // A member cut off from its leader answers at once instead of hanging.
+            .with_require_leader(true);
+        let mut clients = Vec::with_capacity(options.endpoints.len());
+        for endpoint in &options.endpoints {
+            let client = Client::connect([endpoint], Some(connect.clone()))
+                .await
+                .map_err(from_etcd)?;
+            clients.push(client);
+        }
+        Ok(EtcdStore {
+            clients: Arc::new(clients),
+            pinned: Arc::new(AtomicUsize::new(0)),
+            hints: Arc::new(Hints::default()),
+            keys: Keys::new(&options.prefix),
+            timeout: options.timeout,
+        })
+    }
+
+    /// Runs one etcd call on the pinned endpoint under the per-request timeout. When the
+    /// endpoint failed, the next one is pinned; when the request provably never reached
+    /// etcd's log (connection refused, member without leader), it is re-sent there at once,
+    /// which is safe for every call, transactions included. A timeout becomes an I/O error so
+    /// that callers have a single error type to classify.
+    async fn call<T, F, Fut>(&self, op: F) -> Result<T, etcd_client::Error>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let mut last_error = None;
+        for _ in 0..self.clients.len() {
+            let index = self.pinned.load(Ordering::Relaxed) % self.clients.len();
+            let result =
+                match tokio::time::timeout(self.timeout, op(self.clients[index].clone())).await {
+                    Ok(result) => result,
+                    Err(_) => Err(etcd_client::Error::IoError(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "etcd request timed out",
+                    ))),
+                };
+            let error = match result {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            if !error::is_endpoint_failure(&error) {
+                return Err(error);
+            }
+            // Only the first of several concurrent failures moves the pin.
+            let _ = self.pinned.compare_exchange(
+                index,
+                (index + 1) % self.clients.len(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            if !error::never_applied(&error) {
+                return Err(error);
+            }
+            last_error = Some(error);
+        }
+        Err(last_error.expect("at least one endpoint"))
+    }
+
+    /// One transaction, raw error kept (callers look for a vanished lease).
+    async fn txn_raw(&self, txn: Txn) -> Result<TxnResponse, etcd_client::Error> {
+        self.call(|mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        })
+        .await
+    }
+
+    /// One transaction.
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse, StoreError> {
+        self.txn_raw(txn).await.map_err(from_etcd)
+    }
+
+    /// Several reads at one revision; returns each read's key-values and that revision.
+    async fn read(&self, ops: Vec<TxnOp>) -> Result<(Vec<Vec<KeyValue>>, i64), StoreError> {
+        let response = self.txn(Txn::new().and_then(ops)).await?;
+        let revision = response.header().map_or(0, |h| h.revision());
+        Ok((range_results(&response), revision))
+    }
+
+    /// One key, with the revision the read was served at.
+    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, i64), StoreError> {
+        let mut response = self
+            .call(|mut client| {
+                let key = key.to_owned();
+                async move { client.get(key, None).await }
+            })
+            .await
+            .map_err(from_etcd)?;
+        let revision = response.header().map_or(0, |h| h.revision());
+        Ok((response.take_kvs().into_iter().next(), revision))
+    }
+}
+
+/// The key-values of every read in a transaction's answer, in order.
+fn range_results(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
+    response
+        .op_responses()
+        .into_iter()
+        .filter_map(|op| match op {
+            TxnOpResponse::Get(mut get) => Some(get.take_kvs()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Parses a stored JSON value; a value we cannot read is corruption, hence Internal.
+fn decode<T: DeserializeOwned>(kv: &KeyValue) -> Result<T, StoreError> {
+    serde_json::from_slice(kv.value()).map_err(|e| {
+        StoreError::Internal(format!(
+            "corrupt value at {}: {e}",
+            String::from_utf8_lossy(kv.key())
+        ))
+    })
+}
+
+/// Serialises a record. Records are plain structs, so this cannot fail.
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("records serialise")
+}
+
+fn prefix() -> Option<GetOptions> {
+    Some(GetOptions::new().with_prefix())
+}
+
+/// Compare-and-swap loops give up after this many lost races and answer 503, which the SDK
+/// retries with backoff (ASSUMPTION: races on one session's keys are rare).
+const CAS_ATTEMPTS: usize = 16;
+
+#[async_trait]
+impl Store for EtcdStore {
+    async fn open_session(
+        &self,
+        ttl_millis: u64,
+        owner: Option<String>,
+    ) -> Result<SessionOpened, StoreError> {
+        self.open(ttl_millis, owner).await
+    }
+
+    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
+        self.renew(session_id).await
+    }
+
+    async fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
+        self.close(session_id).await
+    }
+
+    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
+        self.status(session_id).await
+    }
+
+    async fn try_acquire(
+        &self,
+        key: &str,
+        session_id: &str,
+        ttl_millis: u64,
+    ) -> Result<Acquired, StoreError> {
+        self.acquire_once(key, session_id, ttl_millis).await
+    }
+
+    async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {
+        self.release_token(key, fencing_token).await
+    }
+
+    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
+        self.read_holder(key).await
+    }
+
+    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.revoke_key(key).await
+    }
+
+    async fn wait_change(&self, key: &str, timeout: Duration) {
+        self.watch_key(key, timeout).await
+    }
+
+    async fn ledger_append(
+        &self,
+        key: &str,
+        fencing_token: u64,
+        entry: String,
+    ) -> Result<(), StoreError> {
+        self.append(key, fencing_token, entry).await
+    }
+
+    async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
+        self.entries(key).await
+    }
+
+    /// Counts keys by prefix. Records past their millisecond deadline but not yet deleted by
+    /// their lease (at most about a second) are still counted: these are gauges.
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let count = || Some(GetOptions::new().with_prefix().with_count_only());
+        let response = self
+            .txn(Txn::new().and_then(vec![
+                TxnOp::get(self.keys.all_sessions(), count()),
+                TxnOp::get(self.keys.all_locks(), count()),
+            ]))
+            .await?;
+        let counts: Vec<u64> = response
+            .op_responses()
+            .into_iter()
+            .filter_map(|op| match op {
+                TxnOpResponse::Get(get) => Some(get.count().max(0) as u64),
+                _ => None,
+            })
+            .collect();
+        Ok(StoreCounts {
+            sessions: counts.first().copied().unwrap_or(0),
+            locks: counts.get(1).copied().unwrap_or(0),
+        })
+    }
+}

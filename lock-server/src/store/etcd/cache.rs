@@ -1,0 +1,77 @@
+//! Per-replica hints that save round trips: the last session record this replica saw, and
+//! the holder session of the grants it saw. They are guesses only. Every transaction built
+//! from a hint compares the revisions it relies on, so a stale hint (another replica renewed
+//! the session, released the lock, ...) costs one extra round trip and never correctness.
+//! Replicas stay stateless in the sense that matters: losing a replica loses nothing.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::records::SessionRecord;
+
+/// Entries per map before it is simply cleared (ASSUMPTION: a bound on memory; a cleared
+/// hint only means one extra read).
+const MAX_ENTRIES: usize = 100_000;
+
+/// A session record as read at `mod_revision`.
+#[derive(Debug, Clone)]
+pub(super) struct SessionHint {
+    pub record: SessionRecord,
+    pub mod_revision: i64,
+}
+
+/// The hints. std mutexes: held for one map operation, never across an await.
+#[derive(Debug, Default)]
+pub(super) struct Hints {
+    sessions: Mutex<HashMap<String, SessionHint>>,
+    /// key → (fencing token, holder session id).
+    holders: Mutex<HashMap<String, (u64, String)>>,
+}
+
+impl Hints {
+    pub(super) fn session(&self, session_id: &str) -> Option<SessionHint> {
+        lock(&self.sessions).get(session_id).cloned()
+    }
+
+    pub(super) fn remember_session(&self, session_id: &str, hint: SessionHint) {
+        insert_bounded(&mut lock(&self.sessions), session_id.to_owned(), hint);
+    }
+
+    pub(super) fn forget_session(&self, session_id: &str) {
+        lock(&self.sessions).remove(session_id);
+    }
+
+    /// The holder session of `key` if the hint is for this very token.
+    pub(super) fn holder(&self, key: &str, token: u64) -> Option<String> {
+        lock(&self.holders)
+            .get(key)
+            .filter(|(held, _)| *held == token)
+            .map(|(_, session)| session.clone())
+    }
+
+    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str) {
+        insert_bounded(
+            &mut lock(&self.holders),
+            key.to_owned(),
+            (token, session_id.to_owned()),
+        );
+    }
+
+    pub(super) fn forget_holder(&self, key: &str) {
+        lock(&self.holders).remove(key);
+    }
+}
+
+fn insert_bounded<V>(map: &mut HashMap<String, V>, key: String, value: V) {
+    if map.len() >= MAX_ENTRIES && !map.contains_key(&key) {
+        map.clear();
+    }
+    map.insert(key, value);
+}
+
+/// A poisoned hint map is still a valid hint map: every entry is a guess anyway.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

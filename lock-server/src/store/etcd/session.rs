@@ -1,0 +1,335 @@
+//! Sessions: L1 open, L2 heartbeat, L3 close, L5 status.
+//!
+//! A session is an etcd lease plus the record `s/<id>` on it. L2 at any replica sends one
+//! keep-alive for the lease (no replica keeps a stream open) and then, in one transaction,
+//! moves the millisecond deadlines of the session and of every lock it still holds; locks
+//! whose own TTL ran out are deleted in the same transaction, so a heartbeat never revives one.
+
+use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
+use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionStatus};
+
+use super::cache::SessionHint;
+use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::keys::is_session_id;
+use super::records::{lease_seconds, now_ms, LockRecord, SessionRecord};
+use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
+use crate::store::StoreError;
+
+/// A session read together with its lock index, at one revision.
+pub(super) struct SessionView {
+    pub id: String,
+    pub record: SessionRecord,
+    /// `mod_revision` of `s/<id>`, for compare-and-swap.
+    pub mod_revision: i64,
+    /// The index entries `h/<id>/*` with their records.
+    pub held: Vec<(KeyValue, LockRecord)>,
+    /// The revision the view was read at.
+    pub revision: i64,
+}
+
+/// A session record that was live when read.
+pub(super) struct LiveSession {
+    pub record: SessionRecord,
+    /// `mod_revision` of `s/<id>`, for compare-and-swap.
+    pub mod_revision: i64,
+}
+
+impl LiveSession {
+    fn hint(&self) -> SessionHint {
+        SessionHint {
+            record: self.record.clone(),
+            mod_revision: self.mod_revision,
+        }
+    }
+}
+
+impl EtcdStore {
+    /// L1.
+    pub(super) async fn open(
+        &self,
+        ttl_millis: u64,
+        owner: Option<String>,
+    ) -> Result<SessionOpened, StoreError> {
+        let seconds = lease_seconds(ttl_millis);
+        let lease = self
+            .call(|mut client| async move { client.lease_grant(seconds, None).await })
+            .await
+            .map_err(from_etcd)?
+            .id();
+        let session_id = new_session_id()?;
+        let record = SessionRecord {
+            ttl_millis,
+            owner,
+            lease,
+            deadline_ms: now_ms() + ttl_millis,
+        };
+        let key = self.keys.session(&session_id);
+        let value = encode(&record);
+        let put = self
+            .call(|mut client| {
+                let (key, value) = (key.clone(), value.clone());
+                async move {
+                    let options = PutOptions::new().with_lease(lease);
+                    client.put(key, value, Some(options)).await
+                }
+            })
+            .await;
+        let put = match put {
+            Ok(put) => put,
+            Err(error) => {
+                // Best effort: an orphan lease would expire by itself anyway.
+                let _ = self.revoke_lease(lease).await;
+                return Err(from_etcd(error));
+            }
+        };
+        if let Some(header) = put.header() {
+            let hint = SessionHint {
+                record,
+                mod_revision: header.revision(),
+            };
+            self.hints.remember_session(&session_id, hint);
+        }
+        Ok(SessionOpened {
+            session_id,
+            ttl_millis,
+            heartbeat_millis: (ttl_millis / 3).max(1),
+        })
+    }
+
+    /// L2.
+    pub(super) async fn renew(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
+        for _ in 0..CAS_ATTEMPTS {
+            let view = self.read_session(session_id).await?;
+            self.keep_alive(view.record.lease).await?;
+            if let Some(locks) = self.write_renewal(&view).await? {
+                return Ok(HeartbeatResponse {
+                    ttl_millis: view.record.ttl_millis,
+                    locks,
+                });
+            }
+        }
+        Err(unavailable("heartbeat lost too many races; retry"))
+    }
+
+    /// L3: revoking the lease deletes the session, its locks and its index atomically.
+    pub(super) async fn close(&self, session_id: &str) -> Result<(), StoreError> {
+        self.hints.forget_session(session_id);
+        let Some((record, _)) = self.session_record(session_id).await? else {
+            return Err(StoreError::SessionNotFound);
+        };
+        match self.revoke_lease(record.lease).await {
+            Ok(_) => match record.remaining(now_ms()) {
+                Some(_) => Ok(()),
+                // It had already expired; the revoke only tidied up.
+                None => Err(StoreError::SessionNotFound),
+            },
+            Err(error) if is_lease_gone(&error) => Err(StoreError::SessionNotFound),
+            Err(error) => Err(from_etcd(error)),
+        }
+    }
+
+    /// L5.
+    pub(super) async fn status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
+        let view = self.read_session(session_id).await?;
+        let now = now_ms();
+        let remaining_millis = view
+            .record
+            .remaining(now)
+            .ok_or(StoreError::SessionNotFound)?;
+        let locks = view
+            .held
+            .iter()
+            .filter_map(|(kv, lock)| {
+                Some(LockStatus {
+                    key: lock.key.clone(),
+                    fencing_token: kv.create_revision() as u64,
+                    remaining_millis: lock.remaining(now)?.min(remaining_millis),
+                })
+            })
+            .collect();
+        Ok(SessionStatus {
+            session_id: session_id.to_owned(),
+            remaining_millis,
+            locks,
+        })
+    }
+
+    /// The live session `session_id` with its lock index, or SESSION_NOT_FOUND.
+    pub(super) async fn read_session(&self, session_id: &str) -> Result<SessionView, StoreError> {
+        let held_by = TxnOp::get(self.keys.held_by(session_id), prefix());
+        let (session, held_kvs, revision) = self.read_session_and(session_id, held_by).await?;
+        let held = held_kvs
+            .into_iter()
+            .map(|kv| decode(&kv).map(|lock| (kv, lock)))
+            .collect::<Result<_, _>>()?;
+        Ok(SessionView {
+            id: session_id.to_owned(),
+            record: session.record,
+            mod_revision: session.mod_revision,
+            held,
+            revision,
+        })
+    }
+
+    /// The live session and one more read at the same revision, in one round trip (L4 reads
+    /// its session and the lock key together).
+    pub(super) async fn read_session_and(
+        &self,
+        session_id: &str,
+        other: TxnOp,
+    ) -> Result<(LiveSession, Vec<KeyValue>, i64), StoreError> {
+        if !is_session_id(session_id) {
+            return Err(StoreError::SessionNotFound);
+        }
+        let (mut reads, revision) = self
+            .read(vec![TxnOp::get(self.keys.session(session_id), None), other])
+            .await?;
+        let other_kvs = reads.pop().unwrap_or_default();
+        let session_kv = reads.pop().unwrap_or_default().into_iter().next();
+        let session = self.live_session(session_id, session_kv.as_ref())?;
+        Ok((session, other_kvs, revision))
+    }
+
+    /// Parses a read of `s/<id>` into a live session and refreshes the hint; a missing or
+    /// expired record is SESSION_NOT_FOUND.
+    pub(super) fn live_session(
+        &self,
+        session_id: &str,
+        session_kv: Option<&KeyValue>,
+    ) -> Result<LiveSession, StoreError> {
+        let Some(session_kv) = session_kv else {
+            self.hints.forget_session(session_id);
+            return Err(StoreError::SessionNotFound);
+        };
+        let record: SessionRecord = decode(session_kv)?;
+        if record.remaining(now_ms()).is_none() {
+            self.hints.forget_session(session_id);
+            return Err(StoreError::SessionNotFound);
+        }
+        let session = LiveSession {
+            record,
+            mod_revision: session_kv.mod_revision(),
+        };
+        self.hints.remember_session(session_id, session.hint());
+        Ok(session)
+    }
+
+    /// The live session from this replica's hint, if it has one that has not expired. The
+    /// caller's transaction must compare `mod_revision`.
+    pub(super) fn hinted_session(&self, session_id: &str) -> Option<LiveSession> {
+        let hint = self.hints.session(session_id)?;
+        hint.record.remaining(now_ms())?;
+        Some(LiveSession {
+            record: hint.record,
+            mod_revision: hint.mod_revision,
+        })
+    }
+
+    /// The session record whether or not its deadline passed, for L3's tidy-up.
+    async fn session_record(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(SessionRecord, i64)>, StoreError> {
+        if !is_session_id(session_id) {
+            return Ok(None);
+        }
+        match self.get(&self.keys.session(session_id)).await?.0 {
+            Some(kv) => Ok(Some((decode(&kv)?, kv.mod_revision()))),
+            None => Ok(None),
+        }
+    }
+
+    /// One keep-alive on a fresh stream: replicas keep no streams, so any replica can renew
+    /// any session.
+    async fn keep_alive(&self, lease: i64) -> Result<(), StoreError> {
+        let keep_alive = self
+            .call(|mut client| async move { client.lease_keep_alive(lease).await })
+            .await;
+        match keep_alive {
+            Ok(_) => Ok(()),
+            Err(error) if is_lease_gone(&error) => Err(StoreError::SessionNotFound),
+            Err(error) => Err(from_etcd(error)),
+        }
+    }
+
+    /// Moves the deadlines forward if nothing changed since `view` was read; `None` if the
+    /// session or one of its locks changed meanwhile (the caller re-reads).
+    async fn write_renewal(&self, view: &SessionView) -> Result<Option<Vec<HeldLock>>, StoreError> {
+        let now = now_ms();
+        let session_deadline = now + view.record.ttl_millis;
+        let lease = Some(PutOptions::new().with_lease(view.record.lease));
+        let session_key = self.keys.session(&view.id);
+        let mut compares = vec![
+            Compare::mod_revision(session_key.clone(), CompareOp::Equal, view.mod_revision),
+            // No lock joined the index since the read (an acquire racing this heartbeat).
+            Compare::mod_revision(
+                self.keys.held_by(&view.id),
+                CompareOp::Less,
+                view.revision + 1,
+            )
+            .with_prefix(),
+        ];
+        let renewed = SessionRecord {
+            deadline_ms: session_deadline,
+            ..view.record.clone()
+        };
+        let mut ops = vec![TxnOp::put(session_key, encode(&renewed), lease.clone())];
+        let mut locks = Vec::new();
+        for (kv, lock) in &view.held {
+            let held_key = kv.key().to_vec();
+            let lock_key = self.keys.lock(&lock.key);
+            compares.push(Compare::mod_revision(
+                held_key.clone(),
+                CompareOp::Equal,
+                kv.mod_revision(),
+            ));
+            if lock.remaining(now).is_none() {
+                ops.push(TxnOp::delete(lock_key, None));
+                ops.push(TxnOp::delete(held_key, None));
+                continue;
+            }
+            let renewed_lock = encode(&LockRecord {
+                deadline_ms: now + lock.ttl_millis,
+                session_deadline_ms: session_deadline,
+                ..lock.clone()
+            });
+            ops.push(TxnOp::put(lock_key, renewed_lock.clone(), lease.clone()));
+            ops.push(TxnOp::put(held_key, renewed_lock, lease.clone()));
+            locks.push(HeldLock {
+                key: lock.key.clone(),
+                fencing_token: kv.create_revision() as u64,
+            });
+        }
+        match self.txn_raw(Txn::new().when(compares).and_then(ops)).await {
+            Ok(response) if response.succeeded() => {
+                if let Some(header) = response.header() {
+                    let hint = SessionHint {
+                        record: renewed,
+                        mod_revision: header.revision(),
+                    };
+                    self.hints.remember_session(&view.id, hint);
+                }
+                Ok(Some(locks))
+            }
+            Ok(_) => Ok(None),
+            Err(error) if is_lease_gone(&error) => Err(StoreError::SessionNotFound),
+            Err(error) => Err(from_etcd(error)),
+        }
+    }
+}
+
+impl EtcdStore {
+    async fn revoke_lease(&self, lease: i64) -> Result<(), etcd_client::Error> {
+        self.call(|mut client| async move { client.lease_revoke(lease).await })
+            .await
+            .map(|_| ())
+    }
+}
+
+/// 128 random bits, hex: the session id is its only credential, so it must be unguessable.
+fn new_session_id() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| StoreError::Internal(format!("no randomness for a session id: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

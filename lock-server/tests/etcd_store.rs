@@ -1,0 +1,502 @@
+//! The etcd [`Store`] against real etcd processes, through the trait (no HTTP): the
+//! semantics every route relies on, failure mapping, and replicas sharing one cluster.
+//! Waiting for real expiry is done by polling with generous bounds, never by timing.
+#![cfg(feature = "etcd")]
+
+// The e2e crate's harness, shared by path; this test uses only part of it.
+#[allow(dead_code)]
+#[path = "../../tests/src/etcd.rs"]
+mod etcd_harness;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_harness::EtcdCluster;
+use lock_server::store::etcd::{EtcdOptions, EtcdStore};
+use lock_server::store::{Acquired, Store, StoreError};
+
+/// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
+const EXPIRY_BOUND: Duration = Duration::from_secs(10);
+
+async fn store_on(cluster: &EtcdCluster, prefix: &str) -> EtcdStore {
+    let mut options = EtcdOptions::new(cluster.endpoints());
+    options.prefix = prefix.to_owned();
+    options.timeout = Duration::from_millis(1_000);
+    EtcdStore::connect(options).await.expect("connect")
+}
+
+fn granted(outcome: Acquired) -> lock_api::LockGrant {
+    match outcome {
+        Acquired::Granted(grant) => grant,
+        Acquired::Contended => panic!("expected a grant, got Contended"),
+    }
+}
+
+/// Polls `check` until it holds or the bound passes.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + EXPIRY_BOUND;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("not within {EXPIRY_BOUND:?}: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_member_semantics() {
+    let etcd = EtcdCluster::single();
+    let store = store_on(&etcd, "/t1/").await;
+    sessions_and_idempotent_acquire(&store).await;
+    lock_ttl_expires_and_is_not_revived(&store).await;
+    session_expiry_frees_its_locks(&store).await;
+    wait_change_wakes_on_release(&store).await;
+    revoke_and_ledger(&store).await;
+    bad_session_ids_are_not_found(&store).await;
+}
+
+async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
+    let a = store.open_session(5_000, Some("a".into())).await.unwrap();
+    let b = store.open_session(5_000, None).await.unwrap();
+    assert_eq!(a.session_id.len(), 32);
+    assert_ne!(a.session_id, b.session_id);
+
+    let first = granted(
+        store
+            .try_acquire("k/1", &a.session_id, 4_000)
+            .await
+            .unwrap(),
+    );
+    let again = granted(
+        store
+            .try_acquire("k/1", &a.session_id, 4_000)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(first, again, "L4 is idempotent for the holding session");
+    assert_eq!(
+        store
+            .try_acquire("k/1", &b.session_id, 4_000)
+            .await
+            .unwrap(),
+        Acquired::Contended
+    );
+    let holder = store.holder("k/1").await.unwrap().expect("held");
+    assert_eq!(holder.fencing_token, first.fencing_token);
+    assert!(holder.remaining_millis <= 4_000);
+
+    let beat = store.heartbeat(&a.session_id).await.unwrap();
+    assert_eq!(beat.ttl_millis, 5_000);
+    assert_eq!(beat.locks.len(), 1);
+    assert_eq!(beat.locks[0].fencing_token, first.fencing_token);
+    let status = store.session_status(&a.session_id).await.unwrap();
+    assert_eq!(status.locks.len(), 1);
+    assert!(status.remaining_millis <= 5_000 && status.remaining_millis > 0);
+    assert_eq!(store.counts().await.unwrap().locks, 1);
+
+    assert_eq!(
+        store.release("k/1", first.fencing_token + 1).await,
+        Err(StoreError::LockLost),
+        "the token is the predicate"
+    );
+    store.release("k/1", first.fencing_token).await.unwrap();
+    assert_eq!(
+        store.release("k/1", first.fencing_token).await,
+        Err(StoreError::LockLost)
+    );
+    let second = granted(
+        store
+            .try_acquire("k/1", &b.session_id, 4_000)
+            .await
+            .unwrap(),
+    );
+    assert!(second.fencing_token > first.fencing_token);
+    assert!(store
+        .heartbeat(&a.session_id)
+        .await
+        .unwrap()
+        .locks
+        .is_empty());
+
+    store.close_session(&b.session_id).await.unwrap();
+    assert_eq!(
+        store.holder("k/1").await.unwrap(),
+        None,
+        "L3 releases its locks"
+    );
+    assert_eq!(
+        store.heartbeat(&b.session_id).await,
+        Err(StoreError::SessionNotFound)
+    );
+    assert_eq!(
+        store.close_session(&b.session_id).await,
+        Err(StoreError::SessionNotFound)
+    );
+    store.close_session(&a.session_id).await.unwrap();
+}
+
+async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
+    let a = store.open_session(10_000, None).await.unwrap();
+    let b = store.open_session(10_000, None).await.unwrap();
+    let short = granted(store.try_acquire("ttl", &a.session_id, 300).await.unwrap());
+    eventually("a 300 ms lock expires", || async {
+        store.holder("ttl").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        store
+            .heartbeat(&a.session_id)
+            .await
+            .unwrap()
+            .locks
+            .is_empty(),
+        "a heartbeat after the lock's TTL must not revive it"
+    );
+    assert_eq!(
+        store.release("ttl", short.fencing_token).await,
+        Err(StoreError::LockLost)
+    );
+    let next = granted(
+        store
+            .try_acquire("ttl", &b.session_id, 5_000)
+            .await
+            .unwrap(),
+    );
+    assert!(next.fencing_token > short.fencing_token);
+    store.close_session(&a.session_id).await.unwrap();
+    store.close_session(&b.session_id).await.unwrap();
+}
+
+async fn session_expiry_frees_its_locks(store: &EtcdStore) {
+    let a = store.open_session(500, None).await.unwrap();
+    let b = store.open_session(10_000, None).await.unwrap();
+    let lost = granted(
+        store
+            .try_acquire("sess", &a.session_id, 60_000)
+            .await
+            .unwrap(),
+    );
+    eventually("the session's lock dies with the session", || async {
+        store.holder("sess").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(
+        store.heartbeat(&a.session_id).await,
+        Err(StoreError::SessionNotFound)
+    );
+    assert_eq!(
+        store.try_acquire("other", &a.session_id, 1_000).await,
+        Err(StoreError::SessionNotFound)
+    );
+    let next = granted(
+        store
+            .try_acquire("sess", &b.session_id, 5_000)
+            .await
+            .unwrap(),
+    );
+    assert!(next.fencing_token > lost.fencing_token);
+    // The lease backstop deletes the records too (within about a second of the deadline).
+    eventually("the expired session's lease deletes its keys", || async {
+        store.counts().await.unwrap().sessions == 1
+    })
+    .await;
+    store.close_session(&b.session_id).await.unwrap();
+}
+
+async fn wait_change_wakes_on_release(store: &EtcdStore) {
+    let a = store.open_session(10_000, None).await.unwrap();
+    let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
+    let waiter = {
+        let store = store.clone();
+        tokio::spawn(async move { store.wait_change("w", Duration::from_secs(25)).await })
+    };
+    // Give the watch a moment to be created; correctness does not depend on it (the watch
+    // starts at the revision of its read), only that the release comes after the read.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    store.release("w", grant.fencing_token).await.unwrap();
+    tokio::time::timeout(EXPIRY_BOUND, waiter)
+        .await
+        .expect("wait_change woke on the release, long before its 25 s timeout")
+        .unwrap();
+    store.close_session(&a.session_id).await.unwrap();
+}
+
+async fn revoke_and_ledger(store: &EtcdStore) {
+    let a = store.open_session(10_000, None).await.unwrap();
+    let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
+    assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
+    assert_eq!(store.revoke("r").await.unwrap(), None);
+    assert!(store
+        .heartbeat(&a.session_id)
+        .await
+        .unwrap()
+        .locks
+        .is_empty());
+
+    store
+        .ledger_append("led/x", 5, "five".into())
+        .await
+        .unwrap();
+    store
+        .ledger_append("led/x", 5, "five again".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.ledger_append("led/x", 4, "stale".into()).await,
+        Err(StoreError::FencedOut { highest: 5 })
+    );
+    store
+        .ledger_append("led/x", 9, "nine".into())
+        .await
+        .unwrap();
+    store
+        .ledger_append("led", 1, "other key".into())
+        .await
+        .unwrap();
+    let entries = store.ledger_read("led/x").await.unwrap();
+    assert_eq!(entries.highest_token, Some(9));
+    let texts: Vec<&str> = entries.entries.iter().map(|e| e.entry.as_str()).collect();
+    assert_eq!(texts, ["five", "five again", "nine"]);
+    assert_eq!(store.ledger_read("none").await.unwrap().highest_token, None);
+    store.close_session(&a.session_id).await.unwrap();
+}
+
+async fn bad_session_ids_are_not_found(store: &EtcdStore) {
+    for id in ["", "nope", "../../s", "0123456789abcdef0123456789abcdef"] {
+        assert_eq!(store.heartbeat(id).await, Err(StoreError::SessionNotFound));
+        assert_eq!(
+            store.session_status(id).await,
+            Err(StoreError::SessionNotFound)
+        );
+        assert_eq!(
+            store.try_acquire("k", id, 1_000).await,
+            Err(StoreError::SessionNotFound)
+        );
+    }
+}
+
+/// Two stores are two replicas: a session opened on one lives on through the other after
+/// the first is gone, because no replica holds state or keep-alive streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_survive_the_replica_that_opened_them() {
+    let etcd = EtcdCluster::single();
+    let replica_a = store_on(&etcd, "/t2/").await;
+    let replica_b = store_on(&etcd, "/t2/").await;
+    let session = replica_a.open_session(1_500, None).await.unwrap();
+    let grant = granted(
+        replica_a
+            .try_acquire("k", &session.session_id, 1_500)
+            .await
+            .unwrap(),
+    );
+    drop(replica_a);
+    // Heartbeat through B for longer than both TTLs: the session and lock must stay.
+    let until = Instant::now() + Duration::from_millis(3_500);
+    while Instant::now() < until {
+        let beat = replica_b.heartbeat(&session.session_id).await.unwrap();
+        assert_eq!(beat.locks.len(), 1);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let holder = replica_b.holder("k").await.unwrap().expect("still held");
+    assert_eq!(holder.fencing_token, grant.fencing_token);
+}
+
+/// Each replica keeps hints (last session record seen, holder of its grants) to save round
+/// trips; another replica's writes make them stale, and a stale hint must never change an
+/// answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_replica_hints_never_change_answers() {
+    let etcd = EtcdCluster::single();
+    let a = store_on(&etcd, "/t5/").await;
+    let b = store_on(&etcd, "/t5/").await;
+    let s1 = a.open_session(10_000, None).await.unwrap().session_id;
+    let s2 = b.open_session(10_000, None).await.unwrap().session_id;
+    // A's session hint goes stale (B renewed it); A's acquire must still grant.
+    b.heartbeat(&s1).await.unwrap();
+    let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
+    // A's holder hint goes stale: B releases and B's session takes the key.
+    b.release("h", first.fencing_token).await.unwrap();
+    let second = granted(b.try_acquire("h", &s2, 10_000).await.unwrap());
+    assert_eq!(
+        a.release("h", first.fencing_token).await,
+        Err(StoreError::LockLost),
+        "an old token stays dead"
+    );
+    assert_eq!(
+        a.holder("h").await.unwrap().map(|h| h.fencing_token),
+        Some(second.fencing_token),
+        "the stale release touched nothing"
+    );
+    assert_eq!(
+        a.try_acquire("h", &s1, 10_000).await.unwrap(),
+        Acquired::Contended
+    );
+    // A session closed through B is gone for A too, whatever A remembers.
+    b.close_session(&s1).await.unwrap();
+    assert_eq!(
+        a.try_acquire("other", &s1, 10_000).await,
+        Err(StoreError::SessionNotFound)
+    );
+    a.release("h", second.fencing_token).await.unwrap();
+}
+
+/// etcd down → Unavailable (503), never Internal; and the same store recovers by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_etcd_is_unavailable_and_recovers() {
+    let mut etcd = EtcdCluster::single();
+    let store = store_on(&etcd, "/t3/").await;
+    let session = store.open_session(30_000, None).await.unwrap();
+    etcd.kill(0);
+    for result in [
+        store.open_session(1_000, None).await.map(|_| ()),
+        store.heartbeat(&session.session_id).await.map(|_| ()),
+        store
+            .try_acquire("k", &session.session_id, 1_000)
+            .await
+            .map(|_| ()),
+        store.holder("k").await.map(|_| ()),
+        store.ledger_append("k", 1, "x".into()).await,
+    ] {
+        match result {
+            Err(StoreError::Unavailable { .. }) => {}
+            other => panic!("expected Unavailable with etcd down, got {other:?}"),
+        }
+    }
+    etcd.restart(0);
+    eventually("the store recovers once etcd is back", || async {
+        store.heartbeat(&session.session_id).await.is_ok()
+    })
+    .await;
+    granted(
+        store
+            .try_acquire("k", &session.session_id, 5_000)
+            .await
+            .unwrap(),
+    );
+}
+
+/// Three members, two replicas, contention on one key while the etcd leader is killed:
+/// during the election calls fail with Unavailable only; grants resume; tokens strictly
+/// increase; the ledger never accepts a stale token and never sees two holders interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_failover_under_contention() {
+    let mut etcd = EtcdCluster::start(3);
+    let replicas = [store_on(&etcd, "/t4/").await, store_on(&etcd, "/t4/").await];
+    let stop_at = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let mut workers = Vec::new();
+    for w in 0..4 {
+        let store = replicas[w % 2].clone();
+        let stop_at = stop_at.clone();
+        workers.push(tokio::spawn(
+            async move { contend(store, w, stop_at).await },
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let leader = etcd.leader().expect("a leader");
+    let highest_before_kill = replicas[0]
+        .ledger_read("hot")
+        .await
+        .unwrap()
+        .highest_token
+        .unwrap_or(0);
+    etcd.kill(leader);
+    // Let the workers run through the election and well past it.
+    tokio::time::sleep(Duration::from_millis(4_000)).await;
+    *stop_at.lock().unwrap() = Some(Instant::now());
+    let mut grants = Vec::new();
+    let mut unavailable = 0;
+    for worker in workers {
+        let (mine, errors) = worker.await.unwrap();
+        grants.extend(mine);
+        unavailable += errors;
+    }
+    // A session whose release failed gets its own grant back (idempotent L4); two sessions
+    // must never share a token.
+    grants.sort_unstable();
+    grants.dedup();
+    let mut tokens: Vec<u64> = grants.iter().map(|(token, _)| *token).collect();
+    let before = tokens.len();
+    tokens.dedup();
+    assert_eq!(
+        before,
+        tokens.len(),
+        "two sessions were granted the same token"
+    );
+    let ledger = replicas[0].ledger_read("hot").await.unwrap();
+    let accepted: Vec<u64> = ledger.entries.iter().map(|e| e.fencing_token).collect();
+    assert!(
+        accepted.windows(2).all(|w| w[0] <= w[1]),
+        "the ledger accepted a stale token: {accepted:?}"
+    );
+    assert!(
+        accepted.iter().all(|t| tokens.binary_search(t).is_ok()),
+        "the ledger accepted a token that was never granted"
+    );
+    let resumed = tokens.iter().filter(|t| **t > highest_before_kill).count();
+    assert!(resumed >= 2, "grants resumed after the failover: {resumed}");
+    eprintln!(
+        "grants: {}, unavailable answers: {unavailable}",
+        tokens.len()
+    );
+}
+
+/// One contender: open a session, acquire "hot", append twice to the ledger, release;
+/// Unavailable answers are counted and retried; any other error fails the test.
+async fn contend(
+    store: EtcdStore,
+    worker: usize,
+    stop_at: Arc<std::sync::Mutex<Option<Instant>>>,
+) -> (Vec<(u64, String)>, usize) {
+    let mut tokens = Vec::new();
+    let mut unavailable = 0;
+    let mut session: Option<String> = None;
+    while stop_at.lock().unwrap().is_none() {
+        let id = match &session {
+            Some(id) => id.clone(),
+            None => match store.open_session(5_000, Some(format!("w{worker}"))).await {
+                Ok(opened) => {
+                    session = Some(opened.session_id.clone());
+                    opened.session_id
+                }
+                Err(StoreError::Unavailable { .. }) => {
+                    unavailable += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                Err(other) => panic!("open: {other:?}"),
+            },
+        };
+        // Keep the session alive as the SDK would; its errors surface on the acquire.
+        let _ = store.heartbeat(&id).await;
+        match store.try_acquire("hot", &id, 5_000).await {
+            Ok(Acquired::Granted(grant)) => {
+                tokens.push((grant.fencing_token, id.clone()));
+                for n in 0..2 {
+                    let entry = format!("w{worker} n{n}");
+                    match store.ledger_append("hot", grant.fencing_token, entry).await {
+                        Ok(()) | Err(StoreError::Unavailable { .. }) => {}
+                        Err(other) => panic!("a holder was fenced out: {other:?}"),
+                    }
+                }
+                match store.release("hot", grant.fencing_token).await {
+                    Ok(()) | Err(StoreError::LockLost) => {}
+                    Err(StoreError::Unavailable { .. }) => unavailable += 1,
+                    Err(other) => panic!("release: {other:?}"),
+                }
+            }
+            Ok(Acquired::Contended) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(StoreError::Unavailable { .. }) => {
+                unavailable += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(StoreError::SessionNotFound) => session = None,
+            Err(other) => panic!("acquire: {other:?}"),
+        }
+    }
+    (tokens, unavailable)
+}

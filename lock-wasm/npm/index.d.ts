@@ -1,0 +1,168 @@
+/// <reference lib="esnext.disposable" />
+// Types of the `lock-wasm` npm package. The runtime is the Rust client core compiled to
+// WebAssembly (lock-wasm/src) under a thin JS layer (lock-wasm/npm/src/api.js); these
+// declarations describe that layer and are checked by `tsc --noEmit` in tests/node.
+// The lib reference above brings `Symbol.asyncDispose`/`AsyncDisposable` (TypeScript ≥ 5.2)
+// to projects whose `lib` setting lacks them, so the types check without extra settings.
+
+/** Stable error codes (DESIGN §3 plus transport-level ones). */
+export type ErrorCodeName =
+  | "LOCK_CONTENDED"
+  | "CONTENTION_EXCEEDED"
+  | "NOT_LEADER"
+  | "VALIDATION_FAILED"
+  | "SESSION_NOT_FOUND"
+  | "LOCK_LOST"
+  | "FENCED_OUT"
+  | "TRANSPORT"
+  | "INTERNAL";
+
+/** The codes as constants: `err.code === ErrorCode.LOCK_CONTENDED`. */
+export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
+
+/**
+ * The bounded acquire loop's knobs. Defaults (ASSUMPTIONS of the SDK): base 50 ms,
+ * cap 2000 ms, total budget 10000 ms, 12 attempts, waitMs 0.
+ */
+export interface AcquirePolicy {
+  /** First backoff cap; the cap doubles per attempt up to `maxBackoffMs`. */
+  baseBackoffMs?: number;
+  /** Largest backoff cap. Full jitter draws uniformly from [0, cap]. */
+  maxBackoffMs?: number;
+  /** Whole-acquire budget, measured once at entry. */
+  totalBudgetMs?: number;
+  /** Secondary cap on L4 requests. */
+  maxAttempts?: number;
+  /** Server-side wait per attempt, 0…30000. */
+  waitMs?: number;
+}
+
+/** Per-client defaults, overridable per call. */
+export interface ClientDefaults {
+  /** Lock TTL when `acquire` gives none (10000). */
+  ttlMs?: number;
+  /** Acquire policy when `acquire` gives none. */
+  policy?: AcquirePolicy;
+  /** Timeout of every HTTP request (per hop). */
+  requestTimeoutMs?: number;
+}
+
+export interface LockClientOptions {
+  /** Where lock-server listens, e.g. `http://127.0.0.1:7878`. */
+  baseUrl: string;
+  defaults?: ClientDefaults;
+  /** Receives the events of every session this client opens. */
+  onEvent?: (event: LockEvent) => void;
+}
+
+export interface OpenSessionOptions {
+  /** Session TTL (server default 15000); heartbeats renew it. */
+  ttlMs?: number;
+  /** Free-form label shown in logs and the dashboard. */
+  owner?: string;
+}
+
+export interface AcquireOptions {
+  /** Lock TTL in milliseconds (100…300000). */
+  ttlMs?: number;
+  /** Overrides the client's default policy, field by field. */
+  policy?: AcquirePolicy;
+  /** Cancels the wait promptly; the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** Something happened to a session's locks (debug detail; never a metric label). */
+export type LockEvent =
+  | {
+      type: "granted";
+      key: string;
+      sessionId: string;
+      fencingToken: number;
+      attempts: number;
+      waitedMs: number;
+    }
+  /** Attempt `attempt` was refused; the loop sleeps `delayMs` (full jitter) and retries. */
+  | { type: "contention"; key: string; attempt: number; delayMs: number; reason: string }
+  /** The acquire gave up (budget or attempts exhausted): it resolves `undefined`. */
+  | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
+  | { type: "lost"; key: string; fencingToken: number }
+  | { type: "sessionLost"; sessionId: string };
+
+/** Every error the SDK throws. */
+export declare class LockError extends Error {
+  /** Stable code; branch on this, not on the message. */
+  readonly code: ErrorCodeName;
+  /** DESIGN §3 verdict: may the acquire be retried? (Never the side effect.) */
+  readonly retryable: boolean;
+  /** VALIDATION_FAILED: the offending option or field, e.g. `"policy.maxAttempts"`. */
+  readonly field?: string;
+  constructor(
+    message: string,
+    options?: { code?: ErrorCodeName; retryable?: boolean; field?: string; cause?: unknown },
+  );
+}
+export declare class ContentionError extends LockError {}
+export declare class NotLeaderError extends LockError {}
+export declare class ValidationError extends LockError {}
+export declare class SessionLostError extends LockError {}
+export declare class LockLostError extends LockError {}
+export declare class FencedOutError extends LockError {}
+
+/** A held lock. */
+export declare class LockHandle implements AsyncDisposable {
+  private constructor();
+  readonly key: string;
+  /** Strictly increasing per key; send it with every side effect. Below 2^53. */
+  readonly fencingToken: number;
+  /** True once the lock is known or presumed gone. */
+  readonly isLost: boolean;
+  /** Epoch milliseconds (like `Date.now()`) after which the handle counts as lost. */
+  readonly deadline: number;
+  /** Same as `session.release(handle)`. */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A session: the lease that keeps its locks alive through heartbeats. */
+export declare class Session implements AsyncDisposable {
+  private constructor();
+  readonly id: string;
+  readonly isClosed: boolean;
+  /** `undefined` when the acquire budget ran out without a grant. */
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
+  /** Releases one hold (reentrant acquires nest); a lost lock releases quietly. */
+  release(handle: LockHandle): Promise<void>;
+  /** Acquire, run, release. `signal` aborts when the lock is lost. */
+  using<T>(
+    key: string,
+    options: AcquireOptions | undefined,
+    fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T,
+  ): Promise<T>;
+  using<T>(key: string, fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T): Promise<T>;
+  /** Adds a listener; returns its remover. */
+  onEvent(listener: (event: LockEvent) => void): () => void;
+  /** Stops heartbeats and closes the session; its locks are released server-side. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Entry point. */
+export declare class LockClient {
+  constructor(options: LockClientOptions);
+  openSession(options?: OpenSessionOptions): Promise<Session>;
+}
+
+declare const api: {
+  LockClient: typeof LockClient;
+  Session: typeof Session;
+  LockHandle: typeof LockHandle;
+  LockError: typeof LockError;
+  ContentionError: typeof ContentionError;
+  NotLeaderError: typeof NotLeaderError;
+  ValidationError: typeof ValidationError;
+  SessionLostError: typeof SessionLostError;
+  LockLostError: typeof LockLostError;
+  FencedOutError: typeof FencedOutError;
+  ErrorCode: typeof ErrorCode;
+};
+export default api;

@@ -1,0 +1,317 @@
+// The public JS API of the `lock-wasm` npm package, as a thin layer over the wasm-bindgen
+// classes (`RawClient`, `RawSession`, `RawHandle`) exported by `lock-wasm/src/wasm/`.
+//
+// Why a hand-written layer at all: wasm-bindgen cannot declare `Error` subclasses, a
+// `Symbol.asyncDispose` method or a callback-taking `using`, and those are what users of
+// node-redlock and etcd3 expect. Everything with lock semantics (retry loop, reentrancy,
+// deadlines, heartbeats) stays in Rust; this file only adapts shapes.
+//
+// This file is ESM; `scripts/build-npm.sh` derives the CommonJS copy (`api.cjs`) from it
+// by rewriting the single `export` line, so there is one source for both module systems.
+
+/** Stable error codes (DESIGN §3 plus the transport-level ones). */
+const ErrorCode = Object.freeze({
+  LOCK_CONTENDED: "LOCK_CONTENDED",
+  CONTENTION_EXCEEDED: "CONTENTION_EXCEEDED",
+  NOT_LEADER: "NOT_LEADER",
+  VALIDATION_FAILED: "VALIDATION_FAILED",
+  SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
+  LOCK_LOST: "LOCK_LOST",
+  FENCED_OUT: "FENCED_OUT",
+  TRANSPORT: "TRANSPORT",
+  INTERNAL: "INTERNAL",
+});
+
+// Retry verdicts of DESIGN §3, used when the Rust side did not say (it always does today).
+const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER"]);
+
+// `Symbol.asyncDispose` exists in Node ≥ 20.4, Deno and current browsers; older engines get
+// the well-known registry symbol that TypeScript's downlevel helpers also look for.
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose");
+
+/** Every error the SDK throws. `code` is stable; `retryable` is the DESIGN §3 verdict. */
+class LockError extends Error {
+  constructor(message, { code = ErrorCode.INTERNAL, retryable, field, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = retryable ?? RETRY_SAFE.has(code);
+    if (field !== undefined) this.field = field;
+  }
+}
+/** LOCK_CONTENDED or CONTENTION_EXCEEDED. */
+class ContentionError extends LockError {}
+/** NOT_LEADER: the replica cannot accept writes now. */
+class NotLeaderError extends LockError {}
+/** VALIDATION_FAILED: bad options or input; `field` names the offender. */
+class ValidationError extends LockError {}
+/** SESSION_NOT_FOUND: the session is gone and so are its locks. */
+class SessionLostError extends LockError {}
+/** LOCK_LOST: the handle's lock is gone (expired, revoked or its session lost). */
+class LockLostError extends LockError {}
+/** FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. */
+class FencedOutError extends LockError {}
+
+const ERROR_CLASSES = {
+  LOCK_CONTENDED: ContentionError,
+  CONTENTION_EXCEEDED: ContentionError,
+  NOT_LEADER: NotLeaderError,
+  VALIDATION_FAILED: ValidationError,
+  SESSION_NOT_FOUND: SessionLostError,
+  LOCK_LOST: LockLostError,
+  FENCED_OUT: FencedOutError,
+};
+
+function lockError(code, message, extra = {}) {
+  const Class = ERROR_CLASSES[code] ?? LockError;
+  return new Class(message, { code, ...extra });
+}
+
+// The Rust side rejects with plain `Error`s carrying `code`/`retryable`/`field`; turn them
+// into the classes above. Anything else (an AbortSignal's reason, a user callback's error)
+// passes through untouched.
+function adoptError(err) {
+  if (err instanceof LockError) return err;
+  if (err && typeof err === "object" && err.name === "LockError" && typeof err.code === "string") {
+    return lockError(err.code, err.message, { retryable: err.retryable, field: err.field });
+  }
+  return err;
+}
+
+async function call(promise) {
+  try {
+    return await promise;
+  } catch (err) {
+    throw adoptError(err);
+  }
+}
+
+function invalid(field, message) {
+  return lockError(ErrorCode.VALIDATION_FAILED, `${field}: ${message}`, { field });
+}
+
+// Options must be plain objects (or absent); the Rust side validates each field by name.
+function options(value, field) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw invalid(field, "must be an object");
+  }
+  return value;
+}
+
+function isAbortSignal(value) {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    typeof value.aborted === "boolean" &&
+    typeof value.addEventListener === "function"
+  );
+}
+
+function splitSignal(opts, field) {
+  const { signal, ...rest } = options(opts, field);
+  if (signal !== undefined && signal !== null && !isAbortSignal(signal)) {
+    throw invalid(`${field}.signal`, "must be an AbortSignal");
+  }
+  return { signal: signal ?? undefined, rest };
+}
+
+/**
+ * A held lock. `fencingToken` goes with every side effect; `isLost` and `deadline` are the
+ * SDK's conservative local view (deadline: epoch milliseconds, like `Date.now()`).
+ */
+class LockHandle {
+  #raw;
+  #session;
+  constructor(raw, session) {
+    this.#raw = raw;
+    this.#session = session;
+    Object.defineProperty(this, "key", { value: raw.key, enumerable: true });
+    Object.defineProperty(this, "fencingToken", { value: raw.fencingToken, enumerable: true });
+  }
+  /** True once the lock is known or presumed gone; never turns false again. */
+  get isLost() {
+    return this.#raw.isLost;
+  }
+  /** Epoch milliseconds after which the handle counts as lost unless heartbeats renew it. */
+  get deadline() {
+    return this.#raw.deadline;
+  }
+  /** Same as `session.release(handle)`. */
+  release() {
+    return this.#session.release(this);
+  }
+  /** `await using handle = await session.acquire(...)` releases at scope exit. */
+  [asyncDispose]() {
+    return this.#session.release(this);
+  }
+  /** @internal */
+  static raw(handle) {
+    return handle.#raw;
+  }
+}
+
+/** A session: the lease that keeps every lock it holds alive through heartbeats. */
+class Session {
+  #raw;
+  #listeners = new Set();
+  // The same RawHandle (reentrant acquires) must map to the same LockHandle, so that
+  // `handle === handle2` holds for nested acquires just as their tokens match.
+  #handles = new Map();
+  constructor(raw, clientListener) {
+    this.#raw = raw;
+    if (clientListener) this.#listeners.add(clientListener);
+    raw.setListener((event) => this.#dispatch(event));
+  }
+  /** The server's session id. */
+  get id() {
+    return this.#raw.id;
+  }
+  /** True once the session is closed or lost. */
+  get isClosed() {
+    return this.#raw.isClosed;
+  }
+  // Called from inside the Rust acquire loop or heartbeat task: listeners run in a microtask
+  // so that one calling back into the session (release, close) never re-enters Rust midway.
+  #dispatch(event) {
+    queueMicrotask(() => {
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener(event);
+        } catch (err) {
+          // A listener's bug must not break the others; report it like an unhandled error.
+          queueMicrotask(() => {
+            throw err;
+          });
+        }
+      }
+    });
+  }
+  /** Adds an event listener; returns a function that removes it. */
+  onEvent(listener) {
+    if (typeof listener !== "function") throw invalid("listener", "must be a function");
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  // Each acquire that resolves a handle is one hold; release gives one back. At depth zero
+  // the entry goes, so a later grant of the same key (new token) gets a new LockHandle.
+  #wrap(raw) {
+    const id = grantId(raw);
+    let entry = this.#handles.get(id);
+    if (!entry) {
+      entry = { handle: new LockHandle(raw, this), depth: 0 };
+      this.#handles.set(id, entry);
+    } else {
+      raw.free(); // a second wasm object for the same grant: the first one stays in use
+    }
+    entry.depth += 1;
+    return entry.handle;
+  }
+  /**
+   * Acquires `key` with the bounded full-jitter loop. Resolves a `LockHandle`, or
+   * `undefined` when the budget ran out without a grant. `signal` cancels the wait.
+   */
+  async acquire(key, opts) {
+    const { signal, rest } = splitSignal(opts, "options");
+    if (typeof key !== "string") throw invalid("key", "must be a string");
+    signal?.throwIfAborted?.();
+    const raw = await call(this.#raw.acquire(key, rest, signal));
+    return raw === undefined ? undefined : this.#wrap(raw);
+  }
+  /** Releases one hold; the lock itself goes at depth zero. A lost lock releases quietly. */
+  async release(handle) {
+    if (!(handle instanceof LockHandle)) throw invalid("handle", "must be a LockHandle");
+    const raw = LockHandle.raw(handle);
+    await call(this.#raw.release(raw));
+    const entry = this.#handles.get(grantId(raw));
+    if (entry && --entry.depth <= 0) this.#handles.delete(grantId(raw));
+  }
+  /**
+   * Acquire, run `fn(handle, signal)`, release. `signal` aborts (reason: a LockLostError)
+   * as soon as the SDK learns the lock is lost. Throws a ContentionError when the acquire
+   * budget runs out without a grant.
+   */
+  async using(key, opts, fn) {
+    if (typeof opts === "function") [opts, fn] = [undefined, opts];
+    if (typeof fn !== "function") throw invalid("fn", "must be a function");
+    const handle = await this.acquire(key, opts);
+    if (handle === undefined) {
+      throw lockError(ErrorCode.LOCK_CONTENDED, `lock ${JSON.stringify(key)} not granted within the acquire budget`);
+    }
+    const controller = new AbortController();
+    const onLost = () =>
+      controller.abort(lockError(ErrorCode.LOCK_LOST, `lock ${JSON.stringify(key)} was lost`));
+    const off = this.onEvent((event) => {
+      const mine = event.key === handle.key && event.fencingToken === handle.fencingToken;
+      if ((event.type === "lost" && mine) || event.type === "sessionLost") onLost();
+    });
+    if (handle.isLost) onLost();
+    try {
+      return await fn(handle, controller.signal);
+    } finally {
+      off();
+      await this.release(handle);
+    }
+  }
+  /** Stops heartbeats and closes the session server-side (its locks go with it). */
+  async close() {
+    await call(this.#raw.close());
+    this.#handles.clear();
+  }
+  /** `await using session = await client.openSession()` closes at scope exit. */
+  [asyncDispose]() {
+    return this.close();
+  }
+}
+
+function grantId(raw) {
+  return `${raw.key}\u0000${raw.fencingToken}`;
+}
+
+/** Entry point: `new LockClient({ baseUrl, defaults })`. */
+class LockClient {
+  #raw;
+  #listener;
+  constructor(opts) {
+    const { onEvent, ...rest } = options(opts, "options");
+    if (onEvent !== undefined && typeof onEvent !== "function") {
+      throw invalid("onEvent", "must be a function");
+    }
+    this.#listener = onEvent;
+    this.#raw = adoptSync(() => new RawClient(rest));
+  }
+  /** Opens a session (L1) and starts its heartbeats. */
+  async openSession(opts) {
+    const raw = await call(this.#raw.openSession(options(opts, "options")));
+    return new Session(raw, this.#listener);
+  }
+}
+
+function adoptSync(fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw adoptError(err);
+  }
+}
+
+// Bound by `createApi`; the classes above reach the wasm exports through it.
+let RawClient;
+
+/** Builds the public API over an initialised wasm-bindgen module. */
+export function createApi(raw) {
+  RawClient = raw.RawClient;
+  return {
+    LockClient,
+    Session,
+    LockHandle,
+    LockError,
+    ContentionError,
+    NotLeaderError,
+    ValidationError,
+    SessionLostError,
+    LockLostError,
+    FencedOutError,
+    ErrorCode,
+  };
+}

@@ -1,0 +1,552 @@
+//! The bounded acquire loop (card T-041 §4, DESIGN §4).
+//!
+//! - The deadline is computed once at entry: `start + totalBudget`; attempts are a
+//!   secondary cap.
+//! - Each attempt's `waitMillis` plus its request timeout must fit in the remaining budget:
+//!   the hop timeout is clipped to what remains, so waiting on the server cannot overrun.
+//! - After a refusal the loop retries only if the remaining budget exceeds the next delay plus
+//!   one estimated round trip (an EWMA of measured L4 round trips, per session).
+//! - 409/429 → full-jitter sleep; 503 → fixed floor delay; no answer (timeout/network) →
+//!   full-jitter sleep (L4 is idempotent per session, see [`crate::error`]); 404 → the session
+//!   is lost; anything else → returned at once. Nothing but L4 is ever retried.
+//! - Not granted is `Ok(None)`, with the attempts and waited time in a `lock_not_granted`
+//!   event. When the last attempt got no answer at all, its `Timeout`/`Network` error is
+//!   returned instead: "server unreachable" is not "held by someone else".
+//! - A lost or closed session fails the loop at once, even mid-sleep or mid-request.
+//! - Cancellation: drop the future. The in-flight guard frees the key; a grant the server
+//!   made meanwhile is released by the next heartbeat (orphan release).
+//!
+//! Escape hatch (card §4): no `acquire_detailed` is shipped. `Option<LockHandle>` plus the
+//! events suffices; nothing in the SDK needs to branch on a not-granted reason.
+
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use lock_api::limits::{validate_key, validate_ttl};
+use lock_api::{AcquireRequest, ErrorCode, LockGrant};
+
+use crate::backoff::{millis, Backoff};
+use crate::error::{LockError, TransportError};
+use crate::events::ClientEvent;
+use crate::handle::{Lease, LockHandle};
+use crate::policy::AcquirePolicy;
+use crate::reentrancy::{Entry, InFlightGuard};
+use crate::session::{call, SessionShared};
+
+/// What one attempt's outcome tells the loop.
+enum Verdict {
+    Granted(LockGrant),
+    /// Retry-safe refusal: sleep this long (if the budget allows) and try again.
+    Retry {
+        delay: Duration,
+        reason: &'static str,
+        /// The refusal was "no answer": the error to return if this was the last attempt.
+        unanswered: Option<LockError>,
+    },
+    Fail(LockError),
+}
+
+/// See the module docs.
+pub(crate) async fn acquire(
+    session: &SessionShared,
+    key: &str,
+    ttl: Duration,
+    policy: &AcquirePolicy,
+) -> Result<Option<LockHandle>, LockError> {
+    validate_key(key).map_err(|e| LockError::validation("key", e.to_string()))?;
+    validate_ttl(millis(ttl)).map_err(|m| LockError::validation("ttlMillis", m))?;
+    session.ensure_open()?;
+    let guard = match session.holds.enter(key) {
+        Entry::Reentered(handle) => return Ok(Some(handle)),
+        Entry::Lost => return Err(LockError::LockLost { key: key.into() }),
+        Entry::InFlight => {
+            return Err(LockError::Contention {
+                key: key.into(),
+                message: "an acquire of this key is already in flight in this session".into(),
+            })
+        }
+        Entry::Fresh(guard) => guard,
+    };
+    Attempts::new(session, key, ttl, policy).run(guard).await
+}
+
+/// 409/429: another session holds the key.
+fn held_by_someone_else(outcome: &Result<LockGrant, TransportError>) -> bool {
+    let code = outcome.as_ref().err().and_then(TransportError::code);
+    matches!(
+        code,
+        Some(ErrorCode::LockContended | ErrorCode::ContentionExceeded)
+    )
+}
+
+/// Tracks the earliest L4 of this acquire that got no answer (or is still outstanding).
+/// If the acquire ends without a grant — returned, failed, or its future dropped — the key
+/// becomes a session suspect, so a later grant of it counts its deadline from that send.
+struct Unanswered<'a> {
+    session: &'a SessionShared,
+    key: &'a str,
+    since: Option<Duration>,
+    granted: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let (Some(since), false) = (self.since, self.granted) {
+            self.session.record_suspect(self.key, since);
+        }
+    }
+}
+
+/// The state of one acquire call.
+struct Attempts<'a> {
+    session: &'a SessionShared,
+    key: &'a str,
+    policy: &'a AcquirePolicy,
+    request: AcquireRequest,
+    backoff: Backoff,
+    start: Duration,
+    deadline: Duration,
+    attempts: u32,
+}
+
+impl<'a> Attempts<'a> {
+    fn new(
+        session: &'a SessionShared,
+        key: &'a str,
+        ttl: Duration,
+        policy: &'a AcquirePolicy,
+    ) -> Self {
+        let start = session.parts.clock.now();
+        Attempts {
+            session,
+            key,
+            policy,
+            request: AcquireRequest {
+                session_id: session.id.clone(),
+                ttl_millis: Some(millis(ttl)),
+                wait_millis: Some(policy.wait_millis()),
+            },
+            backoff: Backoff::new(policy.base_backoff(), policy.max_backoff()),
+            start,
+            deadline: start + policy.total_budget(),
+            attempts: 0,
+        }
+    }
+
+    async fn run(mut self, guard: InFlightGuard) -> Result<Option<LockHandle>, LockError> {
+        let clock = self.session.parts.clock.clone();
+        let mut rng = self.session.parts.rng.rng();
+        let wait = Duration::from_millis(self.policy.wait_millis());
+        let mut last_unanswered = None;
+        let mut pending = Unanswered {
+            session: self.session,
+            key: self.key,
+            since: None,
+            granted: false,
+        };
+        loop {
+            self.session.ensure_open()?;
+            let sent_at = clock.now();
+            let remaining = self.deadline.saturating_sub(sent_at);
+            if remaining <= wait {
+                break;
+            }
+            let hop = (self.session.parts.config.request_timeout + wait).min(remaining);
+            self.attempts += 1;
+            let earlier = pending.since;
+            pending.since = Some(earlier.unwrap_or(sent_at));
+            let outcome = self.attempt(hop).await?;
+            if held_by_someone_else(&outcome) {
+                // So no earlier L4 of ours holds it (a 503 says nothing about that, so it
+                // does not clear the mark).
+                pending.since = None;
+            }
+            match self.classify(outcome, clock.now() - sent_at, &mut rng) {
+                Verdict::Granted(grant) => {
+                    pending.granted = true;
+                    let anchor = self.session.grant_anchor(self.key, sent_at, earlier);
+                    return Ok(Some(self.register(guard, grant, anchor)));
+                }
+                Verdict::Fail(err) => return Err(err),
+                Verdict::Retry {
+                    delay,
+                    reason,
+                    unanswered,
+                } => {
+                    last_unanswered = unanswered;
+                    if !self.may_retry(delay, wait) {
+                        break;
+                    }
+                    self.session.emit(ClientEvent::Contention {
+                        key: self.key.into(),
+                        attempt: self.attempts,
+                        delay,
+                        reason: reason.into(),
+                    });
+                    self.sleep(delay).await?;
+                }
+            }
+        }
+        self.session.emit(ClientEvent::NotGranted {
+            key: self.key.into(),
+            attempts: self.attempts,
+            waited: clock.now() - self.start,
+        });
+        match last_unanswered {
+            Some(err) => Err(err),
+            None => Ok(None),
+        }
+    }
+
+    /// One L4 call, abandoned at once if the session ends meanwhile.
+    async fn attempt(&self, hop: Duration) -> Result<Result<LockGrant, TransportError>, LockError> {
+        let parts = &self.session.parts;
+        let l4 = call(
+            &*parts.clock,
+            hop,
+            parts.transport.acquire(self.key, &self.request, hop),
+        );
+        match select(Box::pin(l4), Box::pin(self.session.ended.wait())).await {
+            Either::Left((outcome, _)) => Ok(outcome),
+            Either::Right(_) => Err(self.ended_error()),
+        }
+    }
+
+    fn classify(
+        &self,
+        outcome: Result<LockGrant, TransportError>,
+        rtt: Duration,
+        rng: &mut rand::rngs::SmallRng,
+    ) -> Verdict {
+        let err = match outcome {
+            Ok(grant) => {
+                self.session.observe_rtt(rtt);
+                return Verdict::Granted(grant);
+            }
+            Err(err) => err,
+        };
+        let jitter = self.backoff.delay(self.attempts - 1, rng);
+        match &err {
+            TransportError::Timeout(_) | TransportError::Network(_) => Verdict::Retry {
+                delay: jitter,
+                reason: if matches!(err, TransportError::Timeout(_)) {
+                    "TIMEOUT"
+                } else {
+                    "NETWORK"
+                },
+                unanswered: Some(LockError::from_transport(err, self.key)),
+            },
+            TransportError::Status { body, .. } => {
+                self.session.observe_rtt(rtt);
+                match body.code {
+                    ErrorCode::LockContended | ErrorCode::ContentionExceeded => Verdict::Retry {
+                        delay: jitter,
+                        reason: body.code.as_str(),
+                        unanswered: None,
+                    },
+                    ErrorCode::NotLeader => Verdict::Retry {
+                        delay: self.session.parts.config.not_leader_delay,
+                        reason: body.code.as_str(),
+                        unanswered: None,
+                    },
+                    ErrorCode::SessionNotFound => {
+                        self.session.mark_lost();
+                        Verdict::Fail(LockError::SessionLost)
+                    }
+                    _ => Verdict::Fail(LockError::from_transport(err, self.key)),
+                }
+            }
+            TransportError::Decode(_) => Verdict::Fail(LockError::from_transport(err, self.key)),
+        }
+    }
+
+    /// Retry only within the attempt cap and if, after `delay`, one round trip plus the
+    /// server wait still fits before the deadline.
+    fn may_retry(&self, delay: Duration, wait: Duration) -> bool {
+        if self.attempts >= self.policy.max_attempts() {
+            return false;
+        }
+        let next_answer =
+            self.session.parts.clock.now() + delay + self.session.rtt_estimate() + wait;
+        next_answer < self.deadline
+    }
+
+    /// Sleeps through the clock seam, waking early with an error if the session ends.
+    async fn sleep(&self, delay: Duration) -> Result<(), LockError> {
+        let sleep = self.session.parts.clock.sleep(delay);
+        match select(sleep, Box::pin(self.session.ended.wait())).await {
+            Either::Left(_) => Ok(()),
+            Either::Right(_) => Err(self.ended_error()),
+        }
+    }
+
+    fn ended_error(&self) -> LockError {
+        self.session
+            .ensure_open()
+            .err()
+            .unwrap_or(LockError::SessionLost)
+    }
+
+    /// Turns a grant into a registered handle whose deadline counts from `sent_at` (the
+    /// grant anchor, see `SessionShared::grant_anchor`).
+    fn register(&self, guard: InFlightGuard, grant: LockGrant, sent_at: Duration) -> LockHandle {
+        let s = self.session;
+        let ttl = Duration::from_millis(grant.ttl_millis);
+        // The handle names what we asked for, whatever spelling the server echoed.
+        let grant = LockGrant {
+            key: self.key.to_owned(),
+            session_id: s.id.clone(),
+            ..grant
+        };
+        let lease = Lease {
+            seq: s.next_seq(),
+            anchor: sent_at,
+            deadline: s.lock_deadline(sent_at, ttl),
+        };
+        let handle = LockHandle::new(&grant, lease, s.parts.clock.clone());
+        s.holds.register(guard, handle.clone());
+        s.emit(ClientEvent::Granted {
+            key: self.key.to_owned(),
+            session_id: s.id.clone(),
+            fencing_token: grant.fencing_token,
+            attempts: self.attempts,
+            waited: s.parts.clock.now() - self.start,
+        });
+        handle
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))] // uses test_support (native only)
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::policy::PolicySettings;
+    use crate::test_support::Fixture;
+    use crate::transport::ScriptedTransport;
+    use futures::FutureExt;
+
+    fn grant(token: u64) -> Result<LockGrant, TransportError> {
+        Ok(ScriptedTransport::grant("k", "s1", token, 10_000))
+    }
+
+    /// Criterion 4: L4 always 409 → `Ok(None)` within the budget and the attempt cap.
+    #[test]
+    fn always_contended_gives_up_within_budget_and_attempts() {
+        let f = Fixture::new();
+        let session = f.session();
+        let start = f.clock.now();
+        let policy = AcquirePolicy::default();
+        let result = f.run(async move {
+            // The declared type, checked at compile time.
+            let r: Result<Option<LockHandle>, LockError> =
+                session.acquire("k", Duration::from_secs(10), &policy).await;
+            r
+        });
+        assert_eq!(result.unwrap().map(|h| h.fencing_token()), None);
+        let calls = f.transport.acquire_calls();
+        let took = f.clock.now() - start;
+        println!("always 409: {calls} L4 calls in {took:?} (budget 10 s, cap 12)");
+        assert!((2..=12).contains(&calls), "{calls} calls");
+        assert!(took <= Duration::from_secs(10), "took {took:?}");
+        assert!(f.event_names().contains(&"lock_not_granted"));
+    }
+
+    #[test]
+    fn the_attempt_cap_bounds_calls_when_the_budget_is_large() {
+        let f = Fixture::new();
+        let session = f.session();
+        let policy = AcquirePolicy::new(PolicySettings {
+            total_budget: Duration::from_secs(300),
+            max_attempts: 3,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        let result =
+            f.run(async move { session.acquire("k", Duration::from_secs(10), &policy).await });
+        assert!(matches!(result, Ok(None)));
+        assert_eq!(f.transport.acquire_calls(), 3);
+    }
+
+    /// Criterion 5: 503, 503, 200 → a grant with the server's token, after the floor delays.
+    #[test]
+    fn not_leader_twice_then_granted() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::NotLeader)));
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::NotLeader)));
+        f.transport.push_acquire(grant(4242));
+        let start = f.clock.now();
+        let handle = f
+            .run(async move { session.acquire_default("k").await })
+            .unwrap()
+            .expect("granted");
+        assert_eq!(handle.fencing_token(), 4242);
+        assert_eq!(f.transport.acquire_calls(), 3);
+        assert_eq!(
+            f.clock.now() - start,
+            Duration::from_millis(200),
+            "two 100 ms floors"
+        );
+    }
+
+    #[test]
+    fn validation_and_other_errors_are_not_retried() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::ValidationFailed)));
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::Internal)));
+        let s = session.clone();
+        let first = f.run(async move { s.acquire_default("k").await });
+        assert!(
+            matches!(first, Err(LockError::Validation { .. })),
+            "{first:?}"
+        );
+        let second = f.run(async move { session.acquire_default("k").await });
+        assert!(matches!(
+            second,
+            Err(LockError::Unexpected { status: 500, .. })
+        ));
+        assert_eq!(f.transport.acquire_calls(), 2);
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_sending() {
+        let f = Fixture::new();
+        let session = f.session();
+        let result = f.run(async move {
+            let bad_key = session
+                .acquire("a\nb", Duration::from_secs(1), &AcquirePolicy::default())
+                .await;
+            let bad_ttl = session
+                .acquire("k", Duration::from_millis(1), &AcquirePolicy::default())
+                .await;
+            (bad_key, bad_ttl)
+        });
+        assert!(matches!(result.0, Err(LockError::Validation { ref field, .. }) if field == "key"));
+        assert!(
+            matches!(result.1, Err(LockError::Validation { ref field, .. }) if field == "ttlMillis")
+        );
+        assert_eq!(f.transport.acquire_calls(), 0);
+    }
+
+    #[test]
+    fn session_not_found_on_acquire_loses_the_session() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::SessionNotFound)));
+        let s = session.clone();
+        let result = f.run(async move { s.acquire_default("k").await });
+        assert_eq!(result.unwrap_err(), LockError::SessionLost);
+        assert!(session.is_lost());
+        assert_eq!(f.client.session_lost_count(), 1);
+        let again = f.run(async move { session.acquire_default("k").await });
+        assert_eq!(again.unwrap_err(), LockError::SessionLost);
+        assert_eq!(
+            f.transport.acquire_calls(),
+            1,
+            "nothing sent after the loss"
+        );
+    }
+
+    #[test]
+    fn an_unanswered_attempt_is_retried_and_a_last_one_is_reported() {
+        let f = Fixture::new();
+        let session = f.session();
+        let timeout = TransportError::Timeout(Duration::from_secs(2));
+        f.transport.push_acquire(Err(timeout.clone()));
+        f.transport.push_acquire(grant(9));
+        let s = session.clone();
+        let handle = f
+            .run(async move { s.acquire_default("k").await })
+            .unwrap()
+            .unwrap();
+        assert_eq!(handle.fencing_token(), 9);
+        let policy = AcquirePolicy::new(PolicySettings {
+            max_attempts: 1,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        f.transport.push_acquire(Err(timeout));
+        let result = f.run(async move {
+            session
+                .acquire("other", Duration::from_secs(10), &policy)
+                .await
+        });
+        assert!(matches!(result, Err(LockError::Timeout(_))), "{result:?}");
+    }
+
+    /// A grant after an unanswered attempt may be the server's idempotent answer to the
+    /// earlier request (not renewed), so its deadline counts from the earlier send.
+    #[test]
+    fn a_grant_after_an_unanswered_attempt_counts_from_the_first_send() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_acquire(Err(TransportError::Network("reset".into())));
+        f.transport.push_acquire(grant(3));
+        let start = f.clock.now();
+        let handle = f
+            .run(async move { session.acquire_default("k").await })
+            .unwrap()
+            .unwrap();
+        assert!(f.clock.now() > start, "a backoff happened");
+        // 10 s TTL, margin 1 s, counted from the first (unanswered) send.
+        assert_eq!(handle.deadline(), start + Duration::from_secs(9));
+    }
+
+    #[test]
+    fn a_concurrent_acquire_of_a_key_in_flight_is_contended() {
+        let f = Fixture::new();
+        let session = f.session();
+        let (a, b) = f.run(async move {
+            futures::join!(session.acquire_default("k"), session.acquire_default("k"))
+        });
+        assert!(matches!(a, Ok(None)), "{a:?}");
+        assert!(matches!(b, Err(LockError::Contention { .. })), "{b:?}");
+    }
+
+    #[test]
+    fn dropping_an_acquire_mid_flight_frees_the_key() {
+        let f = Fixture::new();
+        let session = f.session();
+        let s = session.clone();
+        let mut first = Box::pin(async move { s.acquire_default("k").await });
+        assert!(
+            (&mut first).now_or_never().is_none(),
+            "sleeping after a 409"
+        );
+        drop(first);
+        f.transport.push_acquire(grant(5));
+        let handle = f
+            .run(async move { session.acquire_default("k").await })
+            .unwrap();
+        assert_eq!(handle.unwrap().fencing_token(), 5);
+    }
+
+    /// A lost session wakes its waiters at once instead of letting them spin to the budget.
+    #[test]
+    fn a_lost_session_fails_waiters_promptly() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_heartbeat(Err(ScriptedTransport::error(ErrorCode::SessionNotFound)));
+        let policy = AcquirePolicy::new(PolicySettings {
+            total_budget: Duration::from_secs(60),
+            max_attempts: 1_000,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        let start = f.clock.now();
+        let result =
+            f.run(async move { session.acquire("k", Duration::from_secs(10), &policy).await });
+        assert_eq!(result.unwrap_err(), LockError::SessionLost);
+        // The first heartbeat (5 s) answered 404; the waiter failed right then.
+        assert_eq!(f.clock.now() - start, Duration::from_secs(5));
+        assert_eq!(f.client.session_lost_count(), 1);
+    }
+}

@@ -1,0 +1,238 @@
+//! The errors callers branch on (contract C2), and how a transport failure maps to them
+//! (DESIGN §3).
+//!
+//! | wire | [`TransportError`] | [`LockError`] | retried by the acquire loop? |
+//! |---|---|---|---|
+//! | 409 LOCK_CONTENDED, 429 CONTENTION_EXCEEDED | `Status` | `Contention` | yes: full-jitter backoff inside the budget |
+//! | 503 NOT_LEADER | `Status` | `NotLeader` | yes: fixed floor delay inside the budget |
+//! | 400 VALIDATION_FAILED | `Status` | `Validation` | never |
+//! | 404 SESSION_NOT_FOUND | `Status` | `SessionLost` | never: the session's locks are gone |
+//! | 409 LOCK_LOST | `Status` | `LockLost` | never (benign on release) |
+//! | 409 FENCED_OUT | `Status` | `FencedOut` | **never**: another worker may own the side effect |
+//! | no answer in time | `Timeout` | `Timeout` | L4 only (see below) |
+//! | connection failed | `Network` | `Network` | L4 only (see below) |
+//!
+//! Why a timed-out or failed L4 may be retried: it may have been granted, but L4 by a session
+//! that already holds the key returns the same grant and token, so the retry cannot mint a
+//! second token; it either returns the grant we missed or a fresh contention answer. A grant
+//! whose answer we never saw is released by the heartbeat (its key shows up in the L2 lock
+//! list without a handle). Nothing but L4 is ever retried, and a side effect never is.
+
+use std::time::Duration;
+
+use lock_api::{ErrorBody, ErrorCode};
+
+/// A call that did not produce its success body.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TransportError {
+    /// The server answered with a non-2xx status and a contract error body (bodies that are
+    /// not JSON are wrapped into one with code INTERNAL and the raw text as message).
+    #[error("HTTP {status}: {} ({})", body.code, body.message)]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The decoded `{code, message, ...}` body.
+        body: ErrorBody,
+    },
+    /// No answer within the per-request timeout. The request may have taken effect.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The request could not be sent or its answer not read (refused, reset, DNS, CORS).
+    #[error("network error: {0}")]
+    Network(String),
+    /// A 2xx answer whose body is not the contract's shape.
+    #[error("malformed answer: {0}")]
+    Decode(String),
+}
+
+impl TransportError {
+    /// Builds a `Status` error from a status and its body text, tolerating non-JSON bodies
+    /// (a proxy's HTML 502 must not become a decode panic).
+    pub fn from_status(status: u16, body_text: &str) -> Self {
+        let body = serde_json::from_str::<ErrorBody>(body_text).unwrap_or_else(|_| {
+            let code = if status == 503 {
+                ErrorCode::NotLeader
+            } else {
+                ErrorCode::Internal
+            };
+            ErrorBody::new(code, body_text.chars().take(200).collect::<String>())
+        });
+        TransportError::Status { status, body }
+    }
+
+    /// The contract code, when the server answered with one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            TransportError::Status { body, .. } => Some(body.code),
+            _ => None,
+        }
+    }
+}
+
+/// What an SDK call can fail with. Callers branch on the variant; the retry verdict of each
+/// is in the module table. Not-granted is not an error: `acquire` returns `Ok(None)`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LockError {
+    /// The key is held by someone else (409/429), or — SDK-local — the same session already
+    /// has an acquire of this key in flight (reentrancy is per session, not per task).
+    #[error("contention on {key}: {message}")]
+    Contention {
+        /// The contended key.
+        key: String,
+        /// Why, for logs.
+        message: String,
+    },
+    /// 503: this replica cannot accept writes now; `leader` is a hint when it knows one.
+    #[error("not leader (leader hint: {leader:?})")]
+    NotLeader {
+        /// Where writes are accepted, if the replica said.
+        leader: Option<String>,
+    },
+    /// 400, or input the SDK refuses before sending (bad key, TTL, policy). Never retried.
+    #[error("validation failed on {field}: {message}")]
+    Validation {
+        /// The offending field (`key`, `ttlMillis`, `waitMillis`, ...).
+        field: String,
+        /// Human-readable reason.
+        message: String,
+    },
+    /// 404 SESSION_NOT_FOUND, or the local session deadline passed without a successful
+    /// heartbeat: every lock of the session is gone.
+    #[error("session lost")]
+    SessionLost,
+    /// The handle for this key is lost (deadline passed, missing from a heartbeat, or 409
+    /// LOCK_LOST). Re-acquiring it on the same session fails with this until it is released.
+    #[error("lock on {key} lost")]
+    LockLost {
+        /// The lost key.
+        key: String,
+    },
+    /// A fenced resource saw a higher token. Never retried: another worker may own the side
+    /// effect.
+    #[error("fenced out (highest token seen: {highest_token:?})")]
+    FencedOut {
+        /// The highest token the resource has seen, when it said.
+        highest_token: Option<u64>,
+    },
+    /// No answer within the per-request timeout; the request may have taken effect.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The server could not be reached.
+    #[error("network error: {0}")]
+    Network(String),
+    /// The session was closed by its owner; nothing more can be done with it.
+    #[error("session closed")]
+    Closed,
+    /// Any other answer (5xx, unexpected 4xx, malformed body). Never retried.
+    #[error("unexpected answer: HTTP {status} {code}: {message}")]
+    Unexpected {
+        /// HTTP status, 0 when the body was malformed.
+        status: u16,
+        /// Contract code, `INTERNAL` when none.
+        code: ErrorCode,
+        /// Message for logs.
+        message: String,
+    },
+}
+
+impl LockError {
+    /// Maps a transport failure of a call on `key` (empty for session calls) per DESIGN §3.
+    pub fn from_transport(err: TransportError, key: &str) -> Self {
+        match err {
+            TransportError::Timeout(after) => LockError::Timeout(after),
+            TransportError::Network(message) => LockError::Network(message),
+            TransportError::Decode(message) => LockError::Unexpected {
+                status: 0,
+                code: ErrorCode::Internal,
+                message,
+            },
+            TransportError::Status { status, body } => match body.code {
+                ErrorCode::LockContended | ErrorCode::ContentionExceeded => LockError::Contention {
+                    key: key.to_owned(),
+                    message: body.message,
+                },
+                ErrorCode::NotLeader => LockError::NotLeader {
+                    leader: body.leader,
+                },
+                ErrorCode::ValidationFailed => LockError::Validation {
+                    field: body.field.unwrap_or_default(),
+                    message: body.message,
+                },
+                ErrorCode::SessionNotFound => LockError::SessionLost,
+                ErrorCode::LockLost => LockError::LockLost {
+                    key: key.to_owned(),
+                },
+                ErrorCode::FencedOut => LockError::FencedOut {
+                    highest_token: body.highest_token,
+                },
+                code => LockError::Unexpected {
+                    status,
+                    code,
+                    message: body.message,
+                },
+            },
+        }
+    }
+
+    /// A local validation failure (nothing was sent).
+    pub(crate) fn validation(field: &str, message: impl Into<String>) -> Self {
+        LockError::Validation {
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: ErrorCode) -> TransportError {
+        TransportError::Status {
+            status: code.status(),
+            body: ErrorBody::new(code, "m"),
+        }
+    }
+
+    #[test]
+    fn codes_map_to_the_design_table() {
+        let map = |code| LockError::from_transport(status(code), "k");
+        assert!(matches!(
+            map(ErrorCode::LockContended),
+            LockError::Contention { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::ContentionExceeded),
+            LockError::Contention { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::NotLeader),
+            LockError::NotLeader { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::ValidationFailed),
+            LockError::Validation { .. }
+        ));
+        assert_eq!(map(ErrorCode::SessionNotFound), LockError::SessionLost);
+        assert!(matches!(
+            map(ErrorCode::LockLost),
+            LockError::LockLost { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::FencedOut),
+            LockError::FencedOut { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::Internal),
+            LockError::Unexpected { status: 500, .. }
+        ));
+    }
+
+    #[test]
+    fn non_json_bodies_do_not_panic() {
+        let err = TransportError::from_status(502, "<html>bad gateway</html>");
+        assert_eq!(err.code(), Some(ErrorCode::Internal));
+        let err = TransportError::from_status(503, "");
+        assert_eq!(err.code(), Some(ErrorCode::NotLeader));
+    }
+}

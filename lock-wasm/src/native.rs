@@ -1,0 +1,228 @@
+//! Native runtime for the SDK (feature `native`, non-wasm targets): tokio clock and spawner,
+//! a reqwest HTTP transport and an OS-seeded per-call RNG, so Rust services, the e2e tests
+//! and the bench harness run the same core against a real server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_api::limits::encode_key;
+use lock_api::{
+    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
+    SessionOpened, SessionStatus,
+};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::de::DeserializeOwned;
+
+use crate::backoff::RngSource;
+use crate::clock::Clock;
+use crate::error::TransportError;
+use crate::session::LockClient;
+use crate::spawn::{BoxFuture, Spawner};
+use crate::transport::Transport;
+
+/// Monotonic time from `tokio::time::Instant` (so tokio's paused test clock applies too).
+pub struct TokioClock {
+    origin: tokio::time::Instant,
+}
+
+impl TokioClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        TokioClock {
+            origin: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for TokioClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// Spawns onto the current tokio runtime.
+pub struct TokioSpawner;
+
+impl Spawner for TokioSpawner {
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        tokio::spawn(task);
+    }
+}
+
+/// A fresh [`SmallRng`] per acquire, seeded from the OS: fast, and never shared between
+/// concurrent acquires.
+pub struct OsRngSource;
+
+impl RngSource for OsRngSource {
+    fn rng(&self) -> SmallRng {
+        // getrandom only fails on platforms without an entropy source; fall back to a fixed
+        // seed there rather than failing the acquire (the jitter is for spreading, not secrecy).
+        SmallRng::seed_from_u64(getrandom::u64().unwrap_or(0x5eed))
+    }
+}
+
+/// L1–L7 over HTTP with reqwest, against `base_url` (e.g. `http://127.0.0.1:7070`).
+pub struct HttpTransport {
+    base_url: String,
+    http: reqwest::Client,
+}
+
+impl HttpTransport {
+    /// A transport for the server at `base_url` (no trailing slash needed).
+    pub fn new(base_url: impl Into<String>) -> Self {
+        HttpTransport {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/v1{}", self.base_url, path)
+    }
+
+    /// Sends and maps the answer: 2xx → `T` (or `()` for 204), else the contract error.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+    ) -> Result<Option<T>, TransportError> {
+        let response = request
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| map_err(e, timeout))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| map_err(e, timeout))?;
+        if !status.is_success() {
+            return Err(TransportError::from_status(status.as_u16(), &text));
+        }
+        if text.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| TransportError::Decode(e.to_string()))
+    }
+
+    async fn send_body<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+    ) -> Result<T, TransportError> {
+        self.send(request, timeout)
+            .await?
+            .ok_or_else(|| TransportError::Decode("empty body".into()))
+    }
+
+    async fn send_empty(
+        &self,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+    ) -> Result<(), TransportError> {
+        self.send::<serde_json::Value>(request, timeout)
+            .await
+            .map(|_| ())
+    }
+}
+
+fn map_err(err: reqwest::Error, timeout: Duration) -> TransportError {
+    if err.is_timeout() {
+        TransportError::Timeout(timeout)
+    } else {
+        TransportError::Network(err.to_string())
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for HttpTransport {
+    async fn open_session(
+        &self,
+        request: &OpenSessionRequest,
+        timeout: Duration,
+    ) -> Result<SessionOpened, TransportError> {
+        let req = self.http.post(self.url("/sessions")).json(request);
+        self.send_body(req, timeout).await
+    }
+
+    async fn heartbeat(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<HeartbeatResponse, TransportError> {
+        let path = format!("/sessions/{}/heartbeat", encode_key(session_id));
+        self.send_body(self.http.post(self.url(&path)), timeout)
+            .await
+    }
+
+    async fn close_session(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<(), TransportError> {
+        let path = format!("/sessions/{}", encode_key(session_id));
+        self.send_empty(self.http.delete(self.url(&path)), timeout)
+            .await
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        request: &AcquireRequest,
+        timeout: Duration,
+    ) -> Result<LockGrant, TransportError> {
+        let path = format!("/locks/{}/acquire", encode_key(key));
+        self.send_body(self.http.post(self.url(&path)).json(request), timeout)
+            .await
+    }
+
+    async fn session_status(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<SessionStatus, TransportError> {
+        let path = format!("/sessions/{}", encode_key(session_id));
+        self.send_body(self.http.get(self.url(&path)), timeout)
+            .await
+    }
+
+    async fn release(
+        &self,
+        key: &str,
+        request: &ReleaseRequest,
+        timeout: Duration,
+    ) -> Result<(), TransportError> {
+        let path = format!("/locks/{}/release", encode_key(key));
+        self.send_empty(self.http.post(self.url(&path)).json(request), timeout)
+            .await
+    }
+
+    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
+        let path = format!("/locks/{}", encode_key(key));
+        self.send_body(self.http.get(self.url(&path)), timeout)
+            .await
+    }
+}
+
+impl LockClient {
+    /// A client for the server at `base_url` on the current tokio runtime: reqwest transport,
+    /// tokio clock and spawner, OS-seeded RNG.
+    pub fn native(base_url: impl Into<String>) -> Self {
+        LockClient::new(
+            Arc::new(HttpTransport::new(base_url)),
+            Arc::new(TokioClock::new()),
+            Arc::new(TokioSpawner),
+            Arc::new(OsRngSource),
+        )
+    }
+}

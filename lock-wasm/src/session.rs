@@ -1,0 +1,838 @@
+//! [`LockClient`] (the seams plus configuration) and [`LockClientSession`] (one server
+//! session: its heartbeat scheduler, conservative deadlines, reentrancy registry, release
+//! and close).
+//!
+//! Deadlines: every lock and the session itself are valid locally until
+//! `sent_at + ttl - safety_margin`, where `sent_at` is when the granting or renewing request
+//! was sent. The heartbeat task renews them every `heartbeatMillis` (from L1); it never lets
+//! a heartbeat outlive the session deadline, and when the deadline passes without a renewal
+//! (or L2 answers 404) the session is lost: every handle is marked lost, waiters fail at once
+//! with `SessionLost`, `lock_session_lost` is counted, and the session sends nothing more.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use lock_api::limits::DEFAULT_LOCK_TTL_MILLIS;
+use lock_api::{ErrorCode, HeartbeatResponse, OpenSessionRequest, ReleaseRequest, SessionStatus};
+
+use crate::backoff::RngSource;
+use crate::clock::{timeout, Clock};
+use crate::error::{LockError, TransportError};
+use crate::events::{ClientEvent, EventSink, NoEvents, SessionLostCounter};
+use crate::handle::LockHandle;
+use crate::policy::AcquirePolicy;
+use crate::reentrancy::{Holds, ReleaseStep};
+use crate::spawn::{Signal, Spawner};
+use crate::transport::Transport;
+
+/// Per-request timeout of every call (ASSUMPTION: 2 s, `lock.client.request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// First round-trip estimate before any L4 was measured (ASSUMPTION: 50 ms).
+pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(50);
+/// Fixed floor delay after 503 NOT_LEADER (ASSUMPTION: 100 ms).
+pub const DEFAULT_NOT_LEADER_DELAY: Duration = Duration::from_millis(100);
+/// Smallest safety margin (ASSUMPTION, DESIGN §6: 500 ms or ttl/10, whichever is larger).
+pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
+
+/// Client settings beyond the seams. All have defaults (ASSUMPTIONS, see the constants).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Session TTL asked for in L1; `None` takes the server default (15 s).
+    pub session_ttl: Option<Duration>,
+    /// Owner label sent in L1.
+    pub owner: Option<String>,
+    /// Timeout of every request (L4 adds its `waitMillis`).
+    pub request_timeout: Duration,
+    /// Fixed safety margin; `None` uses [`safety_margin`]'s rule.
+    pub safety_margin: Option<Duration>,
+    /// Backend label of `lock_session_lost{backend}` (e.g. `sqlite`, `etcd`).
+    pub backend: String,
+    /// Round-trip estimate until L4 calls have been measured.
+    pub initial_rtt: Duration,
+    /// Floor delay after 503.
+    pub not_leader_delay: Duration,
+    /// Lock TTL of [`LockClientSession::acquire_default`].
+    pub default_lock_ttl: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            session_ttl: None,
+            owner: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            safety_margin: None,
+            backend: "unknown".into(),
+            initial_rtt: DEFAULT_INITIAL_RTT,
+            not_leader_delay: DEFAULT_NOT_LEADER_DELAY,
+            default_lock_ttl: Duration::from_millis(DEFAULT_LOCK_TTL_MILLIS),
+        }
+    }
+}
+
+/// The default safety margin for a TTL: `max(500 ms, ttl/10)` (DESIGN §6), but never more
+/// than `ttl/2` (ASSUMPTION: otherwise a TTL ≤ 500 ms would yield handles born lost).
+pub fn safety_margin(ttl: Duration) -> Duration {
+    MIN_SAFETY_MARGIN.max(ttl / 10).min(ttl / 2)
+}
+
+/// Entry point: the seams and settings shared by every session it opens.
+#[derive(Clone)]
+pub struct LockClient {
+    pub(crate) parts: Arc<ClientParts>,
+}
+
+pub(crate) struct ClientParts {
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) spawner: Arc<dyn Spawner>,
+    pub(crate) rng: Arc<dyn RngSource>,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) config: ClientConfig,
+    pub(crate) sessions_lost: Arc<SessionLostCounter>,
+}
+
+impl LockClient {
+    /// A client over the given seams, with default settings and no event sink.
+    pub fn new(
+        transport: Arc<dyn Transport>,
+        clock: Arc<dyn Clock>,
+        spawner: Arc<dyn Spawner>,
+        rng: Arc<dyn RngSource>,
+    ) -> Self {
+        LockClient {
+            parts: Arc::new(ClientParts {
+                transport,
+                clock,
+                spawner,
+                rng,
+                events: Arc::new(NoEvents),
+                config: ClientConfig::default(),
+                sessions_lost: Arc::default(),
+            }),
+        }
+    }
+
+    /// Replaces the event sink (logs, JS `onEvent`).
+    pub fn with_events(self, events: Arc<dyn EventSink>) -> Self {
+        self.map_parts(|p| p.events = events)
+    }
+
+    /// Replaces the settings.
+    pub fn with_config(self, config: ClientConfig) -> Self {
+        self.map_parts(|p| p.config = config)
+    }
+
+    fn map_parts(self, f: impl FnOnce(&mut ClientParts)) -> Self {
+        let p = &self.parts;
+        let mut parts = ClientParts {
+            transport: p.transport.clone(),
+            clock: p.clock.clone(),
+            spawner: p.spawner.clone(),
+            rng: p.rng.clone(),
+            events: p.events.clone(),
+            config: p.config.clone(),
+            sessions_lost: p.sessions_lost.clone(),
+        };
+        f(&mut parts);
+        LockClient {
+            parts: Arc::new(parts),
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ClientConfig {
+        &self.parts.config
+    }
+
+    /// `lock_session_lost{backend}`: sessions of this client lost so far. The SDK's only
+    /// metric; label it with [`ClientConfig::backend`] when exporting.
+    pub fn session_lost_count(&self) -> u64 {
+        self.parts.sessions_lost.get()
+    }
+
+    /// L1: opens a session and starts its heartbeat task.
+    pub async fn open_session(&self) -> Result<LockClientSession, LockError> {
+        let parts = self.parts.clone();
+        let request = OpenSessionRequest {
+            ttl_millis: parts.config.session_ttl.map(crate::backoff::millis),
+            owner: parts.config.owner.clone(),
+        };
+        let hop = parts.config.request_timeout;
+        let sent_at = parts.clock.now();
+        let opened = call(
+            &*parts.clock,
+            hop,
+            parts.transport.open_session(&request, hop),
+        )
+        .await
+        .map_err(|e| LockError::from_transport(e, ""))?;
+        let ttl = Duration::from_millis(opened.ttl_millis);
+        let shared = Arc::new(SessionShared {
+            id: opened.session_id,
+            heartbeat_every: Duration::from_millis(opened.heartbeat_millis.max(1)),
+            state: Mutex::new(SessionState {
+                status: Status::Open,
+                deadline: (sent_at + ttl).saturating_sub(parts.margin(ttl)),
+                next_seq: 0,
+                rtt: parts.config.initial_rtt,
+                suspects: BTreeMap::new(),
+                released: BTreeMap::new(),
+            }),
+            holds: Arc::default(),
+            ended: Signal::new(),
+            parts,
+        });
+        let task = heartbeat_loop(Arc::downgrade(&shared), shared.ended.clone());
+        shared.parts.spawner.spawn(Box::pin(task));
+        Ok(LockClientSession { shared })
+    }
+}
+
+impl ClientParts {
+    pub(crate) fn margin(&self, ttl: Duration) -> Duration {
+        self.config
+            .safety_margin
+            .unwrap_or_else(|| safety_margin(ttl))
+    }
+}
+
+/// One server session. Cheap to clone; clones share the session. Dropping every clone
+/// without [`LockClientSession::close`] stops the heartbeat and lets the server expire it.
+#[derive(Clone)]
+pub struct LockClientSession {
+    pub(crate) shared: Arc<SessionShared>,
+}
+
+pub(crate) struct SessionShared {
+    pub(crate) id: String,
+    pub(crate) parts: Arc<ClientParts>,
+    heartbeat_every: Duration,
+    state: Mutex<SessionState>,
+    pub(crate) holds: Arc<Holds>,
+    /// Set when the session is closed or lost: wakes the heartbeat task and every waiter.
+    pub(crate) ended: Signal,
+}
+
+struct SessionState {
+    status: Status,
+    /// Conservative local deadline of the session itself.
+    deadline: Duration,
+    /// Next handle sequence number (see `LockHandle::seq`).
+    next_seq: u64,
+    /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
+    rtt: Duration,
+    /// Keys this session may hold without a handle: an L4 went unanswered (timeout, network,
+    /// dropped future) and its acquire ended without a grant. Value: (earliest send time of
+    /// such an L4, when recorded). See [`SessionShared::grant_anchor`].
+    suspects: BTreeMap<String, (Duration, Duration)>,
+    /// Highest token this session released successfully, per key. A heartbeat answer is a
+    /// snapshot that may predate a release; without this, a key released after the snapshot
+    /// would look like an orphan and block a fresh acquire of it while the needless L6 runs.
+    released: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Open,
+    Lost,
+    Closed,
+}
+
+impl LockClientSession {
+    /// The server's session id.
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// Acquires `key` for `ttl` under `policy`: `Ok(Some(handle))` when granted (or already
+    /// held by this session: a nested hold), `Ok(None)` when not granted within the budget.
+    /// See [`crate::acquire`] for the loop. Cancel by dropping the future.
+    pub async fn acquire(
+        &self,
+        key: &str,
+        ttl: Duration,
+        policy: &AcquirePolicy,
+    ) -> Result<Option<LockHandle>, LockError> {
+        crate::acquire::acquire(&self.shared, key, ttl, policy).await
+    }
+
+    /// [`LockClientSession::acquire`] with the default lock TTL and [`AcquirePolicy::default`].
+    pub async fn acquire_default(&self, key: &str) -> Result<Option<LockHandle>, LockError> {
+        let ttl = self.shared.parts.config.default_lock_ttl;
+        self.acquire(key, ttl, &AcquirePolicy::default()).await
+    }
+
+    /// Releases one hold of `handle`. Only the outermost release (depth zero) sends L6;
+    /// 409 LOCK_LOST is benign (the lock is already gone). A released handle reports lost.
+    /// Releasing a handle that is no longer registered does nothing. A lost or closed session
+    /// sends nothing: its locks are gone with it.
+    pub async fn release(&self, handle: &LockHandle) -> Result<(), LockError> {
+        let s = &self.shared;
+        if handle.session_id() != s.id {
+            return Err(LockError::validation(
+                "handle",
+                "handle belongs to another session",
+            ));
+        }
+        match s.holds.release(handle) {
+            ReleaseStep::NotHeld | ReleaseStep::Nested => return Ok(()),
+            ReleaseStep::Last => {}
+        }
+        handle.mark_lost();
+        if s.ensure_open().is_err() {
+            return Ok(());
+        }
+        let result = s.send_release(handle.key(), handle.fencing_token()).await;
+        match &result {
+            Ok(()) => {
+                let mut state = s.state.lock().unwrap();
+                let released = state.released.entry(handle.key().to_owned()).or_insert(0);
+                *released = (*released).max(handle.fencing_token());
+            }
+            Err(LockError::SessionLost) => s.mark_lost(),
+            // The lock may still be held (e.g. the L6 was lost): the next heartbeat releases
+            // it as an orphan, and until then a new grant of the key counts from its anchor.
+            Err(_) => s.record_suspect(handle.key(), handle.anchor()),
+        }
+        result
+    }
+
+    /// L3: closes the session (the server releases all its locks) and stops the heartbeat.
+    /// 404 is benign; closing a lost or closed session sends nothing.
+    pub async fn close(&self) -> Result<(), LockError> {
+        let s = &self.shared;
+        if !s.end(Status::Closed) {
+            return Ok(());
+        }
+        let hop = s.parts.config.request_timeout;
+        match call(
+            &*s.parts.clock,
+            hop,
+            s.parts.transport.close_session(&s.id, hop),
+        )
+        .await
+        {
+            Ok(()) => Ok(()),
+            Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => Ok(()),
+            Err(e) => Err(LockError::from_transport(e, "")),
+        }
+    }
+
+    /// L5: the server's view of this session.
+    pub async fn status(&self) -> Result<SessionStatus, LockError> {
+        let s = &self.shared;
+        s.ensure_open()?;
+        let hop = s.parts.config.request_timeout;
+        let result = call(
+            &*s.parts.clock,
+            hop,
+            s.parts.transport.session_status(&s.id, hop),
+        )
+        .await;
+        s.check_session_answer(result)
+    }
+
+    /// True once the session is lost (404 or deadline passed without renewal).
+    pub fn is_lost(&self) -> bool {
+        self.shared.status() == Status::Lost
+    }
+
+    /// True once [`LockClientSession::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.status() == Status::Closed
+    }
+
+    /// The session's conservative local deadline, on the client's clock.
+    pub fn deadline(&self) -> Duration {
+        self.shared.state.lock().unwrap().deadline
+    }
+}
+
+impl SessionShared {
+    fn status(&self) -> Status {
+        self.state.lock().unwrap().status
+    }
+
+    /// `Ok` while the session is open; the error a waiter should fail with otherwise. A
+    /// session whose deadline passed is lost now, even if the heartbeat task has not run yet
+    /// (e.g. the process was paused), so nothing is sent on its behalf.
+    pub(crate) fn ensure_open(&self) -> Result<(), LockError> {
+        if self.status() == Status::Open && self.parts.clock.now() >= self.deadline() {
+            self.mark_lost();
+        }
+        match self.status() {
+            Status::Open => Ok(()),
+            Status::Lost => Err(LockError::SessionLost),
+            Status::Closed => Err(LockError::Closed),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Duration {
+        self.state.lock().unwrap().deadline
+    }
+
+    pub(crate) fn rtt_estimate(&self) -> Duration {
+        self.state.lock().unwrap().rtt
+    }
+
+    /// Folds one measured L4 round trip into the estimate.
+    pub(crate) fn observe_rtt(&self, sample: Duration) {
+        let mut state = self.state.lock().unwrap();
+        state.rtt = (state.rtt * 3 + sample) / 4;
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        let mut state = self.state.lock().unwrap();
+        state.next_seq += 1;
+        state.next_seq
+    }
+
+    /// A lock's conservative deadline for a request sent at `sent_at`.
+    pub(crate) fn lock_deadline(&self, sent_at: Duration, ttl: Duration) -> Duration {
+        (sent_at + ttl)
+            .saturating_sub(self.parts.margin(ttl))
+            .min(self.deadline())
+    }
+
+    /// Records that `key` may have been granted by an L4 sent at `since` whose answer never
+    /// arrived, although the acquire ended without a handle.
+    pub(crate) fn record_suspect(&self, key: &str, since: Duration) {
+        let now = self.parts.clock.now();
+        let mut state = self.state.lock().unwrap();
+        let entry = state.suspects.entry(key.to_owned()).or_insert((since, now));
+        entry.0 = entry.0.min(since);
+        entry.1 = now;
+    }
+
+    /// The send time a fresh grant's deadline must count from.
+    ///
+    /// The server answers an L4 by a session that already holds the key with the existing
+    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
+    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
+    /// earlier send, and the deadline must count from there, not from this attempt.
+    pub(crate) fn grant_anchor(
+        &self,
+        key: &str,
+        sent_at: Duration,
+        in_loop: Option<Duration>,
+    ) -> Duration {
+        let mut state = self.state.lock().unwrap();
+        let suspect = state.suspects.remove(key).map(|(since, _)| since);
+        [Some(sent_at), in_loop, suspect]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(sent_at)
+    }
+
+    pub(crate) fn emit(&self, event: ClientEvent) {
+        self.parts.events.on_event(&event);
+    }
+
+    /// Moves the session to `to` if it is open: marks every handle lost, wakes everyone.
+    /// Returns false when it had already ended.
+    fn end(&self, to: Status) -> bool {
+        {
+            let mut state = self.state.lock().unwrap();
+            if state.status != Status::Open {
+                return false;
+            }
+            state.status = to;
+        }
+        for handle in self.holds.clear() {
+            if handle.mark_lost() && to == Status::Lost {
+                self.emit(ClientEvent::Lost {
+                    key: handle.key().to_owned(),
+                    fencing_token: handle.fencing_token(),
+                });
+            }
+        }
+        if to == Status::Lost {
+            self.parts.sessions_lost.increment();
+            self.emit(ClientEvent::SessionLost {
+                session_id: self.id.clone(),
+            });
+        }
+        self.ended.set();
+        true
+    }
+
+    /// The session is gone (404 or deadline passed): see the module docs.
+    pub(crate) fn mark_lost(&self) {
+        self.end(Status::Lost);
+    }
+
+    /// Maps a session-surface answer; 404 marks the session lost.
+    fn check_session_answer<T>(&self, result: Result<T, TransportError>) -> Result<T, LockError> {
+        result.map_err(|e| {
+            let err = LockError::from_transport(e, "");
+            if err == LockError::SessionLost {
+                self.mark_lost();
+            }
+            err
+        })
+    }
+
+    /// L6 for `(key, token)`; 409 LOCK_LOST is benign.
+    pub(crate) async fn send_release(&self, key: &str, token: u64) -> Result<(), LockError> {
+        let request = ReleaseRequest {
+            fencing_token: token,
+            session_id: Some(self.id.clone()),
+        };
+        let hop = self.parts.config.request_timeout;
+        let result = call(
+            &*self.parts.clock,
+            hop,
+            self.parts.transport.release(key, &request, hop),
+        )
+        .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.code() == Some(ErrorCode::LockLost) => Ok(()),
+            Err(e) => Err(LockError::from_transport(e, key)),
+        }
+    }
+
+    /// One L2 round: renew or mark lost. Never outlives the session deadline.
+    async fn heartbeat_once(&self) {
+        let now = self.parts.clock.now();
+        let deadline = self.deadline();
+        if now >= deadline {
+            self.mark_lost();
+            return;
+        }
+        let seq_at_send = self.state.lock().unwrap().next_seq;
+        let hop = self.parts.config.request_timeout.min(deadline - now);
+        let result = call(
+            &*self.parts.clock,
+            hop,
+            self.parts.transport.heartbeat(&self.id, hop),
+        )
+        .await;
+        if self.status() != Status::Open {
+            return;
+        }
+        match result {
+            Ok(answer) => self.on_heartbeat(now, seq_at_send, answer).await,
+            Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => self.mark_lost(),
+            // Anything else is transient until the deadline; the loop wakes at the deadline.
+            Err(_) => {
+                if self.parts.clock.now() >= self.deadline() {
+                    self.mark_lost();
+                }
+            }
+        }
+    }
+
+    /// Applies an L2 answer to a heartbeat sent at `sent_at`.
+    async fn on_heartbeat(&self, sent_at: Duration, seq_at_send: u64, answer: HeartbeatResponse) {
+        let ttl = Duration::from_millis(answer.ttl_millis);
+        {
+            let mut state = self.state.lock().unwrap();
+            let renewed = (sent_at + ttl).saturating_sub(self.parts.margin(ttl));
+            state.deadline = state.deadline.max(renewed);
+            // A suspect recorded before this heartbeat was sent and not listed by it is not
+            // held (the server answered after the suspect L4 had timed out).
+            state.suspects.retain(|key, (_, recorded)| {
+                *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
+            });
+        }
+        for handle in self.holds.handles() {
+            if handle.seq() > seq_at_send {
+                continue; // registered after this heartbeat was sent: the answer may predate it
+            }
+            let listed = answer
+                .locks
+                .iter()
+                .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
+            let renewed =
+                listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl()));
+            if !renewed && handle.mark_lost() {
+                self.emit(ClientEvent::Lost {
+                    key: handle.key().to_owned(),
+                    fencing_token: handle.fencing_token(),
+                });
+            }
+        }
+        self.release_orphans(&answer).await;
+    }
+
+    /// Releases grants the server lists but no handle tracks (an acquire that timed out or
+    /// was dropped after the server granted): heartbeats would otherwise renew them forever.
+    async fn release_orphans(&self, answer: &HeartbeatResponse) {
+        for lock in &answer.locks {
+            let stale = self
+                .state
+                .lock()
+                .unwrap()
+                .released
+                .get(&lock.key)
+                .is_some_and(|&token| token >= lock.fencing_token);
+            if stale {
+                continue;
+            }
+            let Some(_guard) = self.holds.claim_orphan(&lock.key) else {
+                continue;
+            };
+            if self.status() != Status::Open {
+                return;
+            }
+            // Best effort: a failure leaves it for the next heartbeat.
+            if self
+                .send_release(&lock.key, lock.fencing_token)
+                .await
+                .is_ok()
+            {
+                self.state.lock().unwrap().suspects.remove(&lock.key);
+            }
+        }
+    }
+
+    /// How long the heartbeat task sleeps: one interval, but never past the deadline.
+    fn next_wake(&self) -> Duration {
+        let now = self.parts.clock.now();
+        self.heartbeat_every
+            .min(self.deadline().saturating_sub(now))
+    }
+}
+
+/// The heartbeat scheduler. Holds only a weak reference between rounds, so dropping the
+/// last [`LockClientSession`] ends it; the `ended` signal ends it at once on close or loss.
+async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal) {
+    loop {
+        let sleep = {
+            let Some(s) = session.upgrade() else { return };
+            s.parts.clock.sleep(s.next_wake())
+        };
+        if let Either::Right(_) = select(sleep, Box::pin(ended.wait())).await {
+            return;
+        }
+        let Some(s) = session.upgrade() else { return };
+        if s.status() != Status::Open {
+            return;
+        }
+        s.heartbeat_once().await;
+    }
+}
+
+/// Runs a transport call under a timeout on `clock` (the transport is told the same timeout;
+/// this makes it binding even if the transport ignores it).
+pub(crate) async fn call<T>(
+    clock: &dyn Clock,
+    hop: Duration,
+    fut: impl std::future::Future<Output = Result<T, TransportError>>,
+) -> Result<T, TransportError> {
+    timeout(clock, hop, fut)
+        .await
+        .unwrap_or(Err(TransportError::Timeout(hop)))
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))] // uses test_support (native only)
+mod tests {
+    use super::*;
+    use crate::test_support::Fixture;
+    use crate::transport::{Call, ScriptedTransport};
+    use lock_api::{HeldLock, LockGrant};
+
+    fn grant(key: &str, token: u64) -> Result<LockGrant, TransportError> {
+        Ok(ScriptedTransport::grant(key, "s1", token, 10_000))
+    }
+
+    fn heartbeat(locks: &[(&str, u64)]) -> Result<HeartbeatResponse, TransportError> {
+        Ok(HeartbeatResponse {
+            ttl_millis: 15_000,
+            locks: locks
+                .iter()
+                .map(|(key, token)| HeldLock {
+                    key: (*key).into(),
+                    fencing_token: *token,
+                })
+                .collect(),
+        })
+    }
+
+    /// Criterion 6: nested acquires → one L4, the same token, one L6 on the outer release.
+    #[test]
+    fn nested_acquires_share_one_grant_and_one_release() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 77));
+        let (outer, inner, after_inner) = f.run(async move {
+            let outer = session.acquire_default("k").await.unwrap().unwrap();
+            let inner = session.acquire_default("k").await.unwrap().unwrap();
+            session.release(&inner).await.unwrap();
+            let after_inner = outer.is_lost();
+            session.release(&outer).await.unwrap();
+            (outer, inner, after_inner)
+        });
+        assert_eq!(f.transport.acquire_calls(), 1);
+        assert_eq!(outer.fencing_token(), 77);
+        assert_eq!(inner.fencing_token(), outer.fencing_token());
+        assert!(!after_inner, "the inner release keeps the outer hold");
+        assert_eq!(f.transport.release_calls(), 1);
+        assert!(outer.is_lost(), "a released handle reports lost");
+    }
+
+    /// Criterion 7: a key missing from a heartbeat is lost at once; re-acquiring it fails
+    /// with LockLost and sends no L4.
+    #[test]
+    fn reacquiring_a_lost_key_fails_without_a_request() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 5));
+        f.transport.push_heartbeat(heartbeat(&[]));
+        let s = session.clone();
+        let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+        let deadline = handle.deadline();
+        f.clock.advance(Duration::from_secs(5)); // the first heartbeat answers without "k"
+        let s = session.clone();
+        let result = f.run(async move { s.acquire_default("k").await });
+        assert!(handle.is_lost());
+        assert!(
+            f.clock.now() < deadline,
+            "lost before its deadline, from the heartbeat"
+        );
+        assert_eq!(result.unwrap_err(), LockError::LockLost { key: "k".into() });
+        assert_eq!(f.transport.acquire_calls(), 1);
+        assert!(f.event_names().contains(&"lock_lost"));
+        // Releasing the lost handle (LOCK_LOST is benign) makes the key acquirable again.
+        f.transport
+            .push_release(Err(ScriptedTransport::error(ErrorCode::LockLost)));
+        f.transport.push_acquire(grant("k", 6));
+        let again = f.run(async move {
+            session.release(&handle).await.unwrap();
+            session.acquire_default("k").await
+        });
+        assert_eq!(again.unwrap().unwrap().fencing_token(), 6);
+    }
+
+    #[test]
+    fn deadlines_count_from_the_send_time_minus_the_margin_and_heartbeats_move_them() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 1));
+        let s = session.clone();
+        let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+        // Granted at t=0 with a 10 s TTL: margin max(500 ms, 1 s) = 1 s.
+        assert_eq!(handle.deadline(), Duration::from_secs(9));
+        f.clock.advance(Duration::from_secs(5)); // heartbeat sent at 5 s lists the lock
+        let s = session.clone();
+        f.run(async move { s.is_lost() });
+        assert_eq!(handle.deadline(), Duration::from_secs(14));
+        assert_eq!(
+            session.deadline(),
+            Duration::from_millis(5_000 + 15_000 - 1_500)
+        );
+    }
+
+    #[test]
+    fn failed_heartbeats_past_the_deadline_lose_the_session_and_count_it() {
+        let f = Fixture::new();
+        let session = f.session();
+        for _ in 0..10 {
+            f.transport
+                .push_heartbeat(Err(ScriptedTransport::error(ErrorCode::NotLeader)));
+        }
+        f.transport.push_acquire(grant("k", 1));
+        let s = session.clone();
+        let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+        // Session deadline 13.5 s (15 s TTL, 1.5 s margin); heartbeats at 5 s and 10 s fail.
+        for _ in 0..20 {
+            f.clock.advance(Duration::from_secs(1));
+            let s = session.clone();
+            f.run(async move { s.is_lost() });
+        }
+        assert!(session.is_lost());
+        assert!(handle.is_lost());
+        assert_eq!(f.client.session_lost_count(), 1);
+        let heartbeats = f
+            .transport
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Heartbeat(_)))
+            .count();
+        assert_eq!(heartbeats, 2, "no heartbeat after the loss");
+        let s = session.clone();
+        assert_eq!(f.run(async move { s.release(&handle).await }), Ok(()));
+        assert_eq!(
+            f.transport.release_calls(),
+            0,
+            "a lost session sends nothing"
+        );
+        assert_eq!(f.run(async move { session.close().await }), Ok(()));
+        assert!(!f
+            .transport
+            .calls()
+            .iter()
+            .any(|c| matches!(c, Call::CloseSession(_))));
+    }
+
+    #[test]
+    fn close_sends_l3_once_and_ends_the_session() {
+        let f = Fixture::new();
+        let session = f.session();
+        let s = session.clone();
+        let (first, second, acquire) = f.run(async move {
+            (
+                s.close().await,
+                s.close().await,
+                s.acquire_default("k").await,
+            )
+        });
+        assert_eq!((first, second), (Ok(()), Ok(())));
+        assert_eq!(acquire.unwrap_err(), LockError::Closed);
+        let closes = f
+            .transport
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::CloseSession(_)))
+            .count();
+        assert_eq!(closes, 1);
+        assert!(session.is_closed());
+    }
+
+    /// A grant the client has no handle for (its acquire timed out) is released by the
+    /// next heartbeat instead of being renewed forever.
+    #[test]
+    fn heartbeats_release_orphan_grants() {
+        let f = Fixture::new();
+        let _session = f.session();
+        f.transport.push_heartbeat(heartbeat(&[("orphan", 12)]));
+        f.clock.advance(Duration::from_secs(5));
+        f.run(async {});
+        let released: Vec<_> = f
+            .transport
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Release(key, req) => Some((key, req.fencing_token)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            released,
+            vec![("orphan".to_owned(), 12)],
+            "{:?}",
+            f.transport.calls()
+        );
+    }
+
+    #[test]
+    fn the_margin_is_the_larger_of_500ms_and_a_tenth_but_at_most_half() {
+        assert_eq!(
+            safety_margin(Duration::from_secs(10)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            safety_margin(Duration::from_secs(2)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            safety_margin(Duration::from_millis(400)),
+            Duration::from_millis(200)
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`.
+//!
+//! "Raw" because users never see them: `lock-wasm/npm/src/api.js` wraps them into
+//! `LockClient`/`Session`/`LockHandle` with `Error` subclasses, `Symbol.asyncDispose` and
+//! `using()`, which wasm-bindgen cannot express. Every method that waits returns a
+//! `Promise` built from an owned future (wasm-bindgen's async methods cannot borrow `self`
+//! across an await); every failure rejects with [`super::js_error::to_js`]. Acquire returns
+//! a `RawHandle` or `undefined` — the grant or not-granted, never any other result shape.
+
+// Arcs of !Send JS-backed values are fine here: wasm32 has one thread, and the core's seams
+// are `Arc<dyn Trait>` on every target.
+#![allow(clippy::arc_with_non_send_sync)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::clock::Clock;
+use crate::error::LockError;
+use crate::handle::LockHandle;
+use crate::policy::PolicySettings;
+use crate::session::{ClientConfig, LockClient, LockClientSession};
+
+use super::abort::Aborted;
+use super::events::JsEvents;
+use super::js_error::to_js;
+use super::options::{self, AcquireOptions, ClientOptions, SessionOptions};
+use super::timer::epoch_millis;
+use super::{CryptoRngSource, FetchTransport, JsClock, LocalSpawner};
+
+/// Settings a client hands to each session it opens.
+#[derive(Clone)]
+struct Defaults {
+    transport: Arc<FetchTransport>,
+    lock_ttl: Duration,
+    policy: PolicySettings,
+    request_timeout: Duration,
+}
+
+/// `new RawClient({ baseUrl, defaults })`: validated options, no I/O.
+#[wasm_bindgen]
+pub struct RawClient {
+    defaults: Defaults,
+}
+
+#[wasm_bindgen]
+impl RawClient {
+    /// Throws VALIDATION_FAILED naming the offending option.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<RawClient, JsValue> {
+        Self::build(options).map_err(|e| to_js(&e))
+    }
+
+    fn build(options: JsValue) -> Result<RawClient, LockError> {
+        let opts = ClientOptions::parse(options)?;
+        let base_url = options::base_url(&opts.base_url)?;
+        let d = &opts.defaults;
+        let config = ClientConfig::default();
+        let policy = d.policy.unwrap_or_default().over(PolicySettings::default());
+        options::policy(policy, "defaults.policy")?;
+        Ok(RawClient {
+            defaults: Defaults {
+                transport: Arc::new(FetchTransport::new(base_url)),
+                lock_ttl: options::ttl(d.ttl_ms, options::default_lock_ttl(), "defaults.ttlMs")?,
+                policy,
+                request_timeout: options::positive(
+                    d.request_timeout_ms,
+                    config.request_timeout,
+                    "defaults.requestTimeoutMs",
+                )?,
+            },
+        })
+    }
+
+    /// L1, then heartbeats in the background. Resolves a `RawSession`.
+    #[wasm_bindgen(js_name = openSession)]
+    pub fn open_session(&self, options: JsValue) -> js_sys::Promise {
+        let defaults = self.defaults.clone();
+        let parsed = SessionOptions::parse(options).and_then(|o| {
+            let ttl = o
+                .ttl_ms
+                .map(|ms| options::ttl(Some(ms), Duration::ZERO, "ttlMs"))
+                .transpose()?;
+            Ok((ttl, o.owner))
+        });
+        future_to_promise(async move {
+            let (ttl, owner) = parsed.map_err(|e| to_js(&e))?;
+            let events = JsEvents::default();
+            let config = ClientConfig {
+                session_ttl: ttl,
+                owner,
+                request_timeout: defaults.request_timeout,
+                default_lock_ttl: defaults.lock_ttl,
+                ..ClientConfig::default()
+            };
+            // One core client per session: the event sink is per client, and JS listeners
+            // are per session.
+            let client = LockClient::new(
+                defaults.transport.clone(),
+                Arc::new(JsClock),
+                Arc::new(LocalSpawner),
+                Arc::new(CryptoRngSource),
+            )
+            .with_events(Arc::new(events.clone()))
+            .with_config(config);
+            let session = client.open_session().await.map_err(|e| to_js(&e))?;
+            Ok(RawSession {
+                session,
+                events,
+                defaults,
+            }
+            .into())
+        })
+    }
+}
+
+/// One session: acquire, release, close, and the event listener slot.
+#[wasm_bindgen]
+pub struct RawSession {
+    session: LockClientSession,
+    events: JsEvents,
+    defaults: Defaults,
+}
+
+#[wasm_bindgen]
+impl RawSession {
+    /// The server's session id.
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.session.id().to_owned()
+    }
+
+    /// True once closed by its owner or lost.
+    #[wasm_bindgen(getter, js_name = isClosed)]
+    pub fn is_closed(&self) -> bool {
+        self.session.is_closed() || self.session.is_lost()
+    }
+
+    /// Sets (or clears, with `undefined`) the one event listener.
+    #[wasm_bindgen(js_name = setListener)]
+    pub fn set_listener(&self, listener: Option<js_sys::Function>) {
+        self.events.set(listener);
+    }
+
+    /// The bounded acquire. Resolves a `RawHandle`, or `undefined` when not granted within
+    /// the budget; rejects with the signal's reason when `signal` aborts first.
+    pub fn acquire(
+        &self,
+        key: String,
+        options: JsValue,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> js_sys::Promise {
+        let session = self.session.clone();
+        let parsed = self.acquire_settings(options);
+        future_to_promise(async move {
+            let (ttl, policy) = parsed.map_err(|e| to_js(&e))?;
+            let policy = options::policy(policy, "policy").map_err(|e| to_js(&e))?;
+            let acquire = Box::pin(session.acquire(&key, ttl, &policy));
+            let outcome = match signal {
+                None => acquire.await,
+                Some(signal) => match select(acquire, Box::pin(Aborted::new(signal))).await {
+                    Either::Left((outcome, _)) => outcome,
+                    // Dropping the acquire future cancels it: its in-flight request is
+                    // aborted and the core's guards clear the in-flight mark.
+                    Either::Right((reason, _)) => return Err(reason),
+                },
+            };
+            match outcome {
+                Ok(Some(handle)) => Ok(RawHandle { handle }.into()),
+                Ok(None) => Ok(JsValue::UNDEFINED),
+                Err(e) => Err(to_js(&e)),
+            }
+        })
+    }
+
+    fn acquire_settings(&self, options: JsValue) -> Result<(Duration, PolicySettings), LockError> {
+        let opts = AcquireOptions::parse(options)?;
+        let ttl = options::ttl(opts.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
+        let policy = opts.policy.unwrap_or_default().over(self.defaults.policy);
+        Ok((ttl, policy))
+    }
+
+    /// Releases one hold of `handle` (L6 at depth zero; a lost lock releases quietly).
+    pub fn release(&self, handle: &RawHandle) -> js_sys::Promise {
+        let session = self.session.clone();
+        let handle = handle.handle.clone();
+        future_to_promise(async move {
+            session.release(&handle).await.map_err(|e| to_js(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Stops heartbeats and closes the session (L3).
+    pub fn close(&self) -> js_sys::Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            session.close().await.map_err(|e| to_js(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+/// A granted lock.
+#[wasm_bindgen]
+pub struct RawHandle {
+    handle: LockHandle,
+}
+
+#[wasm_bindgen]
+impl RawHandle {
+    /// The locked key.
+    #[wasm_bindgen(getter)]
+    pub fn key(&self) -> String {
+        self.handle.key().to_owned()
+    }
+
+    /// The fencing token; exact as a JS number (tokens stay below 2^53 by contract).
+    #[wasm_bindgen(getter, js_name = fencingToken)]
+    pub fn fencing_token(&self) -> f64 {
+        self.handle.fencing_token() as f64
+    }
+
+    /// True once the lock is known or presumed gone.
+    #[wasm_bindgen(getter, js_name = isLost)]
+    pub fn is_lost(&self) -> bool {
+        self.handle.is_lost()
+    }
+
+    /// The conservative deadline as epoch milliseconds (`Date.now()` terms), for display and
+    /// for comparing with `Date.now()`; the SDK itself judges on the monotonic clock.
+    #[wasm_bindgen(getter)]
+    pub fn deadline(&self) -> f64 {
+        let left = self.handle.deadline().as_secs_f64() - JsClock.now().as_secs_f64();
+        epoch_millis() + left * 1000.0
+    }
+}

@@ -1,0 +1,44 @@
+//! The SDK's runtime in WebAssembly: the core's seams over platform APIs that exist alike in
+//! browsers, Node ≥ 20 and Deno, plus (feature `wasm`) the JS API the npm package wraps.
+//!
+//! Layout:
+//! - [`timer`]: `setTimeout` as a future (cleared on drop, unref'd in Node for background
+//!   tasks), `performance.now()`, `Date.now()`.
+//! - [`clock`]: [`JsClock`], the `Clock` seam over [`timer`].
+//! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout.
+//! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
+//! - [`spawn`]: [`LocalSpawner`], the `Spawner` seam over `spawn_local`.
+//! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s seeded by getrandom (`wasm_js`).
+//! - [`abort`]: a JS `AbortSignal` as a future, for cancelling an acquire.
+//! - [`events`]: [`JsEvents`], the `EventSink` seam delivering events to a JS listener.
+//! - `options` (feature `wasm`): JS option objects → SDK settings, VALIDATION_FAILED naming
+//!   the field.
+//! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
+//! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
+//! - `allocator` (feature `wasm`): the npm module's small global allocator.
+//!
+//! Everything is single-threaded (wasm32 has one thread per instance), so shared state is
+//! `Rc`/`RefCell`; JS values are `!Send`, which the core's `MaybeSend` seams allow.
+
+pub mod abort;
+#[cfg(feature = "wasm")]
+mod allocator;
+#[cfg(feature = "wasm")]
+pub mod api;
+pub mod clock;
+pub mod events;
+pub mod fetch;
+#[cfg(feature = "wasm")]
+pub mod js_error;
+#[cfg(feature = "wasm")]
+pub mod options;
+pub mod rng;
+pub mod spawn;
+pub mod timer;
+pub mod transport;
+
+pub use clock::JsClock;
+pub use events::JsEvents;
+pub use rng::CryptoRngSource;
+pub use spawn::LocalSpawner;
+pub use transport::FetchTransport;

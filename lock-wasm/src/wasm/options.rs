@@ -1,0 +1,302 @@
+//! JS option objects → SDK settings. Objects cross the boundary with serde-wasm-bindgen; a
+//! wrong type, an unknown field or an out-of-range value becomes VALIDATION_FAILED with the
+//! field's path in the JS spelling (`ttlMs`, `policy.maxAttempts`, `defaults.policy.waitMs`).
+
+use std::time::Duration;
+
+use lock_api::limits::{validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
+use serde::de::DeserializeOwned;
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::error::LockError;
+use crate::policy::{AcquirePolicy, PolicySettings};
+
+/// `new LockClient({ baseUrl, defaults })`.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Where lock-server listens.
+    pub base_url: String,
+    /// Per-client defaults.
+    pub defaults: DefaultOptions,
+}
+
+/// `defaults` of [`ClientOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct DefaultOptions {
+    /// Lock TTL when `acquire` names none.
+    pub ttl_ms: Option<u64>,
+    /// Policy fields when `acquire` names none.
+    pub policy: Option<PolicyOptions>,
+    /// Timeout of each HTTP request.
+    pub request_timeout_ms: Option<u64>,
+}
+
+/// `policy` of acquire options and defaults; absent fields inherit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicyOptions {
+    /// Whole-acquire budget.
+    pub total_budget_ms: Option<u64>,
+    /// First backoff window.
+    pub base_backoff_ms: Option<u64>,
+    /// Largest backoff window.
+    pub max_backoff_ms: Option<u64>,
+    /// Attempt cap.
+    pub max_attempts: Option<u32>,
+    /// Server-side wait per attempt.
+    pub wait_ms: Option<u64>,
+}
+
+/// `client.openSession({ ttlMs, owner })`.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Session TTL; the server's default when absent.
+    pub ttl_ms: Option<u64>,
+    /// Label for logs and the dashboard.
+    pub owner: Option<String>,
+}
+
+/// `session.acquire(key, { ttlMs, policy })` (the JS layer keeps `signal` apart).
+#[derive(Debug, Clone, Default)]
+pub struct AcquireOptions {
+    /// Lock TTL.
+    pub ttl_ms: Option<u64>,
+    /// Policy overrides.
+    pub policy: Option<PolicyOptions>,
+}
+
+/// Reads one options object field by field. Each field crosses the boundary through
+/// serde-wasm-bindgen on its own, so a type error names exactly that field; fields the SDK
+/// does not know are refused (a typo must not silently fall back to a default).
+struct Fields {
+    object: JsValue,
+    path: String,
+    known: Vec<&'static str>,
+}
+
+impl Fields {
+    /// `None` for `undefined`/`null` (all defaults); an error for non-objects.
+    fn new(value: JsValue, path: &str) -> Result<Option<Fields>, LockError> {
+        if value.is_undefined() || value.is_null() {
+            return Ok(None);
+        }
+        if !value.is_object() || js_sys::Array::is_array(&value) {
+            return Err(invalid(path_or(path, "options"), "must be an object"));
+        }
+        Ok(Some(Fields {
+            object: value,
+            path: path.to_owned(),
+            known: Vec::new(),
+        }))
+    }
+
+    fn path(&self, name: &str) -> String {
+        join(&self.path, name)
+    }
+
+    fn raw(&mut self, name: &'static str) -> Option<JsValue> {
+        self.known.push(name);
+        let value = js_sys::Reflect::get(&self.object, &JsValue::from_str(name)).ok()?;
+        (!value.is_undefined() && !value.is_null()).then_some(value)
+    }
+
+    fn get<T: DeserializeOwned>(&mut self, name: &'static str) -> Result<Option<T>, LockError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(value) => serde_wasm_bindgen::from_value(value)
+                .map(Some)
+                .map_err(|e| invalid(self.path(name), &e.to_string())),
+        }
+    }
+
+    fn nested(&mut self, name: &'static str) -> Result<Option<Fields>, LockError> {
+        let path = self.path(name);
+        match self.raw(name) {
+            None => Ok(None),
+            Some(value) => Fields::new(value, &path),
+        }
+    }
+
+    /// Refuses any field not read above.
+    fn finish(self) -> Result<(), LockError> {
+        let object: &js_sys::Object = self.object.unchecked_ref();
+        for key in js_sys::Object::keys(object).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !self.known.contains(&key.as_str()) {
+                return Err(invalid(self.path(&key), "unknown option"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(field: String, message: &str) -> LockError {
+    LockError::Validation {
+        field,
+        message: message.to_owned(),
+    }
+}
+
+fn path_or(path: &str, fallback: &str) -> String {
+    if path.is_empty() {
+        fallback.to_owned()
+    } else {
+        path.to_owned()
+    }
+}
+
+fn policy_options(fields: Option<Fields>) -> Result<Option<PolicyOptions>, LockError> {
+    let Some(mut f) = fields else { return Ok(None) };
+    let policy = PolicyOptions {
+        total_budget_ms: f.get("totalBudgetMs")?,
+        base_backoff_ms: f.get("baseBackoffMs")?,
+        max_backoff_ms: f.get("maxBackoffMs")?,
+        max_attempts: f.get("maxAttempts")?,
+        wait_ms: f.get("waitMs")?,
+    };
+    f.finish()?;
+    Ok(Some(policy))
+}
+
+impl ClientOptions {
+    /// Reads `new LockClient(options)`; `baseUrl` is required.
+    pub fn parse(value: JsValue) -> Result<Self, LockError> {
+        let mut f =
+            Fields::new(value, "")?.ok_or_else(|| invalid("baseUrl".into(), "is required"))?;
+        let base_url = f
+            .get::<String>("baseUrl")?
+            .ok_or_else(|| invalid("baseUrl".into(), "is required"))?;
+        let defaults = match f.nested("defaults")? {
+            None => DefaultOptions::default(),
+            Some(mut d) => {
+                let defaults = DefaultOptions {
+                    ttl_ms: d.get("ttlMs")?,
+                    policy: policy_options(d.nested("policy")?)?,
+                    request_timeout_ms: d.get("requestTimeoutMs")?,
+                };
+                d.finish()?;
+                defaults
+            }
+        };
+        f.finish()?;
+        Ok(ClientOptions { base_url, defaults })
+    }
+}
+
+impl SessionOptions {
+    /// Reads `client.openSession(options)`.
+    pub fn parse(value: JsValue) -> Result<Self, LockError> {
+        let Some(mut f) = Fields::new(value, "")? else {
+            return Ok(Self::default());
+        };
+        let options = SessionOptions {
+            ttl_ms: f.get("ttlMs")?,
+            owner: f.get("owner")?,
+        };
+        f.finish()?;
+        Ok(options)
+    }
+}
+
+impl AcquireOptions {
+    /// Reads `session.acquire(key, options)`.
+    pub fn parse(value: JsValue) -> Result<Self, LockError> {
+        let Some(mut f) = Fields::new(value, "")? else {
+            return Ok(Self::default());
+        };
+        let options = AcquireOptions {
+            ttl_ms: f.get("ttlMs")?,
+            policy: policy_options(f.nested("policy")?)?,
+        };
+        f.finish()?;
+        Ok(options)
+    }
+}
+
+fn join(parent: &str, child: &str) -> String {
+    match (parent, child) {
+        ("" | ".", c) => c.to_owned(),
+        (p, "" | ".") => p.to_owned(),
+        (p, c) => format!("{p}.{c}"),
+    }
+}
+
+/// Checks a TTL option in milliseconds against the contract's range.
+pub fn ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duration, LockError> {
+    match value {
+        None => Ok(default),
+        Some(ms) => validate_ttl(ms)
+            .map(|()| Duration::from_millis(ms))
+            .map_err(|message| LockError::Validation {
+                field: field.to_owned(),
+                message,
+            }),
+    }
+}
+
+/// The default lock TTL (`lock.default.ttl`).
+pub fn default_lock_ttl() -> Duration {
+    Duration::from_millis(DEFAULT_LOCK_TTL_MILLIS)
+}
+
+impl PolicyOptions {
+    /// Overlays these fields on `base`, field by field.
+    pub fn over(&self, base: PolicySettings) -> PolicySettings {
+        let ms = |v: Option<u64>, d: Duration| v.map(Duration::from_millis).unwrap_or(d);
+        PolicySettings {
+            total_budget: ms(self.total_budget_ms, base.total_budget),
+            base_backoff: ms(self.base_backoff_ms, base.base_backoff),
+            max_backoff: ms(self.max_backoff_ms, base.max_backoff),
+            max_attempts: self.max_attempts.unwrap_or(base.max_attempts),
+            wait_millis: self.wait_ms.unwrap_or(base.wait_millis),
+        }
+    }
+}
+
+/// Validates `settings`; the core names its fields in wire spelling (`totalBudgetMillis`),
+/// so a refusal is re-worded with the JS option path.
+pub fn policy(settings: PolicySettings, root: &str) -> Result<AcquirePolicy, LockError> {
+    AcquirePolicy::new(settings).map_err(|err| match err {
+        LockError::Validation { field, message } => {
+            let (js, message) = match field.as_str() {
+                "totalBudgetMillis" => ("totalBudgetMs", "must be > 0".to_owned()),
+                "maxAttempts" => ("maxAttempts", "must be >= 1".to_owned()),
+                "baseBackoffMillis" => ("baseBackoffMs", "must be <= maxBackoffMs".to_owned()),
+                "waitMillis" => (
+                    "waitMs",
+                    "must be 0..=30000 and below totalBudgetMs".to_owned(),
+                ),
+                other => (other, message),
+            };
+            LockError::Validation {
+                field: join(root, js),
+                message,
+            }
+        }
+        other => other,
+    })
+}
+
+/// A positive duration option (timeouts).
+pub fn positive(value: Option<u64>, default: Duration, field: &str) -> Result<Duration, LockError> {
+    match value {
+        None => Ok(default),
+        Some(0) => Err(LockError::Validation {
+            field: field.to_owned(),
+            message: "must be > 0".to_owned(),
+        }),
+        Some(ms) => Ok(Duration::from_millis(ms)),
+    }
+}
+
+/// `baseUrl` must be an absolute http(s) URL: `fetch` would resolve a relative one against
+/// the page, which is never what a lock client means.
+pub fn base_url(url: &str) -> Result<&str, LockError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err(LockError::Validation {
+            field: "baseUrl".to_owned(),
+            message: format!("must be an absolute http(s) URL, got \"{url}\""),
+        })
+    }
+}

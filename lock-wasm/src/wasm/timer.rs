@@ -1,0 +1,133 @@
+//! JS timers as Rust futures: `setTimeout` for sleeping, `performance.now()` for the
+//! monotonic reading, `Date.now()` to show deadlines in wall-clock terms.
+//!
+//! Why not `gloo_timers::future::TimeoutFuture`: it cannot `unref()` its Node timer, and a
+//! heartbeat timer that stays referenced keeps a Node process alive after the user is done.
+//! This future is the same idea (clear the timer on drop, so a cancelled wait leaves nothing
+//! behind) plus that one Node call.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen]
+extern "C" {
+    // Bound on the global object, so the same import works in browsers, Node and Deno
+    // (there is no `window` in Node).
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// Milliseconds on the platform's monotonic clock (`performance.now()`), fractional.
+pub fn monotonic_millis() -> f64 {
+    performance_now()
+}
+
+/// Milliseconds since the Unix epoch (`Date.now()`); for display only, never for timing.
+pub fn epoch_millis() -> f64 {
+    js_sys::Date::now()
+}
+
+thread_local! {
+    // Set while a background task (a heartbeat loop) is being polled; timers created then are
+    // unref'd in Node. wasm32 is single-threaded, so this is simply "the task being polled".
+    static IN_BACKGROUND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` marked as background work: timers it creates do not keep Node alive.
+pub fn as_background<R>(f: impl FnOnce() -> R) -> R {
+    let before = IN_BACKGROUND.with(|b| b.replace(true));
+    let out = f();
+    IN_BACKGROUND.with(|b| b.set(before));
+    out
+}
+
+#[derive(Default)]
+struct Shared {
+    fired: bool,
+    waker: Option<Waker>,
+}
+
+/// A future that completes after a duration, on a JS timer cleared when dropped.
+pub struct Sleep {
+    shared: Rc<RefCell<Shared>>,
+    id: JsValue,
+    // Kept alive until the timer fires or is cleared; JS calls into it.
+    _callback: Closure<dyn FnMut()>,
+}
+
+impl Sleep {
+    /// Schedules the timer now.
+    pub fn new(duration: Duration) -> Sleep {
+        let shared = Rc::new(RefCell::new(Shared::default()));
+        let weak = Rc::downgrade(&shared);
+        let callback = Closure::<dyn FnMut()>::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                let mut shared = shared.borrow_mut();
+                shared.fired = true;
+                if let Some(waker) = shared.waker.take() {
+                    waker.wake();
+                }
+            }
+        });
+        // setTimeout clamps to about 24.8 days; a longer sleep just wakes early, which every
+        // caller tolerates because it re-reads the clock.
+        let millis = duration.as_secs_f64() * 1000.0;
+        let id = set_timeout(
+            callback.as_ref().unchecked_ref(),
+            millis.min(2_147_483_647.0),
+        );
+        if IN_BACKGROUND.with(Cell::get) {
+            unref(&id);
+        }
+        Sleep {
+            shared,
+            id,
+            _callback: callback,
+        }
+    }
+}
+
+/// Node returns a `Timeout` object with `unref()`; browsers and Deno return a number.
+fn unref(id: &JsValue) {
+    if !id.is_object() {
+        return;
+    }
+    if let Ok(f) = js_sys::Reflect::get(id, &JsValue::from_str("unref")) {
+        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
+            let _ = f.call0(id);
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut shared = self.shared.borrow_mut();
+        if shared.fired {
+            Poll::Ready(())
+        } else {
+            shared.waker = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if !self.shared.borrow().fired {
+            clear_timeout(&self.id);
+        }
+    }
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one benchmark command (issue 8). Not a test: it prints tables and records them.
+#
+#   scripts/bench.sh [bench args...]     # e.g. --seconds 5 --rounds 5; `all` by default
+#
+# 1. installs redis-server from Debian if missing (etcd: /usr/bin/etcd, installed by setup);
+# 2. builds the `bench` crate in release;
+# 3. runs, side by side in one invocation: Brooker's backoff experiment (seeded simulation),
+#    lock-server vs a trivial axum handler vs Redis (no persistence / appendfsync always) vs
+#    etcd at 1, 10 and 50 clients, and the live backoff sweep against lock-server;
+# 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, Backoff
+#    strategies (simulation), Backoff strategies (live server)) and docs/bench/*.svg;
+# 5. then runs the other helpers' benches if present (scripts/bench-*.sh), which record their
+#    own sections (wasm size, SDK in Node vs raw fetch, bench-ui time to first plot).
+#
+# Redis and etcd run on random 127.0.0.1 ports in temp dirs, only for the bench's duration.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+
+if ! command -v redis-server >/dev/null; then
+  echo "installing redis-server (Debian)" >&2
+  if [ "$(id -u)" = 0 ]; then apt-get install -y redis-server >/dev/null
+  else sudo apt-get install -y redis-server >/dev/null; fi
+fi
+[ -x /usr/bin/etcd ] || { echo "etcd missing: apt-get install -y etcd-server" >&2; exit 1; }
+
+cargo build --release -p bench
+"$CARGO_TARGET_DIR/release/bench" "${@:-all}"
+
+# Other helpers' benches record their own sections; a failure there does not undo ours.
+for other in scripts/bench-*.sh; do
+  [ -f "$other" ] || continue
+  echo "== $other" >&2
+  bash "$other" || echo "warning: $other failed (its section is left as it was)" >&2
+done

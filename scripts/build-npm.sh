@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds the `lock-wasm` npm package and packs it into a tarball.
+#
+#   scripts/build-npm.sh [OUT_DIR]      # default OUT_DIR: target/npm
+#
+# Produces OUT_DIR/package/ (the unpacked package) and OUT_DIR/lock-wasm-<version>.tgz, and
+# prints the raw and gzipped sizes of the optimised .wasm. Steps:
+#   1. cargo build the lock-wasm cdylib for wasm32-unknown-unknown (release, size-tuned);
+#   2. wasm-bindgen twice: `--target nodejs` (CommonJS, sync load) for Node and `--target web`
+#      (ESM, top-level-await init) for browsers, bundlers and Deno;
+#   3. wasm-opt -Oz from npm `binaryen@132` (never Debian's binaryen: its v108 wasm-opt emits
+#      modules that fail at load time);
+#   4. copy the hand-written JS layer and types from lock-wasm/npm/ and `npm pack`.
+# Tools are installed on first use and reused after (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+out="$(realpath -m "${1:-target/npm}")"
+tools="$root/.tools"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+
+log() { printf '== build-npm: %s\n' "$*" >&2; }
+
+lock_version() {
+  awk -v name="$1" '$0 == "name = \"" name "\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+ensure_tools() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown \
+    || rustup target add wasm32-unknown-unknown
+  local want have
+  want="$(lock_version wasm-bindgen)"
+  have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
+  if [ "$have" != "$want" ]; then
+    log "cargo install wasm-bindgen-cli $want (once per machine, ~12 min)"
+    cargo install wasm-bindgen-cli --version "$want"
+  fi
+  if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
+    log "npm install binaryen@132 into .tools/"
+    npm install --silent --no-audit --no-fund --prefix "$tools" binaryen@132 >/dev/null
+  fi
+}
+
+build_wasm() {
+  log "cargo build lock-wasm (wasm32, release)"
+  # Size over speed (opt-level z) for the shipped module: the SDK's hot path is
+  # network-bound. Set through the environment so the workspace's release profile stays as
+  # the server wants it.
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=z \
+  CARGO_PROFILE_RELEASE_LTO=fat \
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+  CARGO_PROFILE_RELEASE_DEBUG=false \
+    cargo build -p lock-wasm --lib --release --target wasm32-unknown-unknown \
+      --no-default-features --features wasm
+  echo "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/lock_wasm.wasm"
+}
+
+bindgen() {
+  local wasm="$1" target="$2" dir="$3"
+  wasm-bindgen "$wasm" --target "$target" --out-dir "$dir" --out-name lock_wasm
+  # Features the Rust wasm32 target enables by default; wasm-opt must be told to keep them.
+  "$tools/node_modules/.bin/wasm-opt" -Oz --strip-debug --strip-producers \
+    --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-reference-types --enable-multivalue \
+    "$dir/lock_wasm_bg.wasm" -o "$dir/lock_wasm_bg.wasm"
+}
+
+assemble() {
+  local wasm="$1" pkg="$out/package" src="$root/lock-wasm/npm"
+  rm -rf "$pkg"
+  mkdir -p "$pkg/node" "$pkg/web"
+  bindgen "$wasm" nodejs "$pkg/node"
+  bindgen "$wasm" web "$pkg/web"
+  # One source for the JS layer: the CommonJS copy differs only in its export line.
+  cp "$src/src/api.js" "$pkg/web/api.js"
+  sed -e 's/^export function createApi/function createApi/' "$src/src/api.js" >"$pkg/node/api.cjs"
+  printf '\nmodule.exports = { createApi };\n' >>"$pkg/node/api.cjs"
+  cp "$src/src/node.cjs" "$pkg/node/index.cjs"
+  cp "$src/src/node.mjs" "$pkg/node/index.mjs"
+  cp "$src/src/web.js" "$pkg/web/index.js"
+  # The CommonJS glue must not be read as ESM under the package's "type": "module".
+  mv "$pkg/node/lock_wasm.js" "$pkg/node/lock_wasm.cjs"
+  cp "$src/package.json" "$src/index.d.ts" "$src/README.md" "$pkg/"
+  local version
+  version="$(awk -F'"' '/^version = /{print $2; exit}' Cargo.toml)"
+  node -e '
+    const fs = require("fs"); const f = process.argv[1];
+    const p = JSON.parse(fs.readFileSync(f, "utf8")); p.version = process.argv[2];
+    fs.writeFileSync(f, JSON.stringify(p, null, 2) + "\n");' "$pkg/package.json" "$version"
+}
+
+report_size() {
+  local f="$out/package/web/lock_wasm_bg.wasm"
+  local raw gz
+  raw=$(stat -c %s "$f")
+  gz=$(gzip -9 -c "$f" | wc -c)
+  awk -v r="$raw" -v g="$gz" 'BEGIN { printf "wasm size: %d bytes raw, %d bytes gzip -9 (%.1f KB)\n", r, g, g / 1024 }'
+}
+
+ensure_tools
+mkdir -p "$out"
+wasm="$(build_wasm)"
+assemble "$wasm"
+report_size
+(cd "$out" && rm -f lock-wasm-*.tgz && npm pack --silent ./package >/dev/null)
+ls "$out"/lock-wasm-*.tgz

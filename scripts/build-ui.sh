@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the bench-ui dashboard into www/pkg/ (served by lock-server --web-root www).
+# Idempotent: cargo and wasm-bindgen only redo what changed.
+#
+#   scripts/build-ui.sh            # release build (what the run command serves)
+#   BENCH_UI_PROFILE=dev scripts/build-ui.sh   # faster debug build
+#
+# Steps: cargo build --target wasm32-unknown-unknown -p bench-ui, then wasm-bindgen
+# --target web (the CLI must equal the wasm-bindgen crate in Cargo.lock; scripts/setup.sh
+# installs it), then wasm-opt from npm binaryen@132 in .tools/ if present. Debian's binaryen
+# is never used: its wasm-opt (v108) emits wasm that fails to load.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+profile="${BENCH_UI_PROFILE:-release}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+
+want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
+if [ "$have" != "$want" ]; then
+  echo "build-ui: wasm-bindgen CLI $want required (found '${have:-none}'); run scripts/setup.sh run" >&2
+  exit 1
+fi
+
+if [ "$profile" = "release" ]; then
+  cargo build -p bench-ui --lib --target wasm32-unknown-unknown --release
+  dir=release
+else
+  cargo build -p bench-ui --lib --target wasm32-unknown-unknown
+  dir=debug
+fi
+wasm="$target_dir/wasm32-unknown-unknown/$dir/bench_ui.wasm"
+
+# Nothing to do when www/pkg/ was generated from this very wasm (and this script) already.
+stamp=www/pkg/.built-from
+fingerprint="$profile $(cksum < "$wasm") $(cksum < scripts/build-ui.sh)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$fingerprint" ] && [ -f www/pkg/bench_ui_bg.wasm ]; then
+  echo "build-ui: www/pkg/ is up to date"
+  exit 0
+fi
+
+mkdir -p www/pkg
+wasm-bindgen --target web --no-typescript --out-dir www/pkg "$wasm"
+
+wasm_opt="$root/.tools/node_modules/.bin/wasm-opt"
+if [ "$profile" = "release" ] && [ -x "$wasm_opt" ]; then
+  # -Oz: the dashboard is downloaded once per visit; size matters more than speed here.
+  "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals \
+    www/pkg/bench_ui_bg.wasm -o www/pkg/bench_ui_bg.wasm.opt
+  mv www/pkg/bench_ui_bg.wasm.opt www/pkg/bench_ui_bg.wasm
+fi
+echo "$fingerprint" > "$stamp"
+echo "build-ui: www/pkg/ ready ($(du -k www/pkg/bench_ui_bg.wasm | cut -f1) KB wasm, $profile)"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine, idempotently: each step checks
+# before it installs, so a second run costs seconds.
+#
+#   scripts/setup.sh run    # what the run command needs: wasm target, wasm-bindgen CLI
+#   scripts/setup.sh test   # everything the test suite needs (adds Chromium, etcd, protoc)
+#
+# Nothing here downloads a prebuilt binary from outside the package registries: Debian
+# packages, crates.io (cargo install builds from source), npm and PyPI only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-test}"
+
+log() { printf '\n== setup: %s\n' "$*"; }
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The wasm-bindgen CLI must match the wasm-bindgen crate in Cargo.lock exactly, or the
+# generated JS glue and the wasm disagree at load time.
+lock_version() {
+  awk -v name="$1" '$0 == "name = \"" name "\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+ensure_wasm_bindgen() {
+  local want have
+  want="$(lock_version wasm-bindgen)"
+  have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
+  if [ "$have" != "$want" ]; then
+    log "cargo install wasm-bindgen-cli $want (about 12 minutes on 2 cores, once per machine)"
+    # Not --locked: the CLI's own lock file pins a webpki-roots release the registry mirror
+    # does not serve; the exact CLI version is what matters for compatibility.
+    cargo install wasm-bindgen-cli --version "$want"
+  fi
+}
+
+ensure_rust() {
+  command -v cargo >/dev/null || { echo "setup: cargo is required (rustup)" >&2; exit 1; }
+  rustup target list --installed | grep -qx wasm32-unknown-unknown \
+    || { log "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown; }
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+}
+
+ensure_node() {
+  command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+}
+
+ensure_rust
+ensure_node
+[ -f Cargo.lock ] || cargo generate-lockfile
+ensure_wasm_bindgen
+if [ "$mode" = "test" ]; then
+  # protoc builds etcd-client; etcd is the scale-out backend under test; Chromium and its
+  # driver run the browser suites.
+  apt_install protobuf-compiler etcd-server etcd-client chromium chromium-driver
+fi
+log "ready ($mode)"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# bench-ui suites, as scripts/test.sh runs them (exit non-zero on any failure):
+#   1. component tests: wasm-bindgen-test in headless Chromium (chromedriver), mounting
+#      components, interacting and reading the DOM;
+#   2. end-to-end: the real lock-server serving the freshly built www/ (--web-root www),
+#      headless Chromium driven by playwright-core runs a 10-session experiment
+#      (tests/browser/e2e.mjs); prints where its screenshot went.
+# Native unit tests of the model and runner run with `cargo test -p bench-ui` (test.sh's
+# cargo-test stage).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+failed=0
+
+echo "== bench-ui: component tests (wasm-bindgen-test, headless Chromium)"
+CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p bench-ui --target wasm32-unknown-unknown --test web --locked || failed=1
+
+echo "== bench-ui: build the dashboard and the server"
+scripts/build-ui.sh || exit 1
+cargo build -p lock-server --locked || exit 1
+
+echo "== bench-ui: end-to-end (lock-server --web-root www + headless Chromium)"
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  (cd tests/browser && npm ci --no-audit --no-fund --silent) || exit 1
+fi
+node tests/browser/e2e.mjs \
+  --server "$target_dir/debug/lock-server" \
+  --web-root "$root/www" \
+  --screenshot "$target_dir/bench-ui-e2e.png" || failed=1
+
+[ "$failed" -eq 0 ] && echo "bench-ui suites passed" || echo "bench-ui suites FAILED"
+exit "$failed"

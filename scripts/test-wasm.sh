@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The lock-wasm (WebAssembly + npm) test suite, against a real lock-server:
+#
+#   scripts/test-wasm.sh
+#
+#   1. builds lock-server and starts it on 127.0.0.1 (random port, temp data dir) with CORS
+#      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
+#      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
+#      NOT_LEADER) for the rest of the run;
+#   2. wasm-bindgen-test suites of lock-wasm in Node (tests/wasm_node.rs) and in headless
+#      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
+#      with wasm-bindgen-test-runner as the target runner;
+#   3. builds and packs the npm package (scripts/build-npm.sh), installs the tarball into a
+#      temp project and runs the node:test suites (tests/node/*.test.*), `tsc --noEmit` on the
+#      TypeScript example, the compiled example under Node, the package's browser entry in
+#      headless Chromium (tests/node/browser-smoke.mjs), and the smoke example and the
+#      TypeScript example under Deno.
+#
+# Exits non-zero if any step fails; prints each runner's summary lines at the end.
+# Installs what it needs on first use (binaryen and typescript from npm into .tools/, deno
+# from PyPI), so a second run only builds and tests.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+tools="$root/.tools"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+work="$(mktemp -d /tmp/lock-wasm-test.XXXXXX)"
+summary="$work/summary.txt"
+failed=0
+pids=()
+url=""
+page_port=""
+
+log() { printf '\n== test-wasm: %s\n' "$*"; }
+note() { printf '%s\n' "$*" >>"$summary"; }
+
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs a step, keeps its output in a log, and records its closing lines for the summary.
+step() {
+  local name="$1" pattern="$2"
+  shift 2
+  log "$name"
+  local out="$work/$(echo "$name" | tr -c 'a-zA-Z0-9' '_').log"
+  "$@" 2>&1 | tee "$out"
+  local rc=${PIPESTATUS[0]}
+  note "--- $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  grep -E "$pattern" "$out" >>"$summary" || true
+  [ "$rc" -eq 0 ] || failed=1
+  return "$rc"
+}
+
+free_port() {
+  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+ensure_tools() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+  command -v wasm-bindgen-test-runner >/dev/null || bash scripts/setup.sh run
+  [ -x /usr/bin/chromedriver ] || bash scripts/setup.sh test
+  if [ ! -x "$tools/node_modules/.bin/tsc" ] || [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
+    log "npm install typescript@5 binaryen@132 into .tools/"
+    npm install --silent --no-audit --no-fund --prefix "$tools" typescript@5 binaryen@132 >/dev/null
+  fi
+  if ! command -v deno >/dev/null; then
+    log "pip install deno"
+    python3 -m pip install --quiet deno
+  fi
+}
+
+# Launches lock-server with the given extra flags; waits for its `listening` JSON line
+# ({"event":"listening","addr":"127.0.0.1:N"}); sets `url` and appends the pid to `pids`.
+launch() {
+  local log="$work/server-$((${#pids[@]} + 1)).log"
+  "$CARGO_TARGET_DIR/debug/lock-server" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  url=""
+  for _ in $(seq 1 300); do
+    url="$(grep -m1 '"listening"' "$log" | grep -oE '127\.0\.0\.1:[0-9]+' | sed 's#^#http://#')"
+    [ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  return 1
+}
+
+# Starts the servers. The browser suite's page is served by wasm-bindgen-test-runner on a
+# port fixed in advance (WASM_BINDGEN_TEST_ADDRESS), so exactly its origin is allowed by CORS.
+#   LOCK_URL               the main server;
+#   LOCK_TEST_HOLDBACK_URL a server restarted after kill -9 with a different (faked) boot id:
+#                          it holds back grants (L4 → 503 NOT_LEADER) for the largest TTL,
+#                          5 minutes, which outlasts this whole suite.
+start_servers() {
+  log "cargo build -p lock-server"
+  cargo build -q -p lock-server || return 1
+  local runner_port origin
+  runner_port="$(free_port)"
+  export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"
+  origin="http://127.0.0.1:$runner_port"
+  # The browser smoke of the packed package serves its page on a port of its own.
+  page_port="$(free_port)"
+  launch --data-dir "$work/data" --cors-origin "$origin,http://127.0.0.1:$page_port" || return 1
+  export LOCK_URL="$url"
+
+  echo boot-a >"$work/boot-id"
+  launch --data-dir "$work/data-holdback" --boot-id-path "$work/boot-id" \
+    --cors-origin "$origin" || return 1
+  curl -sf -X POST "$url/v1/sessions" -H 'content-type: application/json' -d '{}' >/dev/null
+  kill -9 "${pids[-1]}"
+  wait "${pids[-1]}" 2>/dev/null
+  echo boot-b >"$work/boot-id"
+  launch --data-dir "$work/data-holdback" --boot-id-path "$work/boot-id" \
+    --cors-origin "$origin" || return 1
+  export LOCK_TEST_HOLDBACK_URL="$url"
+  log "lock-server at $LOCK_URL; held-back server at $LOCK_TEST_HOLDBACK_URL; CORS origin $origin"
+}
+
+wasm_bindgen_tests() {
+  # LOCK_TEST_URL is read at compile time (option_env!) by the test crates.
+  LOCK_TEST_URL="$LOCK_URL" CHROMEDRIVER=/usr/bin/chromedriver \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+    WASM_BINDGEN_TEST_TIMEOUT=120 \
+    cargo test -p lock-wasm --target wasm32-unknown-unknown --test wasm_node --test web_browser
+}
+
+# A temp project with the packed tarball installed, the way a user installs it.
+install_package() {
+  local project="$work/project"
+  mkdir -p "$project"
+  cp tests/node/*.mjs tests/node/*.cjs tests/node/*.ts tests/node/tsconfig*.json "$project/"
+  printf '{ "name": "lock-wasm-consumer", "private": true, "type": "module" }\n' >"$project/package.json"
+  (cd "$project" && npm install --silent --no-audit --no-fund --offline "$tarball") || return 1
+  echo "$project"
+}
+
+node_tests() {
+  (cd "$1" && node --test --test-concurrency=1 ./*.test.mjs ./*.test.cjs)
+}
+
+# The example (with `await using`) and a plain-`lib` project both type-check.
+typescript_check() {
+  (cd "$1" && "$tools/node_modules/.bin/tsc" --noEmit -p tsconfig.json \
+    && "$tools/node_modules/.bin/tsc" -p tsconfig.plain.json && echo "tsc --noEmit: 0 errors")
+}
+
+typescript_example() {
+  (cd "$1" && "$tools/node_modules/.bin/tsc" -p tsconfig.json && node out/example.js)
+}
+
+browser_smoke() {
+  (cd "$1" && node browser-smoke.mjs "$page_port")
+}
+
+deno_smoke() {
+  (cd "$1" && deno run --quiet --allow-net=127.0.0.1 --allow-read --allow-env smoke.mjs)
+}
+
+# Deno runs the TypeScript example as-is, with native `await using`.
+deno_example() {
+  (cd "$1" && deno run --quiet --allow-net=127.0.0.1 --allow-read --allow-env example.ts)
+}
+
+ensure_tools
+: >"$summary"
+start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
+step "wasm-bindgen-test (Node + headless Chromium)" '^ *Running tests/|^test result:' wasm_bindgen_tests
+step "build npm package" '^wasm size:|\.tgz$' bash scripts/build-npm.sh "$work/npm"
+tarball="$(ls "$work"/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"
+if [ -n "$tarball" ] && project="$(install_package)"; then
+  step "node:test (packed tarball)" '^# (tests|pass|fail|cancelled|skipped)' node_tests "$project"
+  step "tsc --noEmit (TypeScript example)" 'error TS|0 errors' typescript_check "$project"
+  step "TypeScript example under Node (await using)" '^example ok' typescript_example "$project"
+  step "browser smoke (packed package, headless Chromium)" '^browser smoke' browser_smoke "$project"
+  step "Deno smoke" '^smoke ok' deno_smoke "$project"
+  step "Deno TypeScript example (native await using)" '^example ok' deno_example "$project"
+else
+  note "--- install packed tarball: FAILED"
+  failed=1
+fi
+
+printf '\n== test-wasm summary\n'
+cat "$summary"
+if [ "$failed" -ne 0 ]; then
+  echo "test-wasm: FAILED"
+  exit 1
+fi
+echo "test-wasm: all suites passed"

@@ -1,0 +1,96 @@
+// Shared helpers of the node:test suites. They talk to the real lock-server whose URL the
+// runner (scripts/test-wasm.sh) passes in LOCK_URL.
+import assert from "node:assert/strict";
+
+export const baseUrl = process.env.LOCK_URL;
+assert.ok(baseUrl, "LOCK_URL must point at a running lock-server (scripts/test-wasm.sh sets it)");
+
+let counter = 0;
+/** A key no other test uses, so suites can share one server. */
+export function uniqueKey(prefix) {
+  counter += 1;
+  return `${prefix}/${process.pid}/${Date.now()}/${counter}`;
+}
+
+async function json(method, path, body) {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** L7 advisory read. */
+export async function lockState(key) {
+  return (await json("GET", `/v1/locks/${encodeURIComponent(key)}`)).body;
+}
+
+/** Appends to the demo ledger (the fenced resource); returns the HTTP status. */
+export async function ledgerAppend(key, fencingToken, entry) {
+  return (await json("POST", `/v1/demo/ledger/${encodeURIComponent(key)}`, { fencingToken, entry })).status;
+}
+
+/** Reads the demo ledger's entries in acceptance order. */
+export async function ledgerEntries(key) {
+  const { status, body } = await json("GET", `/v1/demo/ledger/${encodeURIComponent(key)}`);
+  return status === 200 ? body.entries : [];
+}
+
+/** L3 through raw fetch: makes the server forget a session behind the SDK's back. */
+export async function deleteSession(id) {
+  return (await json("DELETE", `/v1/sessions/${id}`)).status;
+}
+
+/** Polls `predicate` every 20 ms until it holds or `boundMs` passes (a generous bound). */
+export async function waitFor(predicate, boundMs, what) {
+  const until = Date.now() + boundMs;
+  while (Date.now() < until) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+/**
+ * Checks a ledger written by holders that each appended `begin:<id>` then `end:<id>` under
+ * one grant: pairs never interleave and tokens strictly increase from pair to pair. Returns
+ * the number of critical sections found.
+ */
+export function assertNoOverlap(entries) {
+  assert.equal(entries.length % 2, 0, "every begin has its end");
+  let last = -1;
+  for (let i = 0; i < entries.length; i += 2) {
+    const [begin, end] = [entries[i], entries[i + 1]];
+    assert.match(begin.entry, /^begin:/, `entry ${i} opens a critical section`);
+    assert.equal(end.entry, begin.entry.replace(/^begin:/, "end:"), `entry ${i + 1} closes the same section`);
+    assert.equal(end.fencingToken, begin.fencingToken, "one grant per section");
+    assert.ok(begin.fencingToken > last, `tokens strictly increase (${begin.fencingToken} after ${last})`);
+    last = begin.fencingToken;
+  }
+  return entries.length / 2;
+}
+
+/**
+ * One contender: `rounds` times acquire `key`, write begin/end to the ledger under the
+ * token, release. An acquire that runs out of budget just tries again.
+ */
+export async function contend(session, key, id, rounds) {
+  for (let round = 0; round < rounds; round += 1) {
+    let handle;
+    while (handle === undefined) {
+      handle = await session.acquire(key, { ttlMs: 5000, policy: { baseBackoffMs: 10, maxBackoffMs: 200 } });
+    }
+    const tag = `${id}:${round}`;
+    assertAccepted(await ledgerAppend(key, handle.fencingToken, `begin:${tag}`));
+    await new Promise((r) => setTimeout(r, 5));
+    assertAccepted(await ledgerAppend(key, handle.fencingToken, `end:${tag}`));
+    await session.release(handle);
+  }
+}
+
+/** The ledger accepted an append (any 2xx). */
+export function assertAccepted(status) {
+  assert.ok(status >= 200 && status < 300, `ledger append accepted, got HTTP ${status}`);
+}

@@ -1,0 +1,14 @@
+// Type-checked with a plain `lib` (ES2022 + DOM, no disposable lib): the package's types
+// must not demand extra compiler settings from projects that do not use `await using`.
+import { LockClient, type LockHandle } from "lock-wasm";
+
+const client = new LockClient({ baseUrl: "http://127.0.0.1:7878" });
+
+export async function token(key: string): Promise<number | undefined> {
+  const session = await client.openSession();
+  const handle: LockHandle | undefined = await session.acquire(key, { ttlMs: 5000 });
+  const result = handle?.fencingToken;
+  if (handle) await session.release(handle);
+  await session.close();
+  return result;
+}

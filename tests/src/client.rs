@@ -1,0 +1,301 @@
+//! A small typed async HTTP client for the C3 surfaces, used by the e2e tests.
+//!
+//! Every method returns a [`Reply`] (status + raw JSON) so tests can assert on error codes;
+//! the `*_ok` helpers unwrap the happy path into `lock-api` types.
+
+use lock_api::limits::encode_key;
+use lock_api::{ErrorBody, HeartbeatResponse, LedgerEntries, LockGrant, LockState, SessionOpened};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+/// One HTTP answer: status, headers of interest and the body parsed as JSON (`Null` if empty
+/// or not JSON; `text` keeps the raw body).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub text: String,
+    pub content_type: Option<String>,
+    pub retry_after: Option<String>,
+}
+
+impl Reply {
+    /// The error body's `code`, if any.
+    pub fn code(&self) -> Option<&str> {
+        self.body.get("code").and_then(Value::as_str)
+    }
+
+    /// Parses the body into `T`, panicking with the reply on mismatch.
+    pub fn parse<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_value(self.body.clone())
+            .unwrap_or_else(|e| panic!("cannot parse {self:?}: {e}"))
+    }
+
+    /// The body as a contract error body.
+    pub fn error(&self) -> ErrorBody {
+        self.parse()
+    }
+
+    /// Asserts status and error code, and that the body is a well-formed JSON error body.
+    pub fn assert_error(&self, status: u16, code: &str) -> ErrorBody {
+        assert_eq!(self.status, status, "unexpected status: {self:?}");
+        assert_eq!(self.code(), Some(code), "unexpected code: {self:?}");
+        assert!(
+            self.content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with("application/json")),
+            "error body must be JSON: {self:?}"
+        );
+        self.error()
+    }
+}
+
+/// Typed client for one server.
+#[derive(Debug, Clone)]
+pub struct Api {
+    base: String,
+    admin_token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Api {
+    /// A client for `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: String, admin_token: Option<String>) -> Api {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("reqwest client");
+        Api {
+            base,
+            admin_token,
+            http,
+        }
+    }
+
+    /// The base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Any request with an optional raw body; the building block of everything else.
+    /// Panics when the request cannot be sent (server down): tests expect it up.
+    pub async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        self.try_raw(method, path, body, headers)
+            .await
+            .expect("request failed")
+    }
+
+    /// Like [`Api::raw`], but a transport failure (server restarting) is an `Err`.
+    pub async fn try_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, reqwest::Error> {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = self.http.request(method, format!("{}{}", self.base, path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(body) = body {
+            req = req.header("content-type", "application/json").body(body);
+        }
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let content_type = header("content-type");
+        let retry_after = header("retry-after");
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Reply {
+            status,
+            body,
+            text,
+            content_type,
+            retry_after,
+        })
+    }
+
+    /// A JSON request that may fail at the transport level.
+    pub async fn try_json(
+        &self,
+        method: &str,
+        path: &str,
+        body: &Value,
+    ) -> Result<Reply, reqwest::Error> {
+        self.try_raw(method, path, Some(body.to_string().into_bytes()), &[])
+            .await
+    }
+
+    /// A JSON request.
+    pub async fn json(&self, method: &str, path: &str, body: &Value) -> Reply {
+        self.raw(method, path, Some(body.to_string().into_bytes()), &[])
+            .await
+    }
+
+    /// L1 with an explicit body.
+    pub async fn open_session_with(&self, body: Value) -> Reply {
+        self.json("POST", "/v1/sessions", &body).await
+    }
+
+    /// L1 with a TTL; panics unless 201.
+    pub async fn open_session(&self, ttl_millis: u64) -> SessionOpened {
+        let reply = self
+            .open_session_with(json!({ "ttlMillis": ttl_millis }))
+            .await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        reply.parse()
+    }
+
+    /// L2.
+    pub async fn heartbeat(&self, session_id: &str) -> Reply {
+        self.raw(
+            "POST",
+            &format!("/v1/sessions/{}/heartbeat", encode_key(session_id)),
+            None,
+            &[],
+        )
+        .await
+    }
+
+    /// L2; panics unless 200.
+    pub async fn heartbeat_ok(&self, session_id: &str) -> HeartbeatResponse {
+        let reply = self.heartbeat(session_id).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse()
+    }
+
+    /// L3.
+    pub async fn close_session(&self, session_id: &str) -> Reply {
+        self.raw(
+            "DELETE",
+            &format!("/v1/sessions/{}", encode_key(session_id)),
+            None,
+            &[],
+        )
+        .await
+    }
+
+    /// L5.
+    pub async fn session_status(&self, session_id: &str) -> Reply {
+        self.raw(
+            "GET",
+            &format!("/v1/sessions/{}", encode_key(session_id)),
+            None,
+            &[],
+        )
+        .await
+    }
+
+    /// L4 with explicit fields.
+    pub async fn acquire(
+        &self,
+        key: &str,
+        session_id: &str,
+        ttl_millis: Option<u64>,
+        wait_millis: Option<u64>,
+    ) -> Reply {
+        let mut body = json!({ "sessionId": session_id });
+        if let Some(ttl) = ttl_millis {
+            body["ttlMillis"] = json!(ttl);
+        }
+        if let Some(wait) = wait_millis {
+            body["waitMillis"] = json!(wait);
+        }
+        self.json(
+            "POST",
+            &format!("/v1/locks/{}/acquire", encode_key(key)),
+            &body,
+        )
+        .await
+    }
+
+    /// L4; panics unless 200.
+    pub async fn acquire_ok(&self, key: &str, session_id: &str, ttl_millis: u64) -> LockGrant {
+        let reply = self.acquire(key, session_id, Some(ttl_millis), None).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse()
+    }
+
+    /// L6.
+    pub async fn release(&self, key: &str, fencing_token: u64, session_id: Option<&str>) -> Reply {
+        let mut body = json!({ "fencingToken": fencing_token });
+        if let Some(id) = session_id {
+            body["sessionId"] = json!(id);
+        }
+        self.json(
+            "POST",
+            &format!("/v1/locks/{}/release", encode_key(key)),
+            &body,
+        )
+        .await
+    }
+
+    /// L7.
+    pub async fn lock_state(&self, key: &str) -> LockState {
+        let reply = self
+            .raw("GET", &format!("/v1/locks/{}", encode_key(key)), None, &[])
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse()
+    }
+
+    /// R1 with the configured admin token (or none).
+    pub async fn revoke(&self, key: &str, reason: &str) -> Reply {
+        let auth = self.admin_token.as_ref().map(|t| format!("Bearer {t}"));
+        self.revoke_with_auth(key, reason, auth.as_deref()).await
+    }
+
+    /// R1 with an explicit `Authorization` header value.
+    pub async fn revoke_with_auth(&self, key: &str, reason: &str, auth: Option<&str>) -> Reply {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+        self.raw(
+            "POST",
+            &format!("/v1/admin/locks/{}/revoke", encode_key(key)),
+            Some(json!({ "reason": reason }).to_string().into_bytes()),
+            &headers,
+        )
+        .await
+    }
+
+    /// Demo ledger append.
+    pub async fn ledger_append(&self, key: &str, fencing_token: u64, entry: &str) -> Reply {
+        self.json(
+            "POST",
+            &format!("/v1/demo/ledger/{}", encode_key(key)),
+            &json!({ "fencingToken": fencing_token, "entry": entry }),
+        )
+        .await
+    }
+
+    /// Demo ledger read; panics unless 200.
+    pub async fn ledger_read(&self, key: &str) -> LedgerEntries {
+        let reply = self
+            .raw(
+                "GET",
+                &format!("/v1/demo/ledger/{}", encode_key(key)),
+                None,
+                &[],
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse()
+    }
+
+    /// `GET /metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.raw("GET", "/metrics", None, &[]).await.text
+    }
+}

@@ -1,0 +1,935 @@
+//! The HTTP contract suite (C3), as functions over a running [`TestServer`], so every
+//! backend runs the same checks: start a server with [`options`] (plus backend flags) and
+//! call [`run_all`], or the single checks. Keys are unique per call (`unique_key`), so the
+//! checks may share one server and run in any order.
+//!
+//! The checks assume nothing about absolute token values, only their order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{HeartbeatResponse, LockGrant, SessionStatus};
+use serde_json::{json, Value};
+
+use crate::client::Api;
+use crate::{ServerOptions, TestServer};
+
+/// Admin token the suite's server is started with.
+pub const ADMIN_TOKEN: &str = "contract-admin-token";
+/// The only CORS origin the suite's server allows.
+pub const CORS_ORIGIN: &str = "http://allowed.example";
+/// Per-key waiter cap the suite's server is started with.
+pub const MAX_WAITERS: u32 = 2;
+/// Bound on every "eventually" poll (generous: no test depends on speed).
+const EVENTUALLY: Duration = Duration::from_secs(20);
+
+/// The options the suite expects: admin token, CORS origin, a small waiter cap.
+pub fn options() -> ServerOptions {
+    ServerOptions::new().admin_token(ADMIN_TOKEN).args([
+        "--cors-origin".to_string(),
+        CORS_ORIGIN.to_string(),
+        "--max-waiters-per-key".to_string(),
+        MAX_WAITERS.to_string(),
+    ])
+}
+
+/// A key no other check uses, with characters that need percent-encoding.
+pub fn unique_key(name: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("contract/{name} ü#{n}-{}", std::process::id())
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + EVENTUALLY;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+/// Runs every check against a server started with [`options`].
+pub async fn run_all(server: &TestServer) {
+    sessions_lifecycle(server).await;
+    acquire_release_and_idempotence(server).await;
+    tokens_increase_per_key(server).await;
+    heartbeat_renews_locks_and_expiry_releases_them(server).await;
+    lock_ttl_runs_out_on_its_own(server).await;
+    closing_a_session_releases_its_locks(server).await;
+    server_side_wait_is_woken_by_release(server).await;
+    server_side_wait_is_bounded(server).await;
+    contention_exceeded_over_the_waiter_cap(server).await;
+    admin_revoke(server).await;
+    demo_ledger_fences(server).await;
+    error_bodies_for_unknown_routes_and_methods(server).await;
+    bad_inputs_get_contract_errors_and_store_stays_intact(server).await;
+    observability_surfaces(server).await;
+    openapi_matches_routes(server).await;
+    cors_only_for_configured_origins(server).await;
+}
+
+/// L1, L2, L3, L5 and SESSION_NOT_FOUND.
+pub async fn sessions_lifecycle(server: &TestServer) {
+    let api = server.api();
+    // Empty body: every field is optional, the server defaults apply.
+    let reply = api.raw("POST", "/v1/sessions", None, &[]).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(reply.body["ttlMillis"], 15_000, "default session TTL");
+    assert_eq!(reply.body["heartbeatMillis"], 5_000);
+    let id = reply.body["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 32, "128-bit hex id");
+
+    let reply = api
+        .open_session_with(json!({"ttlMillis": 4000, "owner": "worker-1"}))
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_ne!(reply.body["sessionId"], id.as_str());
+
+    let status: SessionStatus = api.session_status(&id).await.parse();
+    assert_eq!(status.session_id, id);
+    assert!(status.remaining_millis > 0 && status.remaining_millis <= 15_000);
+    assert!(status.locks.is_empty());
+
+    let hb = api.heartbeat_ok(&id).await;
+    assert_eq!(hb.ttl_millis, 15_000);
+    assert!(hb.locks.is_empty());
+
+    assert_eq!(api.close_session(&id).await.status, 204);
+    api.close_session(&id)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    api.heartbeat(&id)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    api.session_status(&id)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    api.session_status("00000000000000000000000000000000")
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+}
+
+/// L4 grant, idempotent re-acquire, LOCK_CONTENDED, L7, L6 compare-and-delete, benign
+/// LOCK_LOST, SESSION_NOT_FOUND on L4.
+pub async fn acquire_release_and_idempotence(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("acquire");
+    let a = api.open_session(30_000).await;
+    let b = api.open_session(30_000).await;
+
+    let grant = api.acquire_ok(&key, &a.session_id, 5_000).await;
+    assert_eq!(grant.key, key);
+    assert_eq!(grant.session_id, a.session_id);
+    assert_eq!(grant.ttl_millis, 5_000);
+    assert!(grant.fencing_token > 0 && grant.fencing_token < (1 << 53));
+
+    // A retried acquire by the holder returns the same grant: no second token.
+    let again = api.acquire_ok(&key, &a.session_id, 5_000).await;
+    assert_eq!(again.fencing_token, grant.fencing_token);
+
+    let reply = api.acquire(&key, &b.session_id, Some(5_000), None).await;
+    reply.assert_error(409, "LOCK_CONTENDED");
+
+    let state = api.lock_state(&key).await;
+    let holder = state.holder.expect("held");
+    assert_eq!(holder.session_id, a.session_id);
+    assert_eq!(holder.fencing_token, grant.fencing_token);
+    assert!(holder.remaining_millis > 0 && holder.remaining_millis <= 5_000);
+    assert_eq!(state.waiter_count, 0);
+
+    // Compare-and-delete: the wrong token (even with the right session) changes nothing.
+    api.release(&key, grant.fencing_token + 1, Some(&a.session_id))
+        .await
+        .assert_error(409, "LOCK_LOST");
+    assert!(api.lock_state(&key).await.holder.is_some());
+    // The predicate is (key, token) only: sessionId is attribution, not a check.
+    let reply = api
+        .release(&key, grant.fencing_token, Some(&b.session_id))
+        .await;
+    assert_eq!(reply.status, 204, "{reply:?}");
+    assert!(api.lock_state(&key).await.holder.is_none());
+    // Releasing again: benign LOCK_LOST.
+    api.release(&key, grant.fencing_token, None)
+        .await
+        .assert_error(409, "LOCK_LOST");
+
+    let next = api.acquire_ok(&key, &b.session_id, 5_000).await;
+    assert!(next.fencing_token > grant.fencing_token);
+
+    api.acquire(&key, "no-such-session", None, None)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    // Default lock TTL applies without ttlMillis (10 s).
+    let key2 = unique_key("default-ttl");
+    let reply = api.acquire(&key2, &a.session_id, None, None).await;
+    assert_eq!(reply.parse::<LockGrant>().ttl_millis, 10_000);
+}
+
+/// Tokens strictly increase per key, whichever session takes the lock.
+pub async fn tokens_increase_per_key(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("tokens");
+    let sessions = [
+        api.open_session(30_000).await,
+        api.open_session(30_000).await,
+    ];
+    let mut last = 0;
+    for round in 0..10 {
+        let s = &sessions[round % 2];
+        let grant = api.acquire_ok(&key, &s.session_id, 5_000).await;
+        assert!(
+            grant.fencing_token > last,
+            "token went back: {grant:?} after {last}"
+        );
+        last = grant.fencing_token;
+        assert_eq!(api.release(&key, last, None).await.status, 204);
+    }
+}
+
+/// L2 renews the session and every lock; when heartbeats stop, the session expires and its
+/// locks with it.
+pub async fn heartbeat_renews_locks_and_expiry_releases_them(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("heartbeat");
+    let s = api.open_session(600).await;
+    let grant = api.acquire_ok(&key, &s.session_id, 600).await;
+    // Heartbeat for well over both TTLs; each answer must still list the lock.
+    let until = Instant::now() + Duration::from_millis(1_500);
+    while Instant::now() < until {
+        let hb: HeartbeatResponse = api.heartbeat_ok(&s.session_id).await;
+        assert_eq!(hb.locks.len(), 1, "lock lost despite heartbeats: {hb:?}");
+        assert_eq!(hb.locks[0].fencing_token, grant.fencing_token);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(api.lock_state(&key).await.holder.is_some());
+    // Stop heartbeating: both go away.
+    eventually("session expiry releases the lock", || async {
+        api.lock_state(&key).await.holder.is_none()
+    })
+    .await;
+    api.heartbeat(&s.session_id)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    api.release(&key, grant.fencing_token, None)
+        .await
+        .assert_error(409, "LOCK_LOST");
+}
+
+/// A lock whose own TTL runs out is gone even though its session lives; L2 stops listing it
+/// and it is not revived.
+pub async fn lock_ttl_runs_out_on_its_own(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("lock-ttl");
+    let s = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, 200).await;
+    eventually("lock TTL expiry", || async {
+        api.lock_state(&key).await.holder.is_none()
+    })
+    .await;
+    let hb = api.heartbeat_ok(&s.session_id).await;
+    assert!(hb.locks.iter().all(|l| l.key != key), "{hb:?}");
+    let other = api.open_session(30_000).await;
+    let next = api.acquire_ok(&key, &other.session_id, 5_000).await;
+    assert!(next.fencing_token > grant.fencing_token);
+}
+
+/// L3 releases every lock of the session at once.
+pub async fn closing_a_session_releases_its_locks(server: &TestServer) {
+    let api = server.api();
+    let keys = [unique_key("close-a"), unique_key("close-b")];
+    let s = api.open_session(30_000).await;
+    for key in &keys {
+        api.acquire_ok(key, &s.session_id, 30_000).await;
+    }
+    let status: SessionStatus = api.session_status(&s.session_id).await.parse();
+    assert_eq!(status.locks.len(), 2);
+    assert_eq!(api.close_session(&s.session_id).await.status, 204);
+    for key in &keys {
+        assert!(api.lock_state(key).await.holder.is_none());
+    }
+}
+
+/// `waitMillis`: a waiter is counted in L7's `waiterCount` and is granted when the holder
+/// releases.
+pub async fn server_side_wait_is_woken_by_release(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("wait");
+    let holder = api.open_session(30_000).await;
+    let waiter = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &holder.session_id, 30_000).await;
+    let waiting = {
+        let (api, key, id) = (api.clone(), key.clone(), waiter.session_id.clone());
+        tokio::spawn(async move { api.acquire(&key, &id, Some(5_000), Some(25_000)).await })
+    };
+    eventually("waiterCount shows the waiter", || async {
+        api.lock_state(&key).await.waiter_count == 1
+    })
+    .await;
+    assert_eq!(
+        api.release(&key, grant.fencing_token, None).await.status,
+        204
+    );
+    let reply = waiting.await.unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let won: LockGrant = reply.parse();
+    assert_eq!(won.session_id, waiter.session_id);
+    assert!(won.fencing_token > grant.fencing_token);
+    assert_eq!(api.lock_state(&key).await.waiter_count, 0);
+}
+
+/// `waitMillis` is a bound: with the holder staying, the waiter gets LOCK_CONTENDED.
+pub async fn server_side_wait_is_bounded(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("wait-bound");
+    let holder = api.open_session(30_000).await;
+    let waiter = api.open_session(30_000).await;
+    api.acquire_ok(&key, &holder.session_id, 30_000).await;
+    let reply = api
+        .acquire(&key, &waiter.session_id, Some(5_000), Some(300))
+        .await;
+    reply.assert_error(409, "LOCK_CONTENDED");
+}
+
+/// One waiter more than the cap is 429 CONTENTION_EXCEEDED with a retry hint.
+pub async fn contention_exceeded_over_the_waiter_cap(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("cap");
+    let holder = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &holder.session_id, 30_000).await;
+    let mut waiting = Vec::new();
+    for _ in 0..MAX_WAITERS {
+        let s = api.open_session(30_000).await;
+        let (api, key) = (api.clone(), key.clone());
+        waiting.push(tokio::spawn(async move {
+            let reply = api
+                .acquire(&key, &s.session_id, Some(5_000), Some(25_000))
+                .await;
+            // Pass the lock on at once, so the next waiter's turn comes.
+            if reply.status == 200 {
+                let g: LockGrant = reply.parse();
+                let _ = api.release(&key, g.fencing_token, None).await;
+            }
+            reply
+        }));
+    }
+    eventually("all waiters counted", || async {
+        api.lock_state(&key).await.waiter_count == MAX_WAITERS
+    })
+    .await;
+    let extra = api.open_session(30_000).await;
+    let reply = api
+        .acquire(&key, &extra.session_id, Some(5_000), Some(25_000))
+        .await;
+    let body = reply.assert_error(429, "CONTENTION_EXCEEDED");
+    assert!(body.retry_after_millis.is_some(), "{reply:?}");
+    assert!(reply.retry_after.is_some(), "retry-after header: {reply:?}");
+    // A non-waiting attempt is never refused by the cap: plain LOCK_CONTENDED.
+    api.acquire(&key, &extra.session_id, Some(5_000), Some(0))
+        .await
+        .assert_error(409, "LOCK_CONTENDED");
+    // Let the waiters through: each releases as soon as it is granted.
+    assert_eq!(
+        api.release(&key, grant.fencing_token, None).await.status,
+        204
+    );
+    let mut tokens = Vec::new();
+    for handle in waiting {
+        let reply = handle.await.unwrap();
+        assert_eq!(
+            reply.status, 200,
+            "waiter not granted after the release: {reply:?}"
+        );
+        tokens.push(reply.parse::<LockGrant>().fencing_token);
+    }
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(
+        tokens.len(),
+        MAX_WAITERS as usize,
+        "two waiters shared a token"
+    );
+    assert!(tokens[0] > grant.fencing_token);
+}
+
+/// R1: 401 without credentials, 403 with wrong ones, 200 LockOutcome; the revoked holder's
+/// token is dead.
+pub async fn admin_revoke(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("revoke");
+    let s = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, 30_000).await;
+    api.revoke_with_auth(&key, "ops", None)
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+    api.revoke_with_auth(&key, "ops", Some("Bearer wrong"))
+        .await
+        .assert_error(403, "FORBIDDEN");
+    api.revoke_with_auth(&key, "ops", Some(ADMIN_TOKEN))
+        .await
+        .assert_error(403, "FORBIDDEN");
+    assert!(
+        api.lock_state(&key).await.holder.is_some(),
+        "refused revoke changed state"
+    );
+    let reply = api.revoke(&key, "stuck worker").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body,
+        json!({"key": key, "revokedToken": grant.fencing_token, "reason": "stuck worker"})
+    );
+    assert!(api.lock_state(&key).await.holder.is_none());
+    let hb = api.heartbeat_ok(&s.session_id).await;
+    assert!(hb.locks.is_empty(), "revoked lock still listed: {hb:?}");
+    api.release(&key, grant.fencing_token, None)
+        .await
+        .assert_error(409, "LOCK_LOST");
+    // Nothing held: revokedToken null.
+    let reply = api.revoke(&key, "again").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["revokedToken"], Value::Null);
+    // The next grant's token is higher than the revoked one.
+    let next = api.acquire_ok(&key, &s.session_id, 5_000).await;
+    assert!(next.fencing_token > grant.fencing_token);
+}
+
+/// The demo ledger accepts tokens ≥ the highest seen and answers FENCED_OUT below it.
+pub async fn demo_ledger_fences(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("ledger");
+    let empty = api.ledger_read(&key).await;
+    assert!(empty.entries.is_empty());
+    assert_eq!(empty.highest_token, None);
+    assert_eq!(api.ledger_append(&key, 5, "first").await.status, 204);
+    assert_eq!(api.ledger_append(&key, 5, "same token").await.status, 204);
+    let body = api
+        .ledger_append(&key, 4, "stale")
+        .await
+        .assert_error(409, "FENCED_OUT");
+    assert_eq!(body.highest_token, Some(5));
+    assert_eq!(api.ledger_append(&key, 9, "newer").await.status, 204);
+    let read = api.ledger_read(&key).await;
+    assert_eq!(read.highest_token, Some(9));
+    let seen: Vec<(u64, &str)> = read
+        .entries
+        .iter()
+        .map(|e| (e.fencing_token, e.entry.as_str()))
+        .collect();
+    assert_eq!(seen, [(5, "first"), (5, "same token"), (9, "newer")]);
+}
+
+/// Unknown route → 404 NOT_FOUND, wrong method → 405 METHOD_NOT_ALLOWED, both JSON.
+pub async fn error_bodies_for_unknown_routes_and_methods(server: &TestServer) {
+    let api = server.api();
+    api.raw("GET", "/v1/nope", None, &[])
+        .await
+        .assert_error(404, "NOT_FOUND");
+    api.raw("PUT", "/v1/locks/k/acquire", None, &[])
+        .await
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+    api.raw("DELETE", "/v1/locks/k", None, &[])
+        .await
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+}
+
+/// One bad input: method, path, body, expected status, code and (for 400) field.
+struct Bad {
+    method: &'static str,
+    path: String,
+    body: Option<Vec<u8>>,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+}
+
+fn bad(
+    method: &'static str,
+    path: impl Into<String>,
+    body: Option<&str>,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+) -> Bad {
+    Bad {
+        method,
+        path: path.into(),
+        body: body.map(|b| b.as_bytes().to_vec()),
+        status,
+        code,
+        field,
+    }
+}
+
+/// The bad-input list of issue 2: each gets its contract error (never a 500), and afterwards
+/// the session, its lock and the ledger are exactly as before.
+pub async fn bad_inputs_get_contract_errors_and_store_stays_intact(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("intact");
+    let enc = lock_api::limits::encode_key(&key);
+    let s = api.open_session(60_000).await;
+    let sid = s.session_id.clone();
+    let grant = api.acquire_ok(&key, &sid, 60_000).await;
+    assert_eq!(
+        api.ledger_append(&key, grant.fencing_token, "e")
+            .await
+            .status,
+        204
+    );
+    let ledger_before = api.ledger_read(&key).await;
+
+    let acquire = format!("/v1/locks/{enc}/acquire");
+    let release = format!("/v1/locks/{enc}/release");
+    let huge = format!(r#"{{"sessionId":"{}"}}"#, "x".repeat(64 * 1024));
+    let long_key = "k".repeat(257);
+    let sid_body = |extra: &str| format!(r#"{{"sessionId":"{sid}"{extra}}}"#);
+    let mut cases = vec![
+        bad(
+            "POST",
+            &acquire,
+            Some("{not json"),
+            400,
+            "VALIDATION_FAILED",
+            Some("body"),
+        ),
+        bad("POST", &acquire, Some("[]"), 400, "VALIDATION_FAILED", None),
+        bad(
+            "POST",
+            &acquire,
+            Some("null"),
+            400,
+            "VALIDATION_FAILED",
+            None,
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(r#"{"ttlMillis":1000}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("sessionId"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(r#"{"sessionId":7}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("sessionId"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","waitMillis":"10""#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("waitMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","waitMillis":-1"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("waitMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","waitMillis":30001"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("waitMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","waitMillis":1.5"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("waitMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","ttlMillis":99"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("ttlMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","ttlMillis":300001"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("ttlMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","ttlMillis":18446744073709551616"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("ttlMillis"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&sid_body(r#","bogus":true"#)),
+            400,
+            "VALIDATION_FAILED",
+            Some("bogus"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(&huge),
+            413,
+            "PAYLOAD_TOO_LARGE",
+            None,
+        ),
+        bad(
+            "POST",
+            "/v1/locks//acquire",
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            format!("/v1/locks/{long_key}/acquire"),
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            "/v1/locks/a%0Ab/acquire",
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            "/v1/locks/a%00b/acquire",
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            "/v1/locks/a%7Fb/acquire",
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            "/v1/locks/%FF%FE/acquire",
+            Some(&sid_body("")),
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "GET",
+            format!("/v1/locks/{long_key}"),
+            None,
+            400,
+            "VALIDATION_FAILED",
+            Some("key"),
+        ),
+        bad(
+            "POST",
+            &acquire,
+            Some(r#"{"sessionId":"ffffffffffffffffffffffffffffffff"}"#),
+            404,
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        bad(
+            "POST",
+            &release,
+            Some(r#"{"fencingToken":"1"}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("fencingToken"),
+        ),
+        bad(
+            "POST",
+            &release,
+            Some("{}"),
+            400,
+            "VALIDATION_FAILED",
+            Some("fencingToken"),
+        ),
+        bad(
+            "POST",
+            &release,
+            Some(&format!(
+                r#"{{"fencingToken":{}}}"#,
+                grant.fencing_token + 1000
+            )),
+            409,
+            "LOCK_LOST",
+            None,
+        ),
+        bad(
+            "POST",
+            "/v1/sessions",
+            Some(r#"{"ttlMillis":5}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("ttlMillis"),
+        ),
+        bad(
+            "POST",
+            "/v1/sessions",
+            Some(r#"{"ttl":5000}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("ttl"),
+        ),
+        bad(
+            "POST",
+            "/v1/sessions",
+            Some(&format!(r#"{{"owner":"{}"}}"#, "o".repeat(129))),
+            400,
+            "VALIDATION_FAILED",
+            Some("owner"),
+        ),
+        bad(
+            "POST",
+            "/v1/sessions/unknown/heartbeat",
+            None,
+            404,
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        bad(
+            "DELETE",
+            "/v1/sessions/unknown",
+            None,
+            404,
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        bad(
+            "POST",
+            format!("/v1/admin/locks/{enc}/revoke"),
+            Some(r#"{"reason":"x"}"#),
+            401,
+            "UNAUTHORIZED",
+            None,
+        ),
+        bad(
+            "POST",
+            format!("/v1/demo/ledger/{enc}"),
+            Some(r#"{"fencingToken":1,"entry":"stale"}"#),
+            409,
+            "FENCED_OUT",
+            None,
+        ),
+        bad(
+            "POST",
+            format!("/v1/demo/ledger/{enc}"),
+            Some(r#"{"fencingToken":1}"#),
+            400,
+            "VALIDATION_FAILED",
+            Some("entry"),
+        ),
+    ];
+    // The `sid_body` closure borrowed `sid`; cases own their bytes from here on.
+    cases.push(bad(
+        "POST",
+        &acquire,
+        Some(""),
+        400,
+        "VALIDATION_FAILED",
+        Some("sessionId"),
+    ));
+    for case in &cases {
+        let reply = api
+            .raw(case.method, &case.path, case.body.clone(), &[])
+            .await;
+        let label = format!(
+            "{} {} {:?}",
+            case.method,
+            case.path.chars().take(80).collect::<String>(),
+            case.body
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(&b[..b.len().min(80)]).to_string())
+        );
+        assert_eq!(reply.status, case.status, "{label}: {reply:?}");
+        assert_eq!(reply.code(), Some(case.code), "{label}: {reply:?}");
+        if let Some(field) = case.field {
+            assert_eq!(reply.body["field"], field, "{label}: {reply:?}");
+            assert!(
+                reply.body["message"].as_str().unwrap_or("").contains(field) || field == "body",
+                "{label}: message must name the field: {reply:?}"
+            );
+        }
+    }
+    // The store is intact: same session, same lock and token, same ledger.
+    let status: SessionStatus = api.session_status(&sid).await.parse();
+    assert_eq!(status.locks.len(), 1);
+    assert_eq!(status.locks[0].fencing_token, grant.fencing_token);
+    let holder = api.lock_state(&key).await.holder.expect("still held");
+    assert_eq!(holder.fencing_token, grant.fencing_token);
+    assert_eq!(api.ledger_read(&key).await, ledger_before);
+    assert_eq!(
+        api.release(&key, grant.fencing_token, None).await.status,
+        204
+    );
+}
+
+/// `/healthz`, `/metrics` (no per-key labels), and the `lock_granted` / `contention` lines.
+pub async fn observability_surfaces(server: &TestServer) {
+    let api = server.api();
+    let reply = api.raw("GET", "/healthz", None, &[]).await;
+    assert_eq!(reply.status, 200);
+    let key = unique_key("observe");
+    let a = api.open_session(30_000).await;
+    let b = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &a.session_id, 30_000).await;
+    api.acquire(&key, &b.session_id, None, None)
+        .await
+        .assert_error(409, "LOCK_CONTENDED");
+    let metrics = api.metrics().await;
+    for needle in [
+        "lock_acquire_duration_seconds_bucket{le=\"+Inf\"}",
+        "lock_acquire_duration_seconds_count",
+        "lock_acquire_total{outcome=\"granted\"}",
+        "lock_acquire_total{outcome=\"contended\"}",
+        "lock_sessions ",
+        "lock_locks ",
+    ] {
+        assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
+    }
+    for line in metrics.lines().filter(|l| !l.starts_with('#')) {
+        if let Some(labels) = line.split('{').nth(1) {
+            let names: Vec<&str> = labels
+                .trim_end_matches(|c| c != '}')
+                .trim_end_matches('}')
+                .split(',')
+                .map(|l| l.split('=').next().unwrap_or(""))
+                .collect();
+            assert!(
+                names.iter().all(|n| *n == "outcome" || *n == "le"),
+                "label beyond the budget: {line}"
+            );
+        }
+        assert!(!line.contains("contract/"), "per-key label: {line}");
+    }
+    let token = grant.fencing_token;
+    let token_value = json!(token);
+    let granted = find_log(server, "lock_granted", |v| v["fencingToken"] == token_value).await;
+    assert_eq!(granted["key"], key.as_str());
+    assert_eq!(granted["sessionId"], a.session_id.as_str());
+    assert!(granted["attempts"].as_u64().is_some());
+    assert!(granted["waitedMillis"].as_u64().is_some());
+    let contention = find_log(server, "contention", |v| v["key"] == key.as_str()).await;
+    assert!(contention["attempt"].as_u64().is_some());
+    assert!(contention["delayMillis"].as_u64().is_some());
+}
+
+async fn find_log(server: &TestServer, event: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        for line in server.logs() {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["event"] == event && pred(&v) {
+                    return v;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no {event} log line found");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every path and method in `/openapi.json` is routed (not 404 NOT_FOUND / 405), and every
+/// contract surface is described.
+pub async fn openapi_matches_routes(server: &TestServer) {
+    let api = server.api();
+    let doc = api.raw("GET", "/openapi.json", None, &[]).await.body;
+    assert_eq!(doc["openapi"], "3.0.3");
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut described = Vec::new();
+    for (path, ops) in paths {
+        for method in ops.as_object().unwrap().keys() {
+            described.push((method.to_uppercase(), path.clone()));
+            let concrete = path.replace("{key}", "k").replace("{id}", "unknown");
+            let reply = api
+                .raw(&method.to_uppercase(), &concrete, Some(b"{}".to_vec()), &[])
+                .await;
+            assert!(
+                !matches!(reply.code(), Some("NOT_FOUND") | Some("METHOD_NOT_ALLOWED")),
+                "{method} {path} is described but not routed: {reply:?}"
+            );
+        }
+    }
+    for surface in [
+        ("POST", "/v1/sessions"),
+        ("POST", "/v1/sessions/{id}/heartbeat"),
+        ("DELETE", "/v1/sessions/{id}"),
+        ("GET", "/v1/sessions/{id}"),
+        ("POST", "/v1/locks/{key}/acquire"),
+        ("POST", "/v1/locks/{key}/release"),
+        ("GET", "/v1/locks/{key}"),
+        ("POST", "/v1/admin/locks/{key}/revoke"),
+        ("POST", "/v1/demo/ledger/{key}"),
+        ("GET", "/v1/demo/ledger/{key}"),
+        ("GET", "/healthz"),
+        ("GET", "/metrics"),
+        ("GET", "/openapi.json"),
+    ] {
+        assert!(
+            described.contains(&(surface.0.to_string(), surface.1.to_string())),
+            "{surface:?} not described"
+        );
+    }
+    assert_eq!(described.len(), 13, "undescribed extras: {described:?}");
+}
+
+/// CORS answers only the configured origin.
+pub async fn cors_only_for_configured_origins(server: &TestServer) {
+    let api: Api = server.api();
+    let preflight = |origin: &'static str| {
+        let api = api.clone();
+        async move {
+            let http = reqwest::Client::new();
+            http.request(
+                reqwest::Method::OPTIONS,
+                format!("{}/v1/sessions", api.base()),
+            )
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+            .send()
+            .await
+            .unwrap()
+        }
+    };
+    let allowed = preflight(CORS_ORIGIN).await;
+    assert_eq!(
+        allowed
+            .headers()
+            .get("access-control-allow-origin")
+            .and_then(|v| v.to_str().ok()),
+        Some(CORS_ORIGIN)
+    );
+    let other = preflight("http://evil.example").await;
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+}

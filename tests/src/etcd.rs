@@ -1,0 +1,271 @@
+//! Real etcd processes for the tests: one member or a cluster of several, on 127.0.0.1
+//! random ports with temp data dirs, with the controls the failover tests need (find the
+//! leader, kill a member with SIGKILL, restart it on its data dir).
+//!
+//! Uses only std, `tempfile` and `serde_json`, so `lock-server`'s own tests can include this
+//! file with `#[path]` as well. The binaries are `/usr/bin/etcd` and `/usr/bin/etcdctl`
+//! (Debian's etcd 3.4), overridable with `ETCD_BIN` / `ETCDCTL_BIN`.
+//!
+//! Timing (ASSUMPTION, chosen for fast tests): heartbeat 50 ms and election timeout 500 ms,
+//! which makes etcd's minimum lease TTL 1 s (1.5 × election timeout, rounded up). Data dirs
+//! live on `/dev/shm` when it exists, because fsync cost, not logic, dominates etcd on CI
+//! disks.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a cluster may take to elect a leader before the harness gives up (generous).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One member: its ports, data dir and process (absent while killed).
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    data_dir: tempfile::TempDir,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Member {
+    fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+}
+
+/// A running etcd cluster (1 or more members). Dropping it kills every member.
+pub struct EtcdCluster {
+    members: Vec<Member>,
+    initial_cluster: String,
+    token: String,
+}
+
+impl EtcdCluster {
+    /// Starts a one-member cluster and waits until it serves writes.
+    pub fn single() -> EtcdCluster {
+        EtcdCluster::start(1)
+    }
+
+    /// Starts `size` members and waits until the cluster has a leader and serves writes.
+    pub fn start(size: usize) -> EtcdCluster {
+        EtcdCluster::start_in(size, &data_root())
+    }
+
+    /// Like [`EtcdCluster::start`] with the data dirs under `root` (benchmarks use a real
+    /// disk, where fsync costs what it costs in production).
+    pub fn start_in(size: usize, root: &std::path::Path) -> EtcdCluster {
+        let members: Vec<Member> = (0..size)
+            .map(|i| {
+                let data_dir = tempfile::Builder::new()
+                    .prefix("etcd-test-")
+                    .tempdir_in(root)
+                    .expect("etcd temp dir");
+                let log = data_dir.path().join("etcd.log");
+                Member {
+                    name: format!("m{i}"),
+                    client_port: free_port(),
+                    peer_port: free_port(),
+                    data_dir,
+                    log,
+                    child: None,
+                }
+            })
+            .collect();
+        let initial_cluster = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let token = format!("lock-test-{}", members[0].client_port);
+        let mut cluster = EtcdCluster {
+            members,
+            initial_cluster,
+            token,
+        };
+        for i in 0..size {
+            cluster.spawn(i, "new");
+        }
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// Client URLs of every member, running or not (what a replica is configured with).
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::client_url).collect()
+    }
+
+    /// [`EtcdCluster::endpoints`] joined with commas, for `--etcd-endpoints`.
+    pub fn endpoints_arg(&self) -> String {
+        self.endpoints().join(",")
+    }
+
+    /// Number of members (running or not).
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Index of the current leader as seen by the running members, if they agree on one.
+    pub fn leader(&self) -> Option<usize> {
+        let statuses = self.statuses();
+        let leader_id = statuses.iter().find_map(|(_, _, leader)| *leader)?;
+        statuses
+            .iter()
+            .find(|(_, member_id, _)| *member_id == leader_id)
+            .map(|(index, _, _)| *index)
+    }
+
+    /// Kills member `index` with SIGKILL (no clean shutdown) and reaps it.
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut child) = self.members[index].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts a killed member on its data dir and waits until the cluster serves writes.
+    pub fn restart(&mut self, index: usize) {
+        self.kill(index);
+        self.spawn(index, "existing");
+        self.wait_ready();
+    }
+
+    /// Whether member `index` is running.
+    pub fn is_running(&self, index: usize) -> bool {
+        self.members[index].child.is_some()
+    }
+
+    /// Blocks until every running member reports the same leader and a write through
+    /// `etcdctl` succeeds; panics with the members' logs after [`READY_TIMEOUT`].
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while Instant::now() < deadline {
+            if self.leader().is_some() && self.put_probe() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("etcd cluster not ready; logs:\n{}", self.logs());
+    }
+
+    /// The tail of every member's log, for failure messages.
+    pub fn logs(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| {
+                let text = std::fs::read_to_string(&m.log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(20).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                format!("--- {} ---\n{}", m.name, tail.join("\n"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn spawn(&mut self, index: usize, state: &str) {
+        let member = &self.members[index];
+        let log = std::fs::File::create(&member.log).expect("etcd log file");
+        let child = Command::new(etcd_bin())
+            .args(["--name", &member.name])
+            .arg("--data-dir")
+            .arg(member.data_dir.path().join("data"))
+            .args(["--listen-client-urls", &member.client_url()])
+            .args(["--advertise-client-urls", &member.client_url()])
+            .args(["--listen-peer-urls", &member.peer_url()])
+            .args(["--initial-advertise-peer-urls", &member.peer_url()])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--initial-cluster-state", state])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--logger", "zap", "--log-outputs", "stderr"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log fd"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn etcd (is etcd-server installed?)");
+        self.members[index].child = Some(child);
+    }
+
+    /// `(index, member id, leader id)` of every running member that answers.
+    fn statuses(&self) -> Vec<(usize, u64, Option<u64>)> {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.child.is_some())
+            .filter_map(|(i, m)| {
+                let out = etcdctl(&m.client_url(), &["endpoint", "status", "-w", "json"])?;
+                let value: serde_json::Value = serde_json::from_str(&out).ok()?;
+                let status = &value.get(0)?["Status"];
+                let member_id = status["header"]["member_id"].as_u64()?;
+                let leader = status["leader"].as_u64().filter(|id| *id != 0);
+                Some((i, member_id, leader))
+            })
+            .collect()
+    }
+
+    fn put_probe(&self) -> bool {
+        let endpoints = self
+            .members
+            .iter()
+            .filter(|m| m.child.is_some())
+            .map(Member::client_url)
+            .collect::<Vec<_>>()
+            .join(",");
+        etcdctl(&endpoints, &["put", "/lock-test/probe", "ok"]).is_some()
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// Runs etcdctl against `endpoints`; stdout on success.
+fn etcdctl(endpoints: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoints}"))
+        .args(["--command-timeout=2s", "--dial-timeout=1s"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A port the OS just handed out. Another process could take it before etcd binds it; the
+/// window is tiny and a clash fails loudly at start.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn data_root() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+fn etcd_bin() -> String {
+    std::env::var("ETCD_BIN").unwrap_or_else(|_| "/usr/bin/etcd".into())
+}
+
+fn etcdctl_bin() -> String {
+    std::env::var("ETCDCTL_BIN").unwrap_or_else(|_| "/usr/bin/etcdctl".into())
+}

@@ -1,0 +1,100 @@
+//! The SDK's session handling against a real lock-server: a session the server forgot is
+//! noticed by the next heartbeat (handles lost, `lock_session_lost` counted, waiters failed
+//! at once), and a lock whose key the heartbeat no longer lists is lost at once.
+//!
+//! Waiting for a heartbeat is done by polling with a generous bound; nothing asserts speed.
+
+use std::time::Duration;
+
+use lock_e2e::{ServerOptions, TestServer};
+use lock_wasm::{AcquirePolicy, ClientConfig, LockClient, LockError, PolicySettings};
+
+fn client(server: &TestServer) -> LockClient {
+    LockClient::native(server.base_url()).with_config(ClientConfig {
+        // Heartbeats every ~500 ms (the server's TTL/3), so the tests notice things quickly.
+        session_ttl: Some(Duration::from_millis(1_500)),
+        backend: "sqlite".into(),
+        ..ClientConfig::default()
+    })
+}
+
+/// Polls `cond` every 20 ms for up to 30 s.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..1_500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_server_forgot_is_lost_and_fails_its_waiter() {
+    let server = TestServer::start(ServerOptions::new());
+    let api = server.api();
+    let client = client(&server);
+    let holder = client.open_session().await.unwrap();
+    let waiter = client.open_session().await.unwrap();
+    let held = holder
+        .acquire_default("k")
+        .await
+        .unwrap()
+        .expect("free key");
+
+    // The waiter contends with a long budget; then the server forgets its session.
+    let policy = AcquirePolicy::new(PolicySettings {
+        total_budget: Duration::from_secs(60),
+        max_attempts: 10_000,
+        ..PolicySettings::default()
+    })
+    .unwrap();
+    let w = waiter.clone();
+    let pending =
+        tokio::spawn(async move { w.acquire("k", Duration::from_secs(10), &policy).await });
+    assert_eq!(api.close_session(waiter.id()).await.status, 204);
+
+    let outcome = tokio::time::timeout(Duration::from_secs(30), pending)
+        .await
+        .expect("the waiter fails at the next heartbeat, not at its 60 s budget")
+        .unwrap();
+    assert_eq!(outcome.unwrap_err(), LockError::SessionLost);
+    assert!(waiter.is_lost());
+    assert_eq!(client.session_lost_count(), 1);
+    assert!(!held.is_lost(), "the other session is unaffected");
+    holder.release(&held).await.unwrap();
+    holder.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_missing_from_the_heartbeat_is_lost_at_once() {
+    let server = TestServer::start(ServerOptions::new());
+    let api = server.api();
+    let client = client(&server);
+    let session = client.open_session().await.unwrap();
+    let handle = session
+        .acquire("k", Duration::from_secs(30), &AcquirePolicy::default())
+        .await
+        .unwrap()
+        .expect("free key");
+    // Someone releases our lock behind our back (L6 is compare-and-delete on key + token).
+    let reply = api.release("k", handle.fencing_token(), None).await;
+    assert_eq!(reply.status, 204, "{reply:?}");
+    eventually("the next heartbeat marks the handle lost", || {
+        handle.is_lost()
+    })
+    .await;
+    assert!(handle.remaining() == Duration::ZERO);
+    assert!(!session.is_lost(), "only the lock is gone, not the session");
+    // Re-acquiring the lost key fails without a request until the handle is released.
+    let again = session.acquire_default("k").await;
+    assert_eq!(again.unwrap_err(), LockError::LockLost { key: "k".into() });
+    session.release(&handle).await.unwrap(); // LOCK_LOST from the server is benign
+    let fresh = session
+        .acquire_default("k")
+        .await
+        .unwrap()
+        .expect("free again");
+    assert!(fresh.fencing_token() > handle.fencing_token());
+    session.close().await.unwrap();
+}
