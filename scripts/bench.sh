@@ -7,11 +7,13 @@
 # 2. builds the `bench` crate in release;
 # 3. runs, side by side in one invocation: Brooker's backoff experiment (seeded simulation),
 #    lock-server vs a trivial axum handler vs Redis (no persistence / appendfsync always) vs
-#    etcd at 1, 10 and 50 clients, and the live backoff sweep against lock-server;
-# 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, Backoff
-#    strategies (simulation), Backoff strategies (live server)) and docs/bench/*.svg;
-# 5. then runs the other helpers' benches if present (scripts/bench-*.sh), which record their
-#    own sections (wasm size, SDK in Node vs raw fetch, bench-ui time to first plot).
+#    etcd at 1, 10 and 50 clients, an etcd-backend replica vs raw etcd, and the live backoff
+#    sweep against lock-server;
+# 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, etcd
+#    backend, Backoff strategies (simulation), Backoff strategies (live server)) and
+#    docs/bench/*.svg;
+# 5. then the client side (scripts/bench-client.sh): gzipped wasm size, SDK vs raw fetch in
+#    Node, dashboard time to first plot, recorded in the "Client side" section.
 #
 # Redis and etcd run on random 127.0.0.1 ports in temp dirs, only for the bench's duration.
 set -euo pipefail
@@ -29,9 +31,8 @@ fi
 cargo build --release -p bench
 "$CARGO_TARGET_DIR/release/bench" "${@:-all}"
 
-# Other helpers' benches record their own sections; a failure there does not undo ours.
-for other in scripts/bench-*.sh; do
-  [ -f "$other" ] || continue
-  echo "== $other" >&2
-  bash "$other" || echo "warning: $other failed (its section is left as it was)" >&2
-done
+# The client side (with `all`, the default) records its own section; a failure there does
+# not undo the server's.
+if [ $# -eq 0 ] || [ "$1" = all ]; then
+  bash scripts/bench-client.sh || echo "warning: scripts/bench-client.sh failed (its section is left as it was)" >&2
+fi

@@ -2,8 +2,8 @@
 //! runs `clients` of them for a fixed window. Each client owns its own key, so a cycle
 //! measures the service's cost of a grant and a release, not contention.
 //!
-//! The HTTP cycle is the one of `lock-server/benches/acquire.rs` (L1 once, then L4 + L6),
-//! generalised over the systems the issue compares.
+//! The HTTP cycle is L1 once, then L4 + L6; the others are the same two writes in each
+//! system's own terms.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

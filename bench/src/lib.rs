@@ -10,11 +10,12 @@
 //! - [`svg`]: dependency-free SVG line and bar charts.
 //! - [`doc`]: replaces owned `## ` sections of a Markdown file, keeping everyone else's.
 //! - [`systems`]: the compared systems, started for the bench only on 127.0.0.1: lock-server
-//!   (in process), a trivial axum handler, Redis (two persistence modes), etcd.
+//!   (in process, on SQLite or as an etcd-backend replica), a trivial axum handler, Redis
+//!   (two persistence modes), etcd.
 //! - [`cycles`]: one acquire+release cycle per system, and the closed-loop load generator.
 //! - [`live_sweep`]: N contenders on one key against the real server: the SDK's acquire loop
 //!   vs the experiment-only strategies over the SDK's transport.
-//! - `bin/bench.rs`: the command (`bench all|sim|server|sweep`).
+//! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|quick`).
 
 pub mod cycles;
 pub mod doc;

@@ -1,6 +1,5 @@
 //! The compared systems, each started for the bench only on 127.0.0.1 and stopped when its
-//! guard drops: lock-server (embedded SQLite store, in this process, as in
-//! `lock-server/benches/acquire.rs`), a trivial axum handler serving the same routes (the
+//! guard drops: lock-server (embedded SQLite store, in this process, ), a trivial axum handler serving the same routes (the
 //! HTTP ceiling), `redis-server` in two persistence modes, and a single-node `etcd`.
 
 use std::net::{SocketAddr, TcpListener};
@@ -27,8 +26,21 @@ pub fn runtime(name: &str) -> Runtime {
 
 /// Starts lock-server with the SQLite store in `dir` on `rt`; returns its address.
 pub fn start_lock_server(rt: &Runtime, dir: &Path) -> SocketAddr {
-    let mut config =
-        lock_server::config::Config::parse_from(["lock-server", "--listen", "127.0.0.1:0"]);
+    start_lock_server_with(rt, dir, &[])
+}
+
+/// Starts a lock-server replica on the etcd backend (etcd client at `etcd`) on `rt`.
+pub fn start_lock_server_on_etcd(rt: &Runtime, dir: &Path, etcd: SocketAddr) -> SocketAddr {
+    let endpoint = format!("http://{etcd}");
+    let args = ["--backend", "etcd", "--etcd-endpoints", &endpoint];
+    start_lock_server_with(rt, dir, &args)
+}
+
+fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAddr {
+    let args = ["lock-server", "--listen", "127.0.0.1:0"]
+        .iter()
+        .chain(extra);
+    let mut config = lock_server::config::Config::parse_from(args);
     config.data_dir = dir.to_path_buf();
     rt.block_on(async move {
         let store = lock_server::store::open(&config).await.expect("open store");
@@ -41,9 +53,16 @@ pub fn start_lock_server(rt: &Runtime, dir: &Path) -> SocketAddr {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        tokio::spawn(serve(listener, app));
         addr
     })
+}
+
+/// Serves as the lock-server binary does (its accept loop, header timeout, NODELAY), so the
+/// two HTTP systems differ only in what their handlers do.
+async fn serve(listener: tokio::net::TcpListener, app: Router) {
+    let header_timeout = Duration::from_secs(30);
+    lock_server::connections::serve(listener, app, header_timeout, std::future::pending()).await
 }
 
 /// Starts a handler that answers L1, L4 and L6 with fixed bodies and does nothing else:
@@ -76,7 +95,7 @@ pub fn start_trivial(rt: &Runtime) -> SocketAddr {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        tokio::spawn(serve(listener, app));
         addr
     })
 }

@@ -10,15 +10,13 @@
 //! - [`run`]: one chaos run (server, contenders, sampler, seeded fault schedule, checker).
 //! - [`load`]: many heartbeating sessions against one server (spurious expiries, RSS).
 //! - [`server`]: a lock-server child process on a fixed port that survives kill -9 restarts.
-//! - [`sim_faults`]: a fault-injecting transport (503 bursts, dropped answers, delays) for
-//!   the SDK's seeded simulation, and the seed runner built on it.
 //! - binaries: `contender` (one OS process: acquire → ledger write → hold → release),
 //!   `chaos` (server + N contenders + seeded faults + checker), `sim-faults` (10,000-seed
-//!   simulation with faults), `session-load` (10,000 heartbeating sessions, RSS).
+//!   run of the SDK's seeded simulation with injected faults, `lock_wasm::sim`),
+//!   `session-load` (10,000 heartbeating sessions, RSS).
 
 pub mod checker;
 pub mod history;
 pub mod load;
 pub mod run;
 pub mod server;
-pub mod sim_faults;

@@ -1,6 +1,7 @@
 //! One chaos run: a lock-server on a fixed port, N contender processes, an L7 sampler, and
 //! faults on a seeded schedule (SIGSTOP/SIGCONT of holders for longer than their TTL,
-//! kill -9 + restart of the server); then the merged history goes through the checker.
+//! kill -9 + restart of the server and, on the etcd backend, SIGKILL of the etcd leader
+//! followed by its restart); then the merged history goes through the checker.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use crate::checker::{check, CheckerConfig, Report};
 use crate::history::{now_micros, read_history, Event, HistoryWriter, Window};
 use crate::server::{contender_binary, server_binary, ServerProcess};
+use lock_e2e::etcd::EtcdCluster;
 
 /// Shape of a run. Every random choice is drawn from `seed`.
 #[derive(Debug, Clone)]
@@ -42,8 +44,14 @@ pub struct ChaosConfig {
     pub pause_range: (Duration, Duration),
     /// Where histories and logs go.
     pub out_dir: PathBuf,
-    /// Extra lock-server arguments (e.g. the etcd backend).
+    /// Extra lock-server arguments.
     pub server_args: Vec<String>,
+    /// etcd members to start on 127.0.0.1 for the etcd backend; 0 runs the SQLite store.
+    pub etcd_members: usize,
+    /// SIGKILLs of the etcd leader (each followed by a restart of that member).
+    pub etcd_kills: usize,
+    /// How long a killed etcd member stays down.
+    pub etcd_downtime: Duration,
 }
 
 impl ChaosConfig {
@@ -62,6 +70,9 @@ impl ChaosConfig {
             pause_range: (Duration::from_millis(3_500), Duration::from_millis(6_000)),
             out_dir,
             server_args: vec![],
+            etcd_members: 0,
+            etcd_kills: 0,
+            etcd_downtime: Duration::from_millis(3_000),
         }
     }
 }
@@ -79,14 +90,25 @@ pub struct ChaosOutcome {
 
 /// Runs the whole thing; `Err` only for harness failures (server would not start, ...).
 pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
+    if config.etcd_kills > 0 && config.etcd_members < 3 {
+        return Err(std::io::Error::other(
+            "etcd kills need at least 3 members, so a quorum survives one loss",
+        ));
+    }
     std::fs::create_dir_all(&config.out_dir)?;
     let data_dir = config.out_dir.join("data");
     std::fs::create_dir_all(&data_dir)?;
     let contender_bin = contender_binary();
+    let mut etcd = (config.etcd_members > 0).then(|| EtcdCluster::start(config.etcd_members));
+    let mut server_args = config.server_args.clone();
+    if let Some(cluster) = &etcd {
+        server_args.extend(["--backend".into(), "etcd".into()]);
+        server_args.extend(["--etcd-endpoints".into(), cluster.endpoints_arg()]);
+    }
     let mut server = ServerProcess::start(
         &server_binary(),
         &data_dir,
-        config.server_args.clone(),
+        server_args,
         &config.out_dir.join("server.log"),
     )?;
     let url = server.base_url();
@@ -121,6 +143,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
 
     let schedule = draw_schedule(config, &mut rng);
     let mut pause_threads = Vec::new();
+    let mut etcd_down = None;
     for fault in schedule {
         let at = started + fault.at;
         while Instant::now() < at {
@@ -143,6 +166,25 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
                     window: Window::since(sent),
                 })?;
             }
+            FaultKind::EtcdKill => {
+                let cluster = etcd.as_mut().expect("etcd faults need an etcd cluster");
+                // The leader: its loss forces an election, the window in which replicas
+                // answer 503 NOT_LEADER and clients must retry within their budget.
+                let victim = cluster.leader().unwrap_or(0);
+                let sent = now_micros();
+                cluster.kill(victim);
+                etcd_down = Some(victim);
+                faults.record(&Event::Fault {
+                    kind: "etcd_kill".into(),
+                    target: format!("etcd-{victim}"),
+                    window: Window::since(sent),
+                })?;
+            }
+            FaultKind::EtcdRestart => {
+                if let (Some(cluster), Some(victim)) = (etcd.as_mut(), etcd_down.take()) {
+                    cluster.restart(victim);
+                }
+            }
         }
     }
     for t in pause_threads {
@@ -156,6 +198,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
     let _ = sampler.join();
     snapshot_ledger(&url, &keys, &config.out_dir)?;
     drop(server);
+    drop(etcd);
 
     let merged = merge(&config.out_dir, &children)?;
     let report = check(&merged, CheckerConfig::default());
@@ -173,6 +216,8 @@ fn history_path(dir: &Path, name: &str) -> PathBuf {
 enum FaultKind {
     Pause(Duration),
     ServerKill,
+    EtcdKill,
+    EtcdRestart,
 }
 
 struct Fault {
@@ -197,6 +242,21 @@ fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
         at: Duration::from_millis(rng.random_range(lo..=hi)),
         kind: FaultKind::ServerKill,
     }));
+    // etcd kills get a slot each, so one member is down at a time and a quorum remains.
+    let slot = (hi - lo) / config.etcd_kills.max(1) as u64;
+    let downtime = config.etcd_downtime.as_millis() as u64;
+    for k in 0..config.etcd_kills as u64 {
+        let kill_at = lo + k * slot + rng.random_range(0..=slot.saturating_sub(downtime) / 2);
+        faults.push(Fault {
+            at: Duration::from_millis(kill_at),
+            kind: FaultKind::EtcdKill,
+        });
+        faults.push(Fault {
+            at: Duration::from_millis(kill_at + downtime),
+            kind: FaultKind::EtcdRestart,
+        });
+    }
+    // Stable: a restart drawn at the same instant as its kill stays after it.
     faults.sort_by_key(|f| f.at);
     faults
 }

@@ -160,6 +160,39 @@ async fn slow_loris_connections_do_not_starve_other_clients() {
     f.assert_up();
 }
 
+#[test]
+fn a_request_head_not_finished_in_time_closes_the_connection() {
+    // A short timeout so the test does not wait for the 30 s default.
+    let f = start(&["--header-read-timeout-ms", "300"]);
+    let addr = f.server.base_url().trim_start_matches("http://").to_owned();
+    let mut s = TcpStream::connect(&addr).expect("connect");
+    write!(s, "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    // Dribble a header byte every 100 ms, as a slow-loris client does to defeat idle timers;
+    // the server must still close the connection. 20 s is a generous bound, not a timing
+    // claim: without the guard the connection stays open forever.
+    let mut buf = [0u8; 1024];
+    let closed = (0..200).any(|_| {
+        if s.write_all(b"a").is_err() {
+            return true;
+        }
+        match std::io::Read::read(&mut s, &mut buf) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    });
+    assert!(
+        closed,
+        "a never-finished request head must not hold a connection"
+    );
+    f.assert_up();
+}
+
 #[tokio::test]
 async fn admin_calls_without_the_token_are_refused() {
     let f = start(&["--admin-token", "s3cret"]);

@@ -80,6 +80,13 @@ pub struct Config {
     #[arg(long, env = "LOCK_MAX_BODY_BYTES", default_value_t = 16 * 1024)]
     pub max_body_bytes: usize,
 
+    /// A connection must deliver a complete request head within this many milliseconds of
+    /// starting to wait for one (idle keep-alive included), or it is closed: the slow-loris
+    /// guard. ASSUMPTION: 30 s, hyper's own default; clients' idle pools close sooner.
+    #[arg(long, env = "LOCK_HEADER_READ_TIMEOUT_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_ms: u64,
+
     /// Where the kernel's boot id is read (hidden: tests point it at a file to fake a reboot).
     #[arg(
         long,

@@ -3,6 +3,7 @@
 //! Layout (one concept per module):
 //! - [`config`]: CLI flags and environment variables (C5).
 //! - [`server`]: open the store, bind, serve, graceful shutdown.
+//! - [`connections`]: the accept loop; header read timeout (slow-loris guard), head size cap.
 //! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`.
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
@@ -17,6 +18,7 @@
 //! - [`session_id`]: 128-bit random session ids.
 
 pub mod config;
+pub mod connections;
 pub mod contention;
 pub mod error;
 pub mod extract;

@@ -3,11 +3,13 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::connections;
 use crate::contention::Waiters;
 use crate::metrics::Metrics;
 use crate::routes;
@@ -67,13 +69,13 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         );
         let _ = out.flush();
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!(event = "shutting_down");
-            let _ = stop_tx.send(true);
-        })
-        .await?;
+    let header_read_timeout = Duration::from_millis(config.header_read_timeout_ms);
+    connections::serve(listener, app, header_read_timeout, async move {
+        shutdown_signal().await;
+        tracing::info!(event = "shutting_down");
+        let _ = stop_tx.send(true);
+    })
+    .await;
     match store.close().await {
         Ok(()) => tracing::info!(event = "stopped", clean = true),
         Err(e) => tracing::error!(event = "stopped", clean = false, error = %e),

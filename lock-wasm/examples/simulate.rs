@@ -3,7 +3,7 @@
 //! `cargo run -p lock-wasm --example simulate -- --seeds 10000 --start 0 [--double-grant]
 //! [--fast-expiry]` (the two flags plant deliberate bugs: the run must then fail).
 
-use lock_wasm::sim::{run_seed, Faults};
+use lock_wasm::sim::{run_seeds, Faults, Injection};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,21 +23,15 @@ fn main() {
         double_grant: args.iter().any(|a| a == "--double-grant"),
         fast_expiry: args.iter().any(|a| a == "--fast-expiry"),
     };
-    let (mut acquires, mut grants, mut lost) = (0, 0, 0);
-    for seed in start..start + seeds {
-        match run_seed(seed, faults) {
-            Ok(report) => {
-                acquires += report.acquires;
-                grants += report.grants;
-                lost += report.sessions_lost;
-            }
-            Err(e) => {
-                eprintln!("FAILED {e}");
-                std::process::exit(1);
-            }
-        }
+    let totals = run_seeds(start..start + seeds, faults, Injection::None, |e| {
+        eprintln!("FAILED {e}");
+        false // stop at the first failing seed
+    });
+    if !totals.failed.is_empty() {
+        std::process::exit(1);
     }
     println!(
-        "{seeds} seeds from {start} passed: {acquires} acquires, {grants} grants, {lost} sessions lost"
+        "{seeds} seeds from {start} passed: {} acquires, {} grants, {} sessions lost",
+        totals.acquires, totals.grants, totals.sessions_lost
     );
 }

@@ -1,6 +1,7 @@
 //! The time seam: a monotonic `now()` and an async `sleep`. Every wait and every deadline in
 //! the SDK goes through it, so the seeded simulation and the unit tests run on simulated
-//! time ([`ManualClock`]) and production on tokio or JS timers.
+//! time ([`ManualClock`]) and production on tokio or JS timers. [`BackgroundClock`] is the
+//! view of a clock the heartbeat task gets (its sleeps must not keep a Node process alive).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -21,6 +22,34 @@ pub trait Clock: MaybeSend + MaybeSync {
     fn now(&self) -> Duration;
     /// A future that completes once `duration` has passed on this clock.
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+
+    /// [`Clock::sleep`] for background work (the heartbeat task): a sleep that must not by
+    /// itself keep the host process alive, so an open session never stops a Node script
+    /// from exiting (the JS clock unrefs its timer). Where nothing keeps a process alive on
+    /// a timer's behalf (tokio, the simulation) it is [`Clock::sleep`].
+    fn background_sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.sleep(duration)
+    }
+}
+
+/// A clock whose every sleep is a [`Clock::background_sleep`] of the wrapped one. The
+/// session hands one to the heartbeat task it spawns, so every wait of that task (between
+/// rounds, and the timeouts of its calls) is background work, explicitly rather than by
+/// whichever task happens to be polled.
+pub struct BackgroundClock(pub Arc<dyn Clock>);
+
+impl Clock for BackgroundClock {
+    fn now(&self) -> Duration {
+        self.0.now()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.background_sleep(duration)
+    }
+
+    fn background_sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.background_sleep(duration)
+    }
 }
 
 /// A simulated clock: time moves only when [`ManualClock::advance`] (or

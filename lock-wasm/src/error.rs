@@ -47,9 +47,23 @@ pub enum TransportError {
 
 impl TransportError {
     /// Builds a `Status` error from a status and its body text, tolerating non-JSON bodies
-    /// (a proxy's HTML 502 must not become a decode panic).
+    /// (a proxy's HTML 502 must not become a decode panic). Decodes with serde_json; see
+    /// [`TransportError::from_status_with`] for the mapping.
     pub fn from_status(status: u16, body_text: &str) -> Self {
-        let body = serde_json::from_str::<ErrorBody>(body_text).unwrap_or_else(|_| {
+        Self::from_status_with(status, body_text, |text| serde_json::from_str(text).ok())
+    }
+
+    /// The one status mapping of every HTTP transport, with the caller's decoder of the
+    /// contract error body (serde_json natively; the wasm transport uses the platform's
+    /// `JSON.parse` so the module carries no second JSON parser). A body the decoder rejects
+    /// (a proxy's HTML 502, an empty 503) becomes INTERNAL, or NOT_LEADER for a 503, with its
+    /// first 200 characters as message.
+    pub fn from_status_with(
+        status: u16,
+        body_text: &str,
+        decode: impl FnOnce(&str) -> Option<ErrorBody>,
+    ) -> Self {
+        let body = decode(body_text).unwrap_or_else(|| {
             let code = if status == 503 {
                 ErrorCode::NotLeader
             } else {

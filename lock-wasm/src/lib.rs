@@ -8,8 +8,10 @@
 //!
 //! Layout:
 //! - [`spawn`]: the `Spawner` seam for the heartbeat task and the `Send`-or-not future types.
-//! - [`clock`]: the `Clock` seam (monotonic now + async sleep) and the simulated `ManualClock`.
-//! - [`transport`]: the `Transport` seam (L1–L7) and the `ScriptedTransport` for unit tests.
+//! - [`clock`]: the `Clock` seam (monotonic now + async sleep), the simulated `ManualClock`,
+//!   and `BackgroundClock`, the heartbeat task's view of a clock.
+//! - [`transport`]: the `Transport` seam (L1–L7), the status mapping HTTP transports share,
+//!   and the `ScriptedTransport` for unit tests.
 //! - [`error`]: `TransportError`, `LockError` and the DESIGN §3 mapping between them.
 //! - [`backoff`]: full-jitter delays and the `RngSource` seam.
 //! - [`policy`]: `AcquirePolicy`, immutable and validated at construction.
@@ -18,7 +20,8 @@
 //! - `reentrancy` (private): per-session key → handle + hold depth, and the in-flight guard.
 //! - [`session`]: `LockClient`, `LockClientSession`, heartbeat scheduler, deadlines, release.
 //! - [`acquire`]: the bounded acquire loop.
-//! - [`sim`]: deterministic executor and simulated lock service for the seeded simulation.
+//! - [`sim`]: deterministic executor, simulated lock service and injectable infrastructure
+//!   faults for the seeded simulation.
 //! - `native` (feature `native`, non-wasm targets): tokio clock/spawner, reqwest transport,
 //!   OS-seeded RNG.
 //! - [`wasm`] (wasm32 only): fetch transport, JS-timer clock, `spawn_local`, crypto RNG, and

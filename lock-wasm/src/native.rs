@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::error::TransportError;
 use crate::session::LockClient;
 use crate::spawn::{BoxFuture, Spawner};
-use crate::transport::Transport;
+use crate::transport::{http_answer, Transport};
 
 /// Monotonic time from `tokio::time::Instant` (so tokio's paused test clock applies too).
 pub struct TokioClock {
@@ -102,15 +102,13 @@ impl HttpTransport {
             .send()
             .await
             .map_err(|e| map_err(e, timeout))?;
-        let status = response.status();
+        let status = response.status().as_u16();
         let text = response.text().await.map_err(|e| map_err(e, timeout))?;
-        if !status.is_success() {
-            return Err(TransportError::from_status(status.as_u16(), &text));
-        }
+        let text = http_answer(status, &text, |body| serde_json::from_str(body).ok())?;
         if text.is_empty() {
             return Ok(None);
         }
-        serde_json::from_str(&text)
+        serde_json::from_str(text)
             .map(Some)
             .map_err(|e| TransportError::Decode(e.to_string()))
     }

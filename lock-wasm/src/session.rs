@@ -18,7 +18,7 @@ use lock_api::limits::DEFAULT_LOCK_TTL_MILLIS;
 use lock_api::{ErrorCode, HeartbeatResponse, OpenSessionRequest, ReleaseRequest, SessionStatus};
 
 use crate::backoff::RngSource;
-use crate::clock::{timeout, Clock};
+use crate::clock::{timeout, BackgroundClock, Clock};
 use crate::error::{LockError, TransportError};
 use crate::events::{ClientEvent, EventSink, NoEvents, SessionLostCounter};
 use crate::handle::LockHandle;
@@ -185,7 +185,10 @@ impl LockClient {
             ended: Signal::new(),
             parts,
         });
-        let task = heartbeat_loop(Arc::downgrade(&shared), shared.ended.clone());
+        // The heartbeat task waits on a background view of the clock: in Node its timers are
+        // unref'd, so an open session never keeps a process alive by itself.
+        let clock = Arc::new(BackgroundClock(shared.parts.clock.clone()));
+        let task = heartbeat_loop(Arc::downgrade(&shared), shared.ended.clone(), clock);
         shared.parts.spawner.spawn(Box::pin(task));
         Ok(LockClientSession { shared })
     }
@@ -285,7 +288,9 @@ impl LockClientSession {
         if s.ensure_open().is_err() {
             return Ok(());
         }
-        let result = s.send_release(handle.key(), handle.fencing_token()).await;
+        let result = s
+            .send_release(handle.key(), handle.fencing_token(), &*s.parts.clock)
+            .await;
         match &result {
             Ok(()) => {
                 let mut state = s.state.lock().unwrap();
@@ -476,19 +481,20 @@ impl SessionShared {
         })
     }
 
-    /// L6 for `(key, token)`; 409 LOCK_LOST is benign.
-    pub(crate) async fn send_release(&self, key: &str, token: u64) -> Result<(), LockError> {
+    /// L6 for `(key, token)`, timed out on `clock` (the caller's: foreground for a user's
+    /// release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
+    pub(crate) async fn send_release(
+        &self,
+        key: &str,
+        token: u64,
+        clock: &dyn Clock,
+    ) -> Result<(), LockError> {
         let request = ReleaseRequest {
             fencing_token: token,
             session_id: Some(self.id.clone()),
         };
         let hop = self.parts.config.request_timeout;
-        let result = call(
-            &*self.parts.clock,
-            hop,
-            self.parts.transport.release(key, &request, hop),
-        )
-        .await;
+        let result = call(clock, hop, self.parts.transport.release(key, &request, hop)).await;
         match result {
             Ok(()) => Ok(()),
             Err(e) if e.code() == Some(ErrorCode::LockLost) => Ok(()),
@@ -496,8 +502,9 @@ impl SessionShared {
         }
     }
 
-    /// One L2 round: renew or mark lost. Never outlives the session deadline.
-    async fn heartbeat_once(&self) {
+    /// One L2 round: renew or mark lost. Never outlives the session deadline. Its calls time
+    /// out on `clock`, the heartbeat task's background clock.
+    async fn heartbeat_once(&self, clock: &dyn Clock) {
         let now = self.parts.clock.now();
         let deadline = self.deadline();
         if now >= deadline {
@@ -506,17 +513,12 @@ impl SessionShared {
         }
         let seq_at_send = self.state.lock().unwrap().next_seq;
         let hop = self.parts.config.request_timeout.min(deadline - now);
-        let result = call(
-            &*self.parts.clock,
-            hop,
-            self.parts.transport.heartbeat(&self.id, hop),
-        )
-        .await;
+        let result = call(clock, hop, self.parts.transport.heartbeat(&self.id, hop)).await;
         if self.status() != Status::Open {
             return;
         }
         match result {
-            Ok(answer) => self.on_heartbeat(now, seq_at_send, answer).await,
+            Ok(answer) => self.on_heartbeat(now, seq_at_send, answer, clock).await,
             Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => self.mark_lost(),
             // Anything else is transient until the deadline; the loop wakes at the deadline.
             Err(_) => {
@@ -528,7 +530,13 @@ impl SessionShared {
     }
 
     /// Applies an L2 answer to a heartbeat sent at `sent_at`.
-    async fn on_heartbeat(&self, sent_at: Duration, seq_at_send: u64, answer: HeartbeatResponse) {
+    async fn on_heartbeat(
+        &self,
+        sent_at: Duration,
+        seq_at_send: u64,
+        answer: HeartbeatResponse,
+        clock: &dyn Clock,
+    ) {
         let ttl = Duration::from_millis(answer.ttl_millis);
         {
             let mut state = self.state.lock().unwrap();
@@ -557,12 +565,12 @@ impl SessionShared {
                 });
             }
         }
-        self.release_orphans(&answer).await;
+        self.release_orphans(&answer, clock).await;
     }
 
     /// Releases grants the server lists but no handle tracks (an acquire that timed out or
     /// was dropped after the server granted): heartbeats would otherwise renew them forever.
-    async fn release_orphans(&self, answer: &HeartbeatResponse) {
+    async fn release_orphans(&self, answer: &HeartbeatResponse, clock: &dyn Clock) {
         for lock in &answer.locks {
             let stale = self
                 .state
@@ -582,7 +590,7 @@ impl SessionShared {
             }
             // Best effort: a failure leaves it for the next heartbeat.
             if self
-                .send_release(&lock.key, lock.fencing_token)
+                .send_release(&lock.key, lock.fencing_token, clock)
                 .await
                 .is_ok()
             {
@@ -601,11 +609,13 @@ impl SessionShared {
 
 /// The heartbeat scheduler. Holds only a weak reference between rounds, so dropping the
 /// last [`LockClientSession`] ends it; the `ended` signal ends it at once on close or loss.
-async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal) {
+/// Every wait of the task is on `clock`, the background view of the client's clock that
+/// [`LockClient::open_session`] gives it.
+async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal, clock: Arc<dyn Clock>) {
     loop {
         let sleep = {
             let Some(s) = session.upgrade() else { return };
-            s.parts.clock.sleep(s.next_wake())
+            clock.sleep(s.next_wake())
         };
         if let Either::Right(_) = select(sleep, Box::pin(ended.wait())).await {
             return;
@@ -614,7 +624,7 @@ async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal) {
         if s.status() != Status::Open {
             return;
         }
-        s.heartbeat_once().await;
+        s.heartbeat_once(&*clock).await;
     }
 }
 
@@ -633,6 +643,7 @@ pub(crate) async fn call<T>(
 #[cfg(all(test, not(target_arch = "wasm32")))] // uses test_support (native only)
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
     use crate::test_support::Fixture;
     use crate::transport::{Call, ScriptedTransport};
     use lock_api::{HeldLock, LockGrant};
@@ -833,6 +844,71 @@ mod tests {
         assert_eq!(
             safety_margin(Duration::from_millis(400)),
             Duration::from_millis(200)
+        );
+    }
+
+    /// Records whether each sleep of a [`ManualClock`] was a background one.
+    #[derive(Clone)]
+    struct RecordingClock {
+        inner: ManualClock,
+        background: Arc<Mutex<Vec<bool>>>,
+    }
+
+    impl Clock for RecordingClock {
+        fn now(&self) -> Duration {
+            self.inner.now()
+        }
+
+        fn sleep(&self, duration: Duration) -> crate::spawn::BoxFuture<'static, ()> {
+            self.background.lock().unwrap().push(false);
+            self.inner.sleep(duration)
+        }
+
+        fn background_sleep(&self, duration: Duration) -> crate::spawn::BoxFuture<'static, ()> {
+            self.background.lock().unwrap().push(true);
+            self.inner.sleep(duration)
+        }
+    }
+
+    /// The heartbeat task waits only on background sleeps (JS: unref'd timers, so an open
+    /// session never keeps Node alive), the caller's calls only on foreground ones.
+    #[test]
+    fn only_the_heartbeat_task_sleeps_in_the_background() {
+        let f = Fixture::new();
+        let clock = RecordingClock {
+            inner: f.clock.clone(),
+            background: Arc::default(),
+        };
+        let client = LockClient::new(
+            Arc::new(f.transport.clone()),
+            Arc::new(clock.clone()),
+            f.exec.spawner(1),
+            Arc::new(crate::backoff::SeededRngSource::new(1)),
+        )
+        .with_config(ClientConfig {
+            session_ttl: Some(Duration::from_secs(15)),
+            ..ClientConfig::default()
+        });
+        let taken = || std::mem::take(&mut *clock.background.lock().unwrap());
+        let session = f.run(async move { client.open_session().await.unwrap() });
+        f.run(async {}); // the heartbeat task arms its first wait
+        assert_eq!(
+            taken(),
+            [false, true],
+            "L1's timeout, then the heartbeat's wait"
+        );
+        f.transport.push_heartbeat(heartbeat(&[]));
+        f.clock.advance(Duration::from_secs(5));
+        f.run(async {});
+        let heartbeat_round = taken();
+        assert!(heartbeat_round.len() >= 2, "{heartbeat_round:?}");
+        assert!(heartbeat_round.iter().all(|&b| b), "{heartbeat_round:?}");
+        f.transport.push_acquire(grant("k", 1));
+        f.run(async move { session.acquire_default("k").await.unwrap().unwrap() });
+        let acquire = taken();
+        assert!(
+            !acquire.is_empty() && acquire.iter().all(|&b| !b),
+            "{acquire:?}"
         );
     }
 }

@@ -24,6 +24,13 @@ enum Part {
     Sweep,
     /// Re-render the live section from a saved `bench sweep` output (`--log`).
     SweepLog,
+    /// A lock-server replica on the etcd backend vs raw etcd-client cycles (issue 6).
+    Etcd,
+    /// Write `--body-file` as the section `--title` (for scripts/bench-client.sh).
+    Record,
+    /// lock-server vs the trivial handler only, at `--clients`, printed, never written: the
+    /// quick before/after check while profiling.
+    Quick,
 }
 
 /// Issue-8 benchmark suite.
@@ -60,6 +67,15 @@ struct Args {
         default_value = "10,20,30,40,50,60,70,80,90,100"
     )]
     sweep_n: Vec<usize>,
+    /// For `quick`: client counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,50")]
+    clients: Vec<usize>,
+    /// For `record`: the section title.
+    #[arg(long)]
+    title: Option<String>,
+    /// For `record`: the Markdown body.
+    #[arg(long)]
+    body_file: Option<PathBuf>,
     /// For `sweep-log`: the saved output to re-render.
     #[arg(long)]
     log: Option<PathBuf>,
@@ -93,10 +109,23 @@ fn main() {
         let body = sweep_section(&args, &machine, &mut summary);
         write_section(&args, "Backoff strategies (live server)", &body);
     }
+    if matches!(args.part, Part::All | Part::Etcd) {
+        let body = etcd_section(&args, &machine, &mut summary);
+        write_section(&args, "etcd backend", &body);
+    }
     if args.part == Part::SweepLog {
         let log = args.log.clone().expect("--log FILE");
         let body = sweep_from_log(&args, &machine, &log);
         write_section(&args, "Backoff strategies (live server)", &body);
+    }
+    if args.part == Part::Record {
+        let title = args.title.clone().expect("--title");
+        let path = args.body_file.clone().expect("--body-file");
+        let body = std::fs::read_to_string(&path).expect("read --body-file");
+        write_section(&args, &title, &body);
+    }
+    if args.part == Part::Quick {
+        quick(&args);
     }
     if args.part == Part::All {
         let mut body = String::from(
@@ -347,6 +376,108 @@ struct Agg {
     throughput: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
+}
+
+fn quick(args: &Args) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server_rt = systems::runtime("lock-server");
+    let trivial_rt = systems::runtime("trivial");
+    let client_rt = systems::runtime("client");
+    let targets = [
+        Target::http(systems::start_lock_server(&server_rt, dir.path())),
+        Target::http(systems::start_trivial(&trivial_rt)),
+    ];
+    for t in &targets {
+        client_rt.block_on(drive(t, 10, Duration::from_millis(500)));
+    }
+    let window = Duration::from_secs(args.seconds);
+    for &c in &args.clients {
+        let mut ratios = Vec::new();
+        for round in 0..args.rounds {
+            let runs: Vec<Run> = targets
+                .iter()
+                .map(|t| client_rt.block_on(drive(t, c, window)))
+                .collect();
+            for (name, run) in SYSTEMS.iter().zip(&runs) {
+                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
+                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
+                println!(
+                    "c={c:<3} round {round} {name:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
+                    run.throughput()
+                );
+            }
+            ratios.push(runs[0].throughput() / runs[1].throughput());
+        }
+        ratios.sort_by(f64::total_cmp);
+        println!("c={c:<3} lock-server / trivial: {ratios:.2?}");
+    }
+}
+
+/// Replica vs raw etcd at 1 and 16 clients: what the lock-server layer costs over the
+/// engine it stores in (issue 6 target: ≥ 0.8×).
+fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    const CLIENTS: [usize; 2] = [1, 16];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server_rt = systems::runtime("lock-server");
+    let client_rt = systems::runtime("client");
+    let etcd = systems::start_etcd();
+    let replica = systems::start_lock_server_on_etcd(&server_rt, dir.path(), etcd.addr);
+    let targets = [
+        client_rt.block_on(Target::etcd(etcd.addr)),
+        Target::http(replica),
+    ];
+    let window = Duration::from_secs(args.seconds);
+    println!(
+        "\n# etcd backend: replica vs raw etcd, {} s windows, {} interleaved rounds",
+        args.seconds, args.rounds
+    );
+    for t in &targets {
+        client_rt.block_on(drive(t, 4, Duration::from_millis(500)));
+    }
+    let mut rows = String::new();
+    for c in CLIENTS {
+        let (mut raw, mut via) = (Vec::new(), Vec::new());
+        for round in 0..args.rounds {
+            let r = client_rt
+                .block_on(drive(&targets[0], c, window))
+                .throughput();
+            let v = client_rt
+                .block_on(drive(&targets[1], c, window))
+                .throughput();
+            println!(
+                "c={c:<3} round {round} raw etcd {r:>7.0} cycles/s  via replica {v:>7.0} cycles/s"
+            );
+            raw.push(r);
+            via.push(v);
+        }
+        let (r, v) = (Spread::of(&raw), Spread::of(&via));
+        let ratio = v.median / r.median;
+        let _ = writeln!(
+            rows,
+            "| {c} | {} | {} | {ratio:.2}× |",
+            r.show(0),
+            v.show(0)
+        );
+        summary.push(format!(
+            "| etcd backend ≥ 0.8× raw etcd txn cycles, {c} clients | {ratio:.2}× | {} |",
+            yes(ratio >= 0.8)
+        ));
+    }
+    let table = format!(
+        "| clients | raw etcd cycles/s | via lock-server cycles/s | ratio (medians) |\n|---|---|---|---|\n{rows}"
+    );
+    println!("{table}");
+    format!(
+        "Command: `scripts/bench.sh` (or `bench etcd`, release build). Machine: {machine}. \
+         One lock-server replica on the etcd backend, in process on its own 2-worker runtime, \
+         against a single-node etcd 3.4 (Debian) with its data dir on the real disk (the system \
+         temp dir), started for the bench only. One cycle: through the replica, L4 + L6 over \
+         HTTP/1.1 (each client its own session and key); raw, the same two etcd writes the \
+         replica makes (a txn putting the key with a lease if absent, a txn deleting it if its \
+         mod revision is still ours) through etcd-client 0.21. Interleaved {} s windows, {} \
+         rounds; each cell median (min–max).\n\n{table}",
+        args.seconds, args.rounds
+    )
 }
 
 fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {

@@ -2,6 +2,7 @@
 //! Exit status 0 only when the checker found no violation and faults were injected.
 //!
 //! `cargo run -p lock-chaos --bin chaos -- --contenders 50 --duration-secs 240 --server-kills 20`
+//! (add `--etcd-members 3 --etcd-kills 5` for the etcd backend with etcd leader kills)
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +28,13 @@ struct Args {
     /// Output directory (histories, server log); default a fresh dir under /tmp.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Extra lock-server arguments, e.g. `--server-arg=--backend --server-arg=etcd`.
+    /// Run on the etcd backend over this many etcd members started on 127.0.0.1 (0: SQLite).
+    #[arg(long, default_value_t = 0)]
+    etcd_members: usize,
+    /// SIGKILLs of the etcd leader, each followed by a restart (needs --etcd-members ≥ 3).
+    #[arg(long, default_value_t = 0)]
+    etcd_kills: usize,
+    /// Extra lock-server arguments, e.g. `--server-arg=--default-lock-ttl-ms=5000`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
     /// Only re-run the checker on a merged history file from an earlier run.
@@ -65,6 +72,8 @@ fn main() {
     config.pauses = args.pauses;
     config.server_kills = args.server_kills;
     config.server_args = args.server_args;
+    config.etcd_members = args.etcd_members;
+    config.etcd_kills = args.etcd_kills;
     let outcome = run(&config).expect("chaos run");
     let r = &outcome.report;
     println!("history:              {}", outcome.history.display());

@@ -1,54 +1,50 @@
-//! Runs the SDK's seeded simulation with injected faults over many seeds and prints totals;
-//! exits 1 with the first failing seed (replay it with `--start SEED --seeds 1`).
+//! Runs the SDK's seeded simulation with injected faults (`lock_wasm::sim` with
+//! `Injection::Chaos`: 503 bursts, dropped answers, delay spikes, frequent pauses) over many
+//! seeds and prints totals; exits 1 with the failing seeds (replay one with
+//! `--start SEED --seeds 1`).
 //!
 //! `cargo run --release -p lock-chaos --bin sim-faults -- --seeds 10000`
 
-use lock_chaos::sim_faults::{run_seed, FaultCounts};
+use clap::Parser;
+use lock_wasm::sim::{run_seeds, Faults, Injection};
+
+/// The SDK's seeded simulation with injected faults, over consecutive seeds.
+#[derive(Debug, Parser)]
+#[command(name = "sim-faults")]
+struct Args {
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 10_000)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(|v| {
-                v.parse()
-                    .unwrap_or_else(|_| panic!("{name} needs a number"))
-            })
-            .unwrap_or(default)
-    };
-    let seeds = value("--seeds", 10_000);
-    let start = value("--start", 0);
-    let (mut acquires, mut grants, mut lost) = (0, 0, 0);
-    let mut faults = FaultCounts::default();
-    let mut failed = Vec::new();
-    for seed in start..start + seeds {
-        match run_seed(seed) {
-            Ok(r) => {
-                acquires += r.acquires;
-                grants += r.grants;
-                lost += r.sessions_lost;
-                faults.not_leader += r.faults.not_leader;
-                faults.dropped += r.faults.dropped;
-                faults.delayed += r.faults.delayed;
-                faults.pauses += r.faults.pauses;
-            }
-            Err(e) => {
-                eprintln!("FAILED {e}");
-                failed.push(seed);
-            }
-        }
-    }
+    let Args { seeds, start } = Args::parse();
+    let totals = run_seeds(
+        start..start + seeds,
+        Faults::default(),
+        Injection::Chaos,
+        |e| {
+            eprintln!("FAILED {e}");
+            true // report every failing seed
+        },
+    );
+    let faults = totals.faults;
     println!(
-        "{seeds} seeds from {start}: {} failed; {acquires} acquires, {grants} grants, {lost} sessions lost",
-        failed.len()
+        "{seeds} seeds from {start}: {} failed; {} acquires, {} grants, {} sessions lost",
+        totals.failed.len(),
+        totals.acquires,
+        totals.grants,
+        totals.sessions_lost
     );
     println!(
         "faults injected: {} 503 answers, {} dropped answers, {} delay spikes, {} paused clients",
         faults.not_leader, faults.dropped, faults.delayed, faults.pauses
     );
-    if !failed.is_empty() {
-        println!("failing seeds: {failed:?}");
+    if !totals.failed.is_empty() {
+        println!("failing seeds: {:?}", totals.failed);
         std::process::exit(1);
     }
 }

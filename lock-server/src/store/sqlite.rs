@@ -17,6 +17,7 @@ use lock_api::{
     HeartbeatResponse, HeldLock, Holder, LedgerEntries, LedgerEntry, LockGrant, LockStatus,
     SessionOpened, SessionStatus,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
@@ -195,8 +196,18 @@ fn closed() -> StoreError {
 
 fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(sql)?;
+    // Hot-path settings, both found by profiling (docs/BENCHMARKS.md, "Profiling"):
+    // - QPSG: the bundled SQLite has STAT4, which makes a cached statement re-prepare itself
+    //   (parse and plan again) whenever a bound value might change its plan; our plans are
+    //   fixed primary-key lookups, so planning once is right.
+    // - EXCLUSIVE locking, set before WAL is entered: this connection is the file's only
+    //   user, so the fcntl lock/unlock pairs around every transaction and the shared-memory
+    //   WAL index are pure overhead. (Another process cannot open the file meanwhile.)
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(sql)?;
     conn.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;",
+        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
+         PRAGMA temp_store=MEMORY;",
     )
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;

@@ -12,8 +12,17 @@
 //! Run any number of seeds: `cargo run -p lock-wasm --example simulate -- --seeds 10000`;
 //! replay one with its calls traced: `SIM_TRACE=1 cargo run -p lock-wasm --example simulate
 //! -- --seeds 1 --start SEED`.
+//!
+//! [`Injection::Chaos`] runs the same harness with injected infrastructure faults (503
+//! bursts, dropped answers, delay spikes, frequent pauses; see [`injection`]): the
+//! `sim-faults` command of lock-chaos.
+//!
+//! Layout: [`executor`] (the deterministic executor), [`service`] (the modelled server, its
+//! lossy network and the lost-session check), [`injection`] (the fault-injecting transport);
+//! here, the scenario drawn from a seed, the invariants and the seed runners.
 
 pub mod executor;
+pub mod injection;
 pub mod service;
 
 use std::collections::BTreeSet;
@@ -31,11 +40,13 @@ use crate::events::{ClientEvent, EventSink};
 use crate::handle::LockHandle;
 use crate::policy::{AcquirePolicy, PolicySettings};
 use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::transport::Transport;
 
 pub use executor::{run, run_with, SimExecutor};
-pub use service::{Faults, Network, SimService, SimTransport};
+pub use injection::{FaultCounts, FaultPlan, FaultyTransport, Injection};
+pub use service::{Faults, LostSessions, Network, SimService, SimTransport};
 
-/// What one seed did (for the simulate command's summary).
+/// What one seed did (for the seed runners' summaries).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimReport {
     /// The seed.
@@ -50,6 +61,8 @@ pub struct SimReport {
     pub sessions_lost: u64,
     /// Simulated time at the end.
     pub sim_time: Duration,
+    /// Faults injected ([`Injection::Chaos`]; zero otherwise) and client pauses scheduled.
+    pub faults: FaultCounts,
 }
 
 /// Shared bookkeeping of one run.
@@ -63,6 +76,8 @@ struct World {
     acquires: AtomicUsize,
     grants: AtomicUsize,
     finished: AtomicUsize,
+    /// Sessions the finished clients declared lost.
+    sessions_lost: Mutex<u64>,
 }
 
 impl World {
@@ -103,10 +118,18 @@ struct Scenario {
     policy: AcquirePolicy,
     config: ClientConfig,
     network: Network,
+    /// Probability that a client process is paused once.
+    pause_chance: f64,
+    /// Whether a round may nest a second acquire of its key.
+    nests: bool,
 }
 
 impl Scenario {
-    fn draw(rng: &mut StdRng) -> Self {
+    /// Draws a scenario. The fault run draws more clients and rounds, always some network
+    /// loss (but less), and more pauses, and does not nest acquires; every draw stays in the
+    /// order each run had before the two were one harness, so seeds replay as they did.
+    fn draw(rng: &mut StdRng, injection: Injection) -> Self {
+        let chaos = injection == Injection::Chaos;
         let base = rng.random_range(5..=50);
         let settings = PolicySettings {
             total_budget: Duration::from_millis(rng.random_range(300..=3_000)),
@@ -116,11 +139,11 @@ impl Scenario {
             wait_millis: 0,
         };
         Scenario {
-            clients: rng.random_range(2..=5),
+            clients: rng.random_range(2..=if chaos { 6 } else { 5 }),
             keys: (0..rng.random_range(1..=2))
                 .map(|i| format!("k{i}"))
                 .collect(),
-            rounds: rng.random_range(2..=6),
+            rounds: rng.random_range(2..=if chaos { 8 } else { 6 }),
             lock_ttl: Duration::from_millis(rng.random_range(800..=3_000)),
             policy: AcquirePolicy::new(settings).expect("drawn policies are valid"),
             config: ClientConfig {
@@ -131,39 +154,73 @@ impl Scenario {
             },
             network: Network {
                 delay_millis: (rng.random_range(0..=5), rng.random_range(5..=60)),
-                loss: if rng.random_bool(0.5) {
+                loss: if chaos {
+                    rng.random_range(0.0..0.03)
+                } else if rng.random_bool(0.5) {
                     rng.random_range(0.0..0.05)
                 } else {
                     0.0
                 },
             },
+            pause_chance: if chaos { 0.5 } else { 0.3 },
+            nests: !chaos,
         }
     }
 }
 
-/// Runs one seed; `Err` names the first violated invariant.
+/// Runs one seed of the base simulation (no injected faults, `faults` planted in the
+/// server); `Err` names the first violated invariant.
 pub fn run_seed(seed: u64, faults: Faults) -> Result<SimReport, String> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let scenario = Arc::new(Scenario::draw(&mut rng));
+    run_seed_with(seed, faults, Injection::None)
+}
+
+/// Runs one seed with `faults` planted in the server and `injection` in front of the
+/// network; `Err` names the first violated invariant.
+pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<SimReport, String> {
+    let mut rng = StdRng::seed_from_u64(match injection {
+        Injection::None => seed,
+        // A different stream from the base simulation's, so the two cover different runs.
+        Injection::Chaos => seed ^ 0xC4A0_5EED,
+    });
+    let scenario = Arc::new(Scenario::draw(&mut rng, injection));
+    let plan = (injection == Injection::Chaos).then(|| FaultPlan::draw(&mut rng));
     let clock = ManualClock::new();
     let exec = SimExecutor::new(clock.clone());
     let service = SimService::new(clock.clone(), faults);
-    let transport = SimTransport::new(service.clone(), scenario.network, rng.random());
+    let network = SimTransport::new(service.clone(), scenario.network, rng.random());
+    let faulty =
+        plan.map(|plan| FaultyTransport::new(network.clone(), clock.clone(), plan, rng.random()));
+    // With injected delays, "no call after a lost session" must be checked at send time, in
+    // front of the delays: by the faulty transport rather than the network.
+    let (transport, lost): (Arc<dyn Transport>, _) = match &faulty {
+        Some(f) => (Arc::new(f.clone()), f.lost_sessions()),
+        None => (Arc::new(network.clone()), network.lost_sessions()),
+    };
     let world = Arc::new(World::default());
-    let lost_counter = Arc::new(Mutex::new(0u64));
+    let violations = || {
+        let mut all = world.violations.lock().unwrap().clone();
+        all.extend(network.violations());
+        all.extend(faulty.iter().flat_map(FaultyTransport::violations));
+        all
+    };
 
+    let mut pauses = 0;
     for client in 1..=scenario.clients {
-        schedule_pause(&exec, &world, client, &mut rng);
+        pauses += usize::from(schedule_pause(
+            &exec,
+            &world,
+            client,
+            scenario.pause_chance,
+            &mut rng,
+        ));
         let lock_client = LockClient::new(
-            Arc::new(transport.clone()),
+            transport.clone(),
             Arc::new(clock.clone()),
             exec.spawner(client),
             Arc::new(SeededRngSource::new(rng.random())),
         )
         .with_config(scenario.config.clone())
-        .with_events(Arc::new(LostRecorder {
-            lost: transport.lost_sessions(),
-        }));
+        .with_events(Arc::new(LostRecorder { lost: lost.clone() }));
         let worker = Worker {
             id: client,
             client: lock_client,
@@ -171,26 +228,25 @@ pub fn run_seed(seed: u64, faults: Faults) -> Result<SimReport, String> {
             scenario: scenario.clone(),
             world: world.clone(),
             rng: StdRng::seed_from_u64(rng.random()),
-            lost_counter: lost_counter.clone(),
         };
         exec.spawn_in(client, worker.run());
     }
 
-    let done = || {
-        world.finished.load(Ordering::SeqCst) == scenario.clients
-            || !world.violations.lock().unwrap().is_empty()
-            || !transport.violations().is_empty()
-    };
+    let done =
+        || world.finished.load(Ordering::SeqCst) == scenario.clients || !violations().is_empty();
     let step = || check_holders(&world, &service, &clock);
     exec.run_until(Duration::from_secs(3_600), done, step)
         .map_err(|e| format!("seed {seed}: {e}"))?;
 
-    let mut violations = world.violations.lock().unwrap().clone();
-    violations.extend(transport.violations());
-    if let Some(first) = violations.first() {
+    if let Some(first) = violations().first() {
         return Err(format!("seed {seed}: {first}"));
     }
-    let sessions_lost = *lost_counter.lock().unwrap();
+    let mut injected = faulty
+        .as_ref()
+        .map(FaultyTransport::counts)
+        .unwrap_or_default();
+    injected.pauses = pauses;
+    let sessions_lost = *world.sessions_lost.lock().unwrap();
     Ok(SimReport {
         seed,
         clients: scenario.clients,
@@ -198,13 +254,64 @@ pub fn run_seed(seed: u64, faults: Faults) -> Result<SimReport, String> {
         grants: world.grants.load(Ordering::SeqCst),
         sessions_lost,
         sim_time: clock.now(),
+        faults: injected,
     })
 }
 
-/// With probability 0.3, pauses the client once, sometimes for longer than its session TTL.
-fn schedule_pause(exec: &SimExecutor, world: &Arc<World>, client: usize, rng: &mut StdRng) {
-    if !rng.random_bool(0.3) {
-        return;
+/// Totals of [`run_seeds`] over consecutive seeds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimTotals {
+    /// Acquire calls of the passing seeds.
+    pub acquires: usize,
+    /// Grants of the passing seeds.
+    pub grants: usize,
+    /// Sessions lost in the passing seeds.
+    pub sessions_lost: u64,
+    /// Faults injected and pauses scheduled in the passing seeds.
+    pub faults: FaultCounts,
+    /// The failing seeds, in order.
+    pub failed: Vec<u64>,
+}
+
+/// Runs `seeds` (the simulate example's and the `sim-faults` command's loop). Each failure
+/// goes to `on_failure` with its message; it returns whether to go on with the next seed.
+pub fn run_seeds(
+    seeds: std::ops::Range<u64>,
+    faults: Faults,
+    injection: Injection,
+    mut on_failure: impl FnMut(&str) -> bool,
+) -> SimTotals {
+    let mut totals = SimTotals::default();
+    for seed in seeds {
+        match run_seed_with(seed, faults, injection) {
+            Ok(report) => {
+                totals.acquires += report.acquires;
+                totals.grants += report.grants;
+                totals.sessions_lost += report.sessions_lost;
+                totals.faults += report.faults;
+            }
+            Err(e) => {
+                totals.failed.push(seed);
+                if !on_failure(&e) {
+                    break;
+                }
+            }
+        }
+    }
+    totals
+}
+
+/// With probability `chance`, pauses the client once for 0.1–6 s (sometimes past its
+/// session TTL). Returns whether it did.
+fn schedule_pause(
+    exec: &SimExecutor,
+    world: &Arc<World>,
+    client: usize,
+    chance: f64,
+    rng: &mut StdRng,
+) -> bool {
+    if !rng.random_bool(chance) {
+        return false;
     }
     let at = Duration::from_millis(rng.random_range(0..=5_000));
     let length = Duration::from_millis(rng.random_range(100..=6_000));
@@ -214,6 +321,7 @@ fn schedule_pause(exec: &SimExecutor, world: &Arc<World>, client: usize, rng: &m
         world.pauses.lock().unwrap().push((client, at, at + length));
         exec2.pause(client, at + length);
     });
+    true
 }
 
 /// Invariant 1, checked after every poll.
@@ -251,7 +359,6 @@ struct Worker {
     scenario: Arc<Scenario>,
     world: Arc<World>,
     rng: StdRng,
-    lost_counter: Arc<Mutex<u64>>,
 }
 
 impl Worker {
@@ -271,7 +378,7 @@ impl Worker {
         if let Some(s) = session {
             let _ = s.close().await;
         }
-        *self.lost_counter.lock().unwrap() += self.client.session_lost_count();
+        *self.world.sessions_lost.lock().unwrap() += self.client.session_lost_count();
         self.world.finished.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -287,7 +394,8 @@ impl Worker {
             .lock()
             .unwrap()
             .push((self.id, handle.clone()));
-        let nested = self.rng.random_bool(0.2);
+        // Not drawn at all when the scenario does not nest, so the seed's stream is unchanged.
+        let nested = self.scenario.nests && self.rng.random_bool(0.2);
         if nested {
             if let Ok(Some(inner)) = self.timed_acquire(s, &key).await {
                 if inner.fencing_token() != handle.fencing_token() {
@@ -417,5 +525,25 @@ mod tests {
             run_seed(7, Faults::default()),
             run_seed(7, Faults::default())
         );
+    }
+
+    /// 200 seeds with injected faults in the default suite (the 10,000-seed run is the
+    /// `sim-faults` command of lock-chaos); faults of every kind must actually be injected.
+    #[test]
+    fn seeds_with_injected_faults_keep_every_invariant() {
+        let totals = run_seeds(0..200, Faults::default(), Injection::Chaos, |e| {
+            panic!("replay with `cargo run -p lock-chaos --bin sim-faults -- --start SEED --seeds 1`: {e}")
+        });
+        let (grants, faults) = (totals.grants, totals.faults);
+        assert!(grants > 200, "only {grants} grants");
+        assert!(faults.not_leader > 0 && faults.dropped > 0, "{faults:?}");
+        assert!(faults.delayed > 0 && faults.pauses > 0, "{faults:?}");
+    }
+
+    /// A seed with injected faults replays exactly.
+    #[test]
+    fn a_seed_with_injected_faults_replays_exactly() {
+        let run = || run_seed_with(11, Faults::default(), Injection::Chaos);
+        assert_eq!(run(), run());
     }
 }

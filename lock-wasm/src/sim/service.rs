@@ -237,16 +237,44 @@ pub struct Network {
     pub loss: f64,
 }
 
-/// A lossy network in front of a [`SimService`]. It also records the invariant "no call
-/// after a lost session": sessions the client declared lost are registered with
-/// [`SimTransport::lost_sessions`], and any later call naming one is a violation.
+/// The invariant "no call after a lost session": sessions the clients declared lost are
+/// registered in [`LostSessions::sessions`], and any later call naming one is a violation.
+/// Cheap to clone; clones share state.
+#[derive(Clone, Default)]
+pub struct LostSessions {
+    lost: Arc<Mutex<BTreeSet<String>>>,
+    violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl LostSessions {
+    /// The set of sessions the clients have declared lost (shared with the harness).
+    pub fn sessions(&self) -> Arc<Mutex<BTreeSet<String>>> {
+        self.lost.clone()
+    }
+
+    /// Calls made after their session was declared lost.
+    pub fn violations(&self) -> Vec<String> {
+        self.violations.lock().unwrap().clone()
+    }
+
+    /// Records a violation if `what`, sent at `now`, names a session declared lost.
+    pub fn check(&self, what: &str, session_id: &str, now: Duration) {
+        if self.lost.lock().unwrap().contains(session_id) {
+            self.violations.lock().unwrap().push(format!(
+                "{what} sent at {now:?} for session {session_id} after it was declared lost"
+            ));
+        }
+    }
+}
+
+/// A lossy network in front of a [`SimService`]. It also checks [`LostSessions`] as calls
+/// reach it.
 #[derive(Clone)]
 pub struct SimTransport {
     service: SimService,
     network: Network,
     rng: Arc<Mutex<StdRng>>,
-    lost: Arc<Mutex<BTreeSet<String>>>,
-    violations: Arc<Mutex<Vec<String>>>,
+    lost: LostSessions,
     /// `SIM_TRACE` set: print every call and answer with its simulated time (for replaying a
     /// failing seed by hand).
     trace: bool,
@@ -259,32 +287,26 @@ impl SimTransport {
             service,
             network,
             rng: Arc::new(Mutex::new(StdRng::seed_from_u64(seed))),
-            lost: Arc::default(),
-            violations: Arc::default(),
+            lost: LostSessions::default(),
             trace: std::env::var_os("SIM_TRACE").is_some(),
         }
     }
 
     /// The set of sessions the client has declared lost (shared with the harness).
     pub fn lost_sessions(&self) -> Arc<Mutex<BTreeSet<String>>> {
-        self.lost.clone()
+        self.lost.sessions()
     }
 
     /// Calls made after their session was declared lost.
     pub fn violations(&self) -> Vec<String> {
-        self.violations.lock().unwrap().clone()
+        self.lost.violations()
     }
 
     fn check_session(&self, what: &str, session_id: &str) {
         if self.trace {
             eprintln!("{:?} {session_id} sends {what}", self.service.clock.now());
         }
-        if self.lost.lock().unwrap().contains(session_id) {
-            self.violations.lock().unwrap().push(format!(
-                "{what} sent at {:?} for session {session_id} after it was declared lost",
-                self.service.clock.now()
-            ));
-        }
+        self.lost.check(what, session_id, self.service.clock.now());
     }
 
     /// One network hop: a seeded delay, or forever if the packet is lost.

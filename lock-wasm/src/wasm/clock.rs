@@ -5,11 +5,11 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::spawn::BoxFuture;
 
-use super::timer::{monotonic_millis, Sleep};
+use super::timer::{monotonic_millis, Sleep, TimerKind};
 
 /// Monotonic time from `performance.now()` (page load / process start origin, never jumps
-/// with the wall clock) and sleeps on `setTimeout` (unref'd in Node for background tasks,
-/// see [`super::timer`]).
+/// with the wall clock) and sleeps on `setTimeout`. Background sleeps (the heartbeat task's,
+/// see [`Clock::background_sleep`]) are unref'd in Node, see [`super::timer`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsClock;
 
@@ -20,6 +20,10 @@ impl Clock for JsClock {
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        Box::pin(Sleep::new(duration))
+        Box::pin(Sleep::new(duration, TimerKind::Foreground))
+    }
+
+    fn background_sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(Sleep::new(duration, TimerKind::Background))
     }
 }

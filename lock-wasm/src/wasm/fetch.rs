@@ -13,7 +13,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, RequestInit, Response};
 
-use super::timer::Sleep;
+use super::timer::{Sleep, TimerKind};
 
 #[wasm_bindgen]
 extern "C" {
@@ -67,7 +67,11 @@ pub async fn exchange(
     }
     let mut guard = AbortOnDrop(Some(controller));
     let request = Box::pin(send(url, init));
-    match select(request, Box::pin(Sleep::new(timeout))).await {
+    // A foreground timer even for a heartbeat's request: it lives only while the request is
+    // in flight, which keeps Node alive by itself anyway, and is cleared when the exchange
+    // ends. The heartbeat's own timeout of the same call is on its background clock.
+    let timeout_timer = Sleep::new(timeout, TimerKind::Foreground);
+    match select(request, Box::pin(timeout_timer)).await {
         Either::Left((reply, _)) => {
             // Finished: nothing left to abort.
             guard.0 = None;

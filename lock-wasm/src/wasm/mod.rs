@@ -2,8 +2,8 @@
 //! browsers, Node ≥ 20 and Deno, plus (feature `wasm`) the JS API the npm package wraps.
 //!
 //! Layout:
-//! - [`timer`]: `setTimeout` as a future (cleared on drop, unref'd in Node for background
-//!   tasks), `performance.now()`, `Date.now()`.
+//! - [`timer`]: `setTimeout` as a future (cleared on drop, unref'd in Node when created as
+//!   a background timer), `performance.now()`, `Date.now()`.
 //! - [`clock`]: [`JsClock`], the `Clock` seam over [`timer`].
 //! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout.
 //! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].

@@ -4,9 +4,11 @@
 //! Why not `gloo_timers::future::TimeoutFuture`: it cannot `unref()` its Node timer, and a
 //! heartbeat timer that stays referenced keeps a Node process alive after the user is done.
 //! This future is the same idea (clear the timer on drop, so a cancelled wait leaves nothing
-//! behind) plus that one Node call.
+//! behind) plus that one Node call, made for [`TimerKind::Background`] timers. Which kind a
+//! timer is, is the creator's explicit choice: the heartbeat task's clock is a
+//! `BackgroundClock` (see `crate::clock`), whose sleeps [`super::JsClock`] makes background.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -38,18 +40,15 @@ pub fn epoch_millis() -> f64 {
     js_sys::Date::now()
 }
 
-thread_local! {
-    // Set while a background task (a heartbeat loop) is being polled; timers created then are
-    // unref'd in Node. wasm32 is single-threaded, so this is simply "the task being polled".
-    static IN_BACKGROUND: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` marked as background work: timers it creates do not keep Node alive.
-pub fn as_background<R>(f: impl FnOnce() -> R) -> R {
-    let before = IN_BACKGROUND.with(|b| b.replace(true));
-    let out = f();
-    IN_BACKGROUND.with(|b| b.set(before));
-    out
+/// Whether a pending timer keeps a Node process alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    /// A wait someone is awaiting (a backoff, a request timeout): keeps Node alive, as any
+    /// `setTimeout` does.
+    Foreground,
+    /// Background work (the heartbeat task): `unref()`'d in Node, so an open session never
+    /// keeps a process alive by itself. Browsers and Deno have no such notion.
+    Background,
 }
 
 #[derive(Default)]
@@ -67,8 +66,8 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    /// Schedules the timer now.
-    pub fn new(duration: Duration) -> Sleep {
+    /// Schedules the timer now, as a `kind` timer.
+    pub fn new(duration: Duration, kind: TimerKind) -> Sleep {
         let shared = Rc::new(RefCell::new(Shared::default()));
         let weak = Rc::downgrade(&shared);
         let callback = Closure::<dyn FnMut()>::new(move || {
@@ -87,7 +86,7 @@ impl Sleep {
             callback.as_ref().unchecked_ref(),
             millis.min(2_147_483_647.0),
         );
-        if IN_BACKGROUND.with(Cell::get) {
+        if kind == TimerKind::Background {
             unref(&id);
         }
         Sleep {

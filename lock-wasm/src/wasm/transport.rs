@@ -16,13 +16,13 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
 use crate::error::TransportError;
-use crate::transport::Transport;
+use crate::transport::{http_answer, Transport};
 
 use super::fetch::{exchange, FetchError, Reply};
 
 /// Speaks contract C3 to one lock-server base URL (`http://127.0.0.1:7878`, no trailing
 /// slash needed). Each call is one `fetch` with its own timeout; statuses map through
-/// [`TransportError::from_status`] like the native transport's.
+/// [`http_answer`] like the native transport's.
 #[derive(Debug, Clone)]
 pub struct FetchTransport {
     base: String,
@@ -50,11 +50,8 @@ impl FetchTransport {
                 FetchError::Timeout => TransportError::Timeout(timeout),
                 FetchError::Network(message) => TransportError::Network(message),
             })?;
-        if (200..300).contains(&reply.status) {
-            Ok(reply)
-        } else {
-            Err(status_error(reply.status, &reply.body))
-        }
+        http_answer(reply.status, &reply.body, wire_error)?;
+        Ok(reply)
     }
 
     async fn json<T: DeserializeOwned>(
@@ -94,28 +91,15 @@ struct WireError {
     highest_token: Option<u64>,
 }
 
-/// Same mapping as [`TransportError::from_status`]: a body that is not a contract error
-/// (a proxy's HTML 502) becomes INTERNAL, or NOT_LEADER for a 503, with the text as message.
-fn status_error(status: u16, text: &str) -> TransportError {
-    let body = match decode::<WireError>(text) {
-        Ok(wire) => {
-            let mut body = ErrorBody::new(wire.code, wire.message);
-            body.field = wire.field;
-            body.leader = wire.leader;
-            body.retry_after_millis = wire.retry_after_millis;
-            body.highest_token = wire.highest_token;
-            body
-        }
-        Err(_) => {
-            let code = if status == 503 {
-                ErrorCode::NotLeader
-            } else {
-                ErrorCode::Internal
-            };
-            ErrorBody::new(code, text.chars().take(200).collect::<String>())
-        }
-    };
-    TransportError::Status { status, body }
+/// Decodes a contract error body for [`http_answer`], which maps a body this rejects.
+fn wire_error(text: &str) -> Option<ErrorBody> {
+    let wire = decode::<WireError>(text).ok()?;
+    let mut body = ErrorBody::new(wire.code, wire.message);
+    body.field = wire.field;
+    body.leader = wire.leader;
+    body.retry_after_millis = wire.retry_after_millis;
+    body.highest_token = wire.highest_token;
+    Some(body)
 }
 
 fn session_path(session_id: &str) -> String {

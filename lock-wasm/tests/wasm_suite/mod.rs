@@ -26,7 +26,7 @@ use lock_wasm::policy::{AcquirePolicy, PolicySettings};
 use lock_wasm::session::{ClientConfig, LockClient};
 use lock_wasm::spawn::{BoxFuture, Spawner};
 use lock_wasm::transport::Transport;
-use lock_wasm::wasm::timer::{monotonic_millis, Sleep};
+use lock_wasm::wasm::timer::{monotonic_millis, Sleep, TimerKind};
 use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -124,7 +124,7 @@ async fn eventually(what: &str, bound: Duration, mut done: impl AsyncFnMut() -> 
             monotonic_millis() - start < bound.as_secs_f64() * 1000.0,
             "timed out waiting for {what}"
         );
-        Sleep::new(Duration::from_millis(20)).await;
+        Sleep::new(Duration::from_millis(20), TimerKind::Foreground).await;
     }
 }
 
@@ -379,7 +379,14 @@ async fn a_cancelled_acquire_leaves_the_session_usable() {
     // Dropping the acquire future is how an AbortSignal cancels it.
     let patient = policy(60_000, 10, 50, 10_000);
     let acquire = Box::pin(waiter.acquire(&key, TTL, &patient));
-    let cancelled = select(acquire, Box::pin(Sleep::new(Duration::from_millis(150)))).await;
+    let cancelled = select(
+        acquire,
+        Box::pin(Sleep::new(
+            Duration::from_millis(150),
+            TimerKind::Foreground,
+        )),
+    )
+    .await;
     assert!(
         matches!(cancelled, Either::Right(_)),
         "still waiting when cancelled"
