@@ -59,7 +59,7 @@ bindgen() {
   local wasm="$1" target="$2" dir="$3"
   wasm-bindgen "$wasm" --target "$target" --out-dir "$dir" --out-name lock_wasm
   # Features the Rust wasm32 target enables by default; wasm-opt must be told to keep them.
-  "$tools/node_modules/.bin/wasm-opt" -Oz --strip-debug --strip-producers \
+  "$tools/node_modules/.bin/wasm-opt" -Os --converge --strip-debug --strip-producers \
     --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-reference-types --enable-multivalue \
     "$dir/lock_wasm_bg.wasm" -o "$dir/lock_wasm_bg.wasm"

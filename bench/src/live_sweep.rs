@@ -106,9 +106,36 @@ pub struct Point {
     pub completion_ms: f64,
 }
 
+/// The SDK's acquire settings a sweep point runs with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SdkSettings {
+    /// Full-jitter base window.
+    pub base: Duration,
+    /// `waitMillis` of every L4 (server-side waiting; 0 = client-side backoff only).
+    pub wait_millis: u64,
+}
+
+/// Brooker's parameters: base 5 ms, no server-side waiting.
+pub const BROOKER_SDK: SdkSettings = SdkSettings {
+    base: Duration::from_millis(WINDOW.base as u64),
+    wait_millis: 0,
+};
+
 /// Runs `n` contenders on a fresh key at `base_url` with `strategy`. Full jitter goes
-/// through the SDK; the others through [`experiment_acquire`].
+/// through the SDK (Brooker's base, no server-side waiting); the others through
+/// [`experiment_acquire`].
 pub async fn run_point(base_url: &str, n: usize, strategy: Strategy, key: &str) -> Point {
+    run_point_with(base_url, n, strategy, key, BROOKER_SDK).await
+}
+
+/// [`run_point`] with the SDK's settings given (used by full jitter only).
+pub async fn run_point_with(
+    base_url: &str,
+    n: usize,
+    strategy: Strategy,
+    key: &str,
+    sdk: SdkSettings,
+) -> Point {
     let transport = Arc::new(Counting::new(base_url));
     let start_gate = Arc::new(tokio::sync::Barrier::new(n + 1));
     let tasks: Vec<_> = (0..n)
@@ -118,7 +145,7 @@ pub async fn run_point(base_url: &str, n: usize, strategy: Strategy, key: &str) 
             let key = key.to_owned();
             tokio::spawn(async move {
                 if strategy == Strategy::FullJitter {
-                    sdk_contender(transport, &key, gate).await
+                    sdk_contender(transport, &key, gate, sdk).await
                 } else {
                     experiment_contender(transport, &key, strategy, gate).await
                 }
@@ -138,8 +165,13 @@ pub async fn run_point(base_url: &str, n: usize, strategy: Strategy, key: &str) 
 }
 
 /// The SDK path: a `LockClient` over the counting transport, acquire with full jitter
-/// (base 5 ms, cap 2 s), release.
-async fn sdk_contender(transport: Arc<Counting>, key: &str, gate: Arc<tokio::sync::Barrier>) {
+/// (cap 2 s, base and `waitMillis` from `sdk`), release.
+async fn sdk_contender(
+    transport: Arc<Counting>,
+    key: &str,
+    gate: Arc<tokio::sync::Barrier>,
+    sdk: SdkSettings,
+) {
     let client = LockClient::new(
         transport,
         Arc::new(TokioClock::new()),
@@ -148,10 +180,10 @@ async fn sdk_contender(transport: Arc<Counting>, key: &str, gate: Arc<tokio::syn
     );
     let policy = AcquirePolicy::new(PolicySettings {
         total_budget: BUDGET,
-        base_backoff: Duration::from_millis(WINDOW.base as u64),
+        base_backoff: sdk.base,
         max_backoff: Duration::from_millis(WINDOW.cap as u64),
         max_attempts: 100_000,
-        wait_millis: 0,
+        wait_millis: sdk.wait_millis,
     })
     .expect("valid policy");
     let session = client.open_session().await.expect("L1");

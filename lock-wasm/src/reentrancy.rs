@@ -46,14 +46,17 @@ pub(crate) enum Entry {
 }
 
 /// What a release does.
-#[derive(Debug)]
 pub(crate) enum ReleaseStep {
     /// The handle is not (or no longer) registered: nothing to do.
     NotHeld,
     /// Depth decremented, still held by an outer acquire.
     Nested,
-    /// Depth reached zero and the entry is gone: send L6.
-    Last,
+    /// Depth reached zero and the entry is gone: send L6, holding the key's in-flight slot
+    /// until it is answered. Without the slot, a heartbeat answer taken before the L6 applied
+    /// lists the key as held by the server but by no handle, the heartbeat claims it as an
+    /// orphan, and the caller's next acquire of the key, right after its release returned,
+    /// finds the orphan release in flight (found by the dashboard's end-to-end run).
+    Last(InFlightGuard),
 }
 
 impl Holds {
@@ -88,7 +91,7 @@ impl Holds {
     }
 
     /// Decrements the depth of `handle`'s key if this exact grant is registered.
-    pub(crate) fn release(&self, handle: &LockHandle) -> ReleaseStep {
+    pub(crate) fn release(self: &Arc<Self>, handle: &LockHandle) -> ReleaseStep {
         let mut inner = self.inner.lock().unwrap();
         let Some(hold) = inner.held.get_mut(handle.key()) else {
             return ReleaseStep::NotHeld;
@@ -101,7 +104,12 @@ impl Holds {
             return ReleaseStep::Nested;
         }
         inner.held.remove(handle.key());
-        ReleaseStep::Last
+        // Free: acquires and orphan claims only take the slot of a key that is not held.
+        inner.in_flight.insert(handle.key().to_owned());
+        ReleaseStep::Last(InFlightGuard {
+            holds: self.clone(),
+            key: handle.key().to_owned(),
+        })
     }
 
     /// Every registered handle (for heartbeat renewal and session loss).
@@ -190,7 +198,13 @@ mod tests {
         holds.register(guard, h.clone());
         assert!(matches!(holds.enter("k"), Entry::Reentered(_)));
         assert!(matches!(holds.release(&h), ReleaseStep::Nested));
-        assert!(matches!(holds.release(&h), ReleaseStep::Last));
+        let last = holds.release(&h);
+        assert!(matches!(last, ReleaseStep::Last(_)));
+        assert!(
+            matches!(holds.enter("k"), Entry::InFlight),
+            "the key stays in flight until the release's L6 is answered"
+        );
+        drop(last);
         assert!(matches!(holds.release(&h), ReleaseStep::NotHeld));
         assert!(holds.claim_orphan("k").is_some());
     }

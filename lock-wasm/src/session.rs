@@ -280,10 +280,10 @@ impl LockClientSession {
                 "handle belongs to another session",
             ));
         }
-        match s.holds.release(handle) {
+        let _in_flight = match s.holds.release(handle) {
             ReleaseStep::NotHeld | ReleaseStep::Nested => return Ok(()),
-            ReleaseStep::Last => {}
-        }
+            ReleaseStep::Last(guard) => guard,
+        };
         handle.mark_lost();
         if s.ensure_open().is_err() {
             return Ok(());

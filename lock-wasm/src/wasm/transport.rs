@@ -69,7 +69,9 @@ impl FetchTransport {
 /// `JSON.parse` then serde-wasm-bindgen into a contract type.
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     let value = js_sys::JSON::parse(text).map_err(|_| "body is not JSON".to_owned())?;
-    serde_wasm_bindgen::from_value(value).map_err(|e| e.to_string())
+    // A fixed message, not serde's text: formatting it links float formatting into the
+    // module, and a body of the wrong shape is a server bug whatever the detail.
+    serde_wasm_bindgen::from_value(value).map_err(|_| "body does not match the contract".to_owned())
 }
 
 fn body(value: &impl Serialize) -> Option<String> {
