@@ -95,6 +95,14 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
             "etcd kills need at least 3 members, so a quorum survives one loss",
         ));
     }
+    // Each kill and its restart must fit in the kill's own slot of the fault window (10 %
+    // to 85 % of the run), or two members could be down at once.
+    let fault_window = config.duration * 75 / 100;
+    if config.etcd_kills > 0 && fault_window / config.etcd_kills as u32 <= config.etcd_downtime {
+        return Err(std::io::Error::other(
+            "too many etcd kills for the run's length: one must end before the next begins",
+        ));
+    }
     std::fs::create_dir_all(&config.out_dir)?;
     let data_dir = config.out_dir.join("data");
     std::fs::create_dir_all(&data_dir)?;
