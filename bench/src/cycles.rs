@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use lock_api::paths;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -83,7 +84,7 @@ impl Target {
         match self {
             Target::Http { base, http } => {
                 let opened: Value = http
-                    .post(format!("{base}/v1/sessions"))
+                    .post(format!("{base}{}", paths::SESSIONS))
                     .json(&json!({"ttlMillis": 300_000}))
                     .send()
                     .await
@@ -93,8 +94,8 @@ impl Target {
                     .expect("L1 body");
                 let session = opened["sessionId"].as_str().expect("sessionId").to_owned();
                 Cycler::Http {
-                    acquire_url: format!("{base}/v1/locks/{key}/acquire"),
-                    release_url: format!("{base}/v1/locks/{key}/release"),
+                    acquire_url: format!("{base}{}", paths::acquire(&key)),
+                    release_url: format!("{base}{}", paths::release(&key)),
                     http: http.clone(),
                     session,
                 }

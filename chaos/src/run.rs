@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{LedgerEntries, LockState};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -331,10 +331,7 @@ fn spawn_sampler(
             while !stop.load(Ordering::SeqCst) {
                 for key in &keys {
                     let sent = now_micros();
-                    let answer = http
-                        .get(format!("{url}/v1/locks/{}", encode_key(key)))
-                        .send()
-                        .await;
+                    let answer = http.get(format!("{url}{}", paths::lock(key))).send().await;
                     let Ok(answer) = answer else { continue };
                     if !answer.status().is_success() {
                         continue;
@@ -386,7 +383,7 @@ fn snapshot_ledger(url: &str, keys: &[String], dir: &Path) -> std::io::Result<()
         let http = reqwest::Client::new();
         for key in keys {
             let answer = http
-                .get(format!("{url}/v1/demo/ledger/{}", encode_key(key)))
+                .get(format!("{url}{}", paths::ledger(key)))
                 .send()
                 .await
                 .map_err(std::io::Error::other)?;

@@ -11,6 +11,7 @@
 //! - [`ledger`]: the demo fenced resource standing for the payment rail.
 //! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (DESIGN §3).
 //! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
+//! - [`paths`]: the request paths, with keys and session ids percent-encoded.
 //!
 //! Request bodies reject unknown fields (`deny_unknown_fields`): a typo in a field name is a
 //! 400 VALIDATION_FAILED, not a silently ignored option.
@@ -20,6 +21,7 @@ pub mod error;
 pub mod ledger;
 pub mod limits;
 pub mod lock;
+pub mod paths;
 pub mod session;
 
 pub use admin::{LockOutcome, RevokeRequest};

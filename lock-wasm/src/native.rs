@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{
     AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
     SessionOpened, SessionStatus,
@@ -88,7 +88,7 @@ impl HttpTransport {
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}/v1{}", self.base_url, path)
+        format!("{}{}", self.base_url, path)
     }
 
     /// Sends and maps the answer: 2xx → `T` (or `()` for 204), else the contract error.
@@ -149,7 +149,7 @@ impl Transport for HttpTransport {
         request: &OpenSessionRequest,
         timeout: Duration,
     ) -> Result<SessionOpened, TransportError> {
-        let req = self.http.post(self.url("/sessions")).json(request);
+        let req = self.http.post(self.url(paths::SESSIONS)).json(request);
         self.send_body(req, timeout).await
     }
 
@@ -158,9 +158,8 @@ impl Transport for HttpTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<HeartbeatResponse, TransportError> {
-        let path = format!("/sessions/{}/heartbeat", encode_key(session_id));
-        self.send_body(self.http.post(self.url(&path)), timeout)
-            .await
+        let url = self.url(&paths::heartbeat(session_id));
+        self.send_body(self.http.post(url), timeout).await
     }
 
     async fn close_session(
@@ -168,9 +167,8 @@ impl Transport for HttpTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        let path = format!("/sessions/{}", encode_key(session_id));
-        self.send_empty(self.http.delete(self.url(&path)), timeout)
-            .await
+        let url = self.url(&paths::session(session_id));
+        self.send_empty(self.http.delete(url), timeout).await
     }
 
     async fn acquire(
@@ -179,8 +177,8 @@ impl Transport for HttpTransport {
         request: &AcquireRequest,
         timeout: Duration,
     ) -> Result<LockGrant, TransportError> {
-        let path = format!("/locks/{}/acquire", encode_key(key));
-        self.send_body(self.http.post(self.url(&path)).json(request), timeout)
+        let url = self.url(&paths::acquire(key));
+        self.send_body(self.http.post(url).json(request), timeout)
             .await
     }
 
@@ -189,9 +187,8 @@ impl Transport for HttpTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<SessionStatus, TransportError> {
-        let path = format!("/sessions/{}", encode_key(session_id));
-        self.send_body(self.http.get(self.url(&path)), timeout)
-            .await
+        let url = self.url(&paths::session(session_id));
+        self.send_body(self.http.get(url), timeout).await
     }
 
     async fn release(
@@ -200,15 +197,14 @@ impl Transport for HttpTransport {
         request: &ReleaseRequest,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        let path = format!("/locks/{}/release", encode_key(key));
-        self.send_empty(self.http.post(self.url(&path)).json(request), timeout)
+        let url = self.url(&paths::release(key));
+        self.send_empty(self.http.post(url).json(request), timeout)
             .await
     }
 
     async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        let path = format!("/locks/{}", encode_key(key));
-        self.send_body(self.http.get(self.url(&path)), timeout)
-            .await
+        let url = self.url(&paths::lock(key));
+        self.send_body(self.http.get(url), timeout).await
     }
 }
 

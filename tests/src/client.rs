@@ -3,7 +3,7 @@
 //! Every method returns a [`Reply`] (status + raw JSON) so tests can assert on error codes;
 //! the `*_ok` helpers unwrap the happy path into `lock-api` types.
 
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{ErrorBody, HeartbeatResponse, LedgerEntries, LockGrant, LockState, SessionOpened};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -161,13 +161,8 @@ impl Api {
 
     /// L2.
     pub async fn heartbeat(&self, session_id: &str) -> Reply {
-        self.raw(
-            "POST",
-            &format!("/v1/sessions/{}/heartbeat", encode_key(session_id)),
-            None,
-            &[],
-        )
-        .await
+        self.raw("POST", &paths::heartbeat(session_id), None, &[])
+            .await
     }
 
     /// L2; panics unless 200.
@@ -179,24 +174,14 @@ impl Api {
 
     /// L3.
     pub async fn close_session(&self, session_id: &str) -> Reply {
-        self.raw(
-            "DELETE",
-            &format!("/v1/sessions/{}", encode_key(session_id)),
-            None,
-            &[],
-        )
-        .await
+        self.raw("DELETE", &paths::session(session_id), None, &[])
+            .await
     }
 
     /// L5.
     pub async fn session_status(&self, session_id: &str) -> Reply {
-        self.raw(
-            "GET",
-            &format!("/v1/sessions/{}", encode_key(session_id)),
-            None,
-            &[],
-        )
-        .await
+        self.raw("GET", &paths::session(session_id), None, &[])
+            .await
     }
 
     /// L4 with explicit fields.
@@ -214,12 +199,7 @@ impl Api {
         if let Some(wait) = wait_millis {
             body["waitMillis"] = json!(wait);
         }
-        self.json(
-            "POST",
-            &format!("/v1/locks/{}/acquire", encode_key(key)),
-            &body,
-        )
-        .await
+        self.json("POST", &paths::acquire(key), &body).await
     }
 
     /// L4; panics unless 200.
@@ -235,19 +215,12 @@ impl Api {
         if let Some(id) = session_id {
             body["sessionId"] = json!(id);
         }
-        self.json(
-            "POST",
-            &format!("/v1/locks/{}/release", encode_key(key)),
-            &body,
-        )
-        .await
+        self.json("POST", &paths::release(key), &body).await
     }
 
     /// L7.
     pub async fn lock_state(&self, key: &str) -> LockState {
-        let reply = self
-            .raw("GET", &format!("/v1/locks/{}", encode_key(key)), None, &[])
-            .await;
+        let reply = self.raw("GET", &paths::lock(key), None, &[]).await;
         assert_eq!(reply.status, 200, "{reply:?}");
         reply.parse()
     }
@@ -263,7 +236,7 @@ impl Api {
         let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
         self.raw(
             "POST",
-            &format!("/v1/admin/locks/{}/revoke", encode_key(key)),
+            &paths::revoke(key),
             Some(json!({ "reason": reason }).to_string().into_bytes()),
             &headers,
         )
@@ -274,7 +247,7 @@ impl Api {
     pub async fn ledger_append(&self, key: &str, fencing_token: u64, entry: &str) -> Reply {
         self.json(
             "POST",
-            &format!("/v1/demo/ledger/{}", encode_key(key)),
+            &paths::ledger(key),
             &json!({ "fencingToken": fencing_token, "entry": entry }),
         )
         .await
@@ -282,14 +255,7 @@ impl Api {
 
     /// Demo ledger read; panics unless 200.
     pub async fn ledger_read(&self, key: &str) -> LedgerEntries {
-        let reply = self
-            .raw(
-                "GET",
-                &format!("/v1/demo/ledger/{}", encode_key(key)),
-                None,
-                &[],
-            )
-            .await;
+        let reply = self.raw("GET", &paths::ledger(key), None, &[]).await;
         assert_eq!(reply.status, 200, "{reply:?}");
         reply.parse()
     }

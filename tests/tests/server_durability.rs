@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{LockGrant, SessionStatus};
 use lock_e2e::{Api, ServerOptions, TestServer};
 use serde_json::json;
@@ -43,7 +43,7 @@ async fn worker(n: usize, api: Arc<RwLock<Api>>, stop: Arc<AtomicBool>, seen: Ar
         let acquire = api
             .try_json(
                 "POST",
-                &format!("/v1/locks/{}/acquire", encode_key(&key)),
+                &paths::acquire(&key),
                 &json!({"sessionId": id, "ttlMillis": 1_000}),
             )
             .await;
@@ -60,7 +60,7 @@ async fn worker(n: usize, api: Arc<RwLock<Api>>, stop: Arc<AtomicBool>, seen: Ar
                     let max = seen.max_token.entry(key.clone()).or_default();
                     *max = (*max).max(grant.fencing_token);
                 }
-                let path = format!("/v1/demo/ledger/{}", encode_key(&key));
+                let path = paths::ledger(&key);
                 let body = json!({"fencingToken": grant.fencing_token, "entry": format!("w{n}")});
                 if let Ok(r) = api.try_json("POST", &path, &body).await {
                     if r.status == 409 {
@@ -70,7 +70,7 @@ async fn worker(n: usize, api: Arc<RwLock<Api>>, stop: Arc<AtomicBool>, seen: Ar
                             .push(format!("{key}: {grant:?} {:?}", r.body));
                     }
                 }
-                let path = format!("/v1/locks/{}/release", encode_key(&key));
+                let path = paths::release(&key);
                 let _ = api
                     .try_json("POST", &path, &json!({"fencingToken": grant.fencing_token}))
                     .await;

@@ -43,11 +43,7 @@ impl Ledger for FetchLedger {
         body: &LedgerAppend,
     ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
         use lock_wasm::wasm::fetch::{exchange, FetchError};
-        let url = format!(
-            "{}/v1/demo/ledger/{}",
-            self.base,
-            lock_api::limits::encode_key(key)
-        );
+        let url = format!("{}{}", self.base, lock_api::paths::ledger(key));
         let json = serde_json::to_string(body).unwrap_or_default();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{LedgerAppend, ReleaseRequest};
 use lock_chaos::history::{
     now_micros, AcquireOutcome, Event, HistoryWriter, LedgerVerdict, Window,
@@ -193,11 +193,7 @@ impl Contender {
 
     /// One ledger write with the handle's token; never retried.
     async fn write(&mut self, handle: &LockHandle, entry: &str) {
-        let url = format!(
-            "{}/v1/demo/ledger/{}",
-            self.args.url,
-            encode_key(handle.key())
-        );
+        let url = format!("{}{}", self.args.url, paths::ledger(handle.key()));
         let body = LedgerAppend {
             fencing_token: handle.fencing_token(),
             entry: format!("{} {entry}", self.args.name),

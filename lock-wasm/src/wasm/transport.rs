@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_api::limits::encode_key;
+use lock_api::paths;
 use lock_api::{
     AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, LockState,
     OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
@@ -104,14 +104,6 @@ fn wire_error(text: &str) -> Option<ErrorBody> {
     Some(body)
 }
 
-fn session_path(session_id: &str) -> String {
-    format!("/v1/sessions/{}", encode_key(session_id))
-}
-
-fn lock_path(key: &str) -> String {
-    format!("/v1/locks/{}", encode_key(key))
-}
-
 #[async_trait::async_trait(?Send)]
 impl Transport for FetchTransport {
     async fn open_session(
@@ -119,7 +111,7 @@ impl Transport for FetchTransport {
         request: &OpenSessionRequest,
         timeout: Duration,
     ) -> Result<SessionOpened, TransportError> {
-        self.json("POST", "/v1/sessions", body(request), timeout)
+        self.json("POST", paths::SESSIONS, body(request), timeout)
             .await
     }
 
@@ -128,8 +120,8 @@ impl Transport for FetchTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<HeartbeatResponse, TransportError> {
-        let path = format!("{}/heartbeat", session_path(session_id));
-        self.json("POST", &path, None, timeout).await
+        self.json("POST", &paths::heartbeat(session_id), None, timeout)
+            .await
     }
 
     async fn close_session(
@@ -137,7 +129,7 @@ impl Transport for FetchTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        self.call("DELETE", &session_path(session_id), None, timeout)
+        self.call("DELETE", &paths::session(session_id), None, timeout)
             .await
             .map(drop)
     }
@@ -148,8 +140,8 @@ impl Transport for FetchTransport {
         request: &AcquireRequest,
         timeout: Duration,
     ) -> Result<LockGrant, TransportError> {
-        let path = format!("{}/acquire", lock_path(key));
-        self.json("POST", &path, body(request), timeout).await
+        self.json("POST", &paths::acquire(key), body(request), timeout)
+            .await
     }
 
     async fn session_status(
@@ -157,7 +149,7 @@ impl Transport for FetchTransport {
         session_id: &str,
         timeout: Duration,
     ) -> Result<SessionStatus, TransportError> {
-        self.json("GET", &session_path(session_id), None, timeout)
+        self.json("GET", &paths::session(session_id), None, timeout)
             .await
     }
 
@@ -167,13 +159,12 @@ impl Transport for FetchTransport {
         request: &ReleaseRequest,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        let path = format!("{}/release", lock_path(key));
-        self.call("POST", &path, body(request), timeout)
+        self.call("POST", &paths::release(key), body(request), timeout)
             .await
             .map(drop)
     }
 
     async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.json("GET", &lock_path(key), None, timeout).await
+        self.json("GET", &paths::lock(key), None, timeout).await
     }
 }

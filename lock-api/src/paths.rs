@@ -1,0 +1,60 @@
+//! The request paths of contract C3, built once for every client (the SDK's native and fetch
+//! transports, the end-to-end test client, the chaos sampler). Each path segment that carries
+//! a key or a session id is percent-encoded with [`encode_key`]. The server's route table
+//! (`lock-server/src/routes/mod.rs`) is the other side of the same list.
+
+use crate::limits::encode_key;
+
+/// L1 `POST`.
+pub const SESSIONS: &str = "/v1/sessions";
+
+/// L3 `DELETE` and L5 `GET`: `/v1/sessions/{id}`.
+pub fn session(session_id: &str) -> String {
+    format!("{SESSIONS}/{}", encode_key(session_id))
+}
+
+/// L2 `POST`: `/v1/sessions/{id}/heartbeat`.
+pub fn heartbeat(session_id: &str) -> String {
+    format!("{}/heartbeat", session(session_id))
+}
+
+/// L7 `GET`: `/v1/locks/{key}`.
+pub fn lock(key: &str) -> String {
+    format!("/v1/locks/{}", encode_key(key))
+}
+
+/// L4 `POST`: `/v1/locks/{key}/acquire`.
+pub fn acquire(key: &str) -> String {
+    format!("{}/acquire", lock(key))
+}
+
+/// L6 `POST`: `/v1/locks/{key}/release`.
+pub fn release(key: &str) -> String {
+    format!("{}/release", lock(key))
+}
+
+/// R1 `POST`: `/v1/admin/locks/{key}/revoke`.
+pub fn revoke(key: &str) -> String {
+    format!("/v1/admin/locks/{}/revoke", encode_key(key))
+}
+
+/// Demo ledger `POST` (append) and `GET` (read): `/v1/demo/ledger/{key}`.
+pub fn ledger(key: &str) -> String {
+    format!("/v1/demo/ledger/{}", encode_key(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_ids_are_one_encoded_segment() {
+        assert_eq!(session("ab12"), "/v1/sessions/ab12");
+        assert_eq!(heartbeat("ab12"), "/v1/sessions/ab12/heartbeat");
+        assert_eq!(lock("a/b c"), "/v1/locks/a%2Fb%20c");
+        assert_eq!(acquire("a/b"), "/v1/locks/a%2Fb/acquire");
+        assert_eq!(release("a/b"), "/v1/locks/a%2Fb/release");
+        assert_eq!(revoke("a/b"), "/v1/admin/locks/a%2Fb/revoke");
+        assert_eq!(ledger("a/b"), "/v1/demo/ledger/a%2Fb");
+    }
+}
