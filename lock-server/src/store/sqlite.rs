@@ -434,14 +434,7 @@ fn delete_lock(db: &mut Db, key: &str) -> Result<(), StoreError> {
 }
 
 fn ledger_append(db: &mut Db, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
-    let highest: Option<u64> = db
-        .conn
-        .prepare_cached("SELECT highest FROM ledger_heads WHERE key = ?1")
-        .map_err(sql)?
-        .query_row([key], |r| r.get(0))
-        .optional()
-        .map_err(sql)?;
-    if let Some(highest) = highest {
+    if let Some(highest) = ledger_head(db, key)? {
         if token < highest {
             return Err(StoreError::FencedOut { highest });
         }
@@ -459,6 +452,16 @@ fn ledger_append(db: &mut Db, key: &str, token: u64, entry: String) -> Result<()
     Ok(())
 }
 
+/// The highest token the ledger of `key` has accepted, if any.
+fn ledger_head(db: &Db, key: &str) -> Result<Option<u64>, StoreError> {
+    db.conn
+        .prepare_cached("SELECT highest FROM ledger_heads WHERE key = ?1")
+        .map_err(sql)?
+        .query_row([key], |r| r.get(0))
+        .optional()
+        .map_err(sql)
+}
+
 fn ledger_read(db: &Db, key: &str) -> Result<LedgerEntries, StoreError> {
     let mut stmt = db
         .conn
@@ -474,13 +477,7 @@ fn ledger_read(db: &Db, key: &str) -> Result<LedgerEntries, StoreError> {
         .map_err(sql)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(sql)?;
-    let highest_token = db
-        .conn
-        .prepare_cached("SELECT highest FROM ledger_heads WHERE key = ?1")
-        .map_err(sql)?
-        .query_row([key], |r| r.get(0))
-        .optional()
-        .map_err(sql)?;
+    let highest_token = ledger_head(db, key)?;
     Ok(LedgerEntries {
         key: key.to_string(),
         highest_token,
