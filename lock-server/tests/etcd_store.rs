@@ -345,6 +345,78 @@ async fn stale_replica_hints_never_change_answers() {
     a.release("h", second.fencing_token).await.unwrap();
 }
 
+/// A busy replica sends L4/L6 transactions of different keys as one etcd transaction
+/// (`batch`). Many sessions hammer one replica: every key stays exclusive, its tokens rise
+/// in grant order, releases of live grants succeed, and sessions closed by another replica
+/// (this one's hint still says live) are refused without failing the batches they ride in.
+/// Writes of one batch share a revision, so two keys granted the same token prove batches
+/// formed: without them this test cannot pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_replica_groups_transactions_without_changing_answers() {
+    const TASKS: usize = 24;
+    const KEYS: usize = 12;
+    const ROUNDS: usize = 40;
+    let etcd = EtcdCluster::single();
+    let busy = store_on(&etcd, "/t6/").await;
+    let other = store_on(&etcd, "/t6/").await;
+    // Per key: the task holding it and its tokens in grant order.
+    type Held = (Option<usize>, Vec<u64>);
+    let keys = Arc::new(std::sync::Mutex::new(vec![Held::default(); KEYS]));
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let (busy, other, keys) = (busy.clone(), other.clone(), keys.clone());
+        tasks.push(tokio::spawn(async move {
+            let session = busy.open_session(30_000, None).await.unwrap().session_id;
+            for round in 0..ROUNDS {
+                let key = (task + round) % KEYS;
+                // Every sixth task loses its session halfway, closed through the other replica.
+                if task % 6 == 0 && round == ROUNDS / 2 {
+                    other.close_session(&session).await.unwrap();
+                }
+                let outcome = busy.try_acquire(&format!("k{key}"), &session, 30_000).await;
+                if task % 6 == 0 && round >= ROUNDS / 2 {
+                    assert_eq!(outcome, Err(StoreError::SessionNotFound), "task {task}");
+                    continue;
+                }
+                let grant = match outcome.unwrap() {
+                    Acquired::Granted(grant) => grant,
+                    Acquired::Contended => continue,
+                };
+                {
+                    let mut keys = keys.lock().unwrap();
+                    let (holder, tokens) = &mut keys[key];
+                    assert_eq!(*holder, None, "k{key} granted to {task} while held");
+                    assert!(
+                        tokens.last() < Some(&grant.fencing_token),
+                        "k{key}: token {} after {tokens:?}",
+                        grant.fencing_token
+                    );
+                    *holder = Some(task);
+                    tokens.push(grant.fencing_token);
+                }
+                tokio::task::yield_now().await;
+                keys.lock().unwrap()[key].0 = None;
+                busy.release(&format!("k{key}"), grant.fencing_token)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let keys = keys.lock().unwrap();
+    let mut all: Vec<u64> = keys.iter().flat_map(|(_, tokens)| tokens.clone()).collect();
+    let grants = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert!(grants > TASKS * ROUNDS / 4, "too few grants: {grants}");
+    assert!(
+        all.len() < grants,
+        "no two keys ever shared a revision: no batch formed"
+    );
+}
+
 /// etcd down → Unavailable (503), never Internal; and the same store recovers by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_etcd_is_unavailable_and_recovers() {

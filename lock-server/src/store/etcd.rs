@@ -3,6 +3,7 @@
 //!
 //! Layout:
 //! - `keys`: the key layout under the configured prefix.
+//! - `batch`: group commit of L4/L6 transactions of different keys when the replica is busy.
 //! - `cache`: per-replica hints (session records, holders) that save round trips, always
 //!   verified by the transactions that use them.
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
@@ -20,6 +21,7 @@
 //! `create_revision` of its key: the cluster-wide revision of the transaction that created it,
 //! strictly increasing, replicated, and so never reused across failovers.
 
+mod batch;
 mod cache;
 mod error;
 mod keys;
@@ -40,6 +42,7 @@ use etcd_client::{
 use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
 use serde::de::DeserializeOwned;
 
+use self::batch::Batcher;
 use self::cache::Hints;
 use self::error::from_etcd;
 use self::keys::Keys;
@@ -88,6 +91,7 @@ pub struct EtcdStore {
     clients: Arc<Vec<Client>>,
     pinned: Arc<AtomicUsize>,
     hints: Arc<Hints>,
+    batcher: Arc<Batcher>,
     keys: Keys,
     timeout: Duration,
 }
@@ -119,6 +123,7 @@ impl EtcdStore {
             clients: Arc::new(clients),
             pinned: Arc::new(AtomicUsize::new(0)),
             hints: Arc::new(Hints::default()),
+            batcher: Arc::new(Batcher::default()),
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
         })

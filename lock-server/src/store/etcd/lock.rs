@@ -134,10 +134,10 @@ impl EtcdStore {
             ])
             .and_then(vec![
                 TxnOp::get(lock_key.clone(), None),
-                TxnOp::delete(lock_key, None),
+                TxnOp::delete(lock_key.clone(), None),
                 TxnOp::delete(held_key, None),
             ]);
-        let response = self.txn(txn).await?;
+        let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
         if !response.succeeded() {
             return Ok(None);
         }
@@ -247,9 +247,9 @@ impl EtcdStore {
             ])
             .or_else(vec![
                 TxnOp::get(session_key, None),
-                TxnOp::get(lock_key, None),
+                TxnOp::get(lock_key.clone(), None),
             ]);
-        let response = match self.txn_raw(txn).await {
+        let response = match self.txn_grouped(lock_key, txn).await {
             Ok(response) => response,
             Err(error) if is_lease_gone(&error) => {
                 self.hints.forget_session(&lock.session_id);
