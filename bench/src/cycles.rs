@@ -51,7 +51,20 @@ pub enum Target {
         client: etcd_client::Client,
         /// The lease every key is attached to.
         lease: i64,
+        /// Which transactions a cycle sends.
+        shape: EtcdShape,
     },
+}
+
+/// The transactions of a raw etcd cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EtcdShape {
+    /// The least a lock needs: put-if-absent with a lease, delete-if-unchanged.
+    Minimal,
+    /// The very transactions a replica sends for L4 and L6 (session compare, lock and index
+    /// puts, compare-and-delete of both), without the HTTP hop: splits the gap between a
+    /// replica and [`EtcdShape::Minimal`] into transaction shape and HTTP.
+    Replica,
 }
 
 impl Target {
@@ -67,7 +80,7 @@ impl Target {
     }
 
     /// An etcd target at `addr` with a fresh 10-minute lease.
-    pub async fn etcd(addr: SocketAddr) -> Target {
+    pub async fn etcd(addr: SocketAddr, shape: EtcdShape) -> Target {
         let client = etcd_client::Client::connect([format!("http://{addr}")], None)
             .await
             .expect("connect etcd");
@@ -77,7 +90,11 @@ impl Target {
             .await
             .expect("etcd lease")
             .id();
-        Target::Etcd { client, lease }
+        Target::Etcd {
+            client,
+            lease,
+            shape,
+        }
     }
 
     async fn connect(&self, key: String) -> Cycler {
@@ -110,11 +127,30 @@ impl Target {
                     token: 0,
                 }
             }
-            Target::Etcd { client, lease } => Cycler::Etcd {
-                client: client.clone(),
-                lease: *lease,
-                key,
-            },
+            Target::Etcd {
+                client,
+                lease,
+                shape,
+            } => {
+                let mut client = client.clone();
+                // The replica shape compares a session record's revision, as L4 does.
+                let session = format!("{key}/s");
+                let session_revision = client
+                    .put(session.clone(), "session", Some(lease_on(*lease)))
+                    .await
+                    .expect("etcd session put")
+                    .header()
+                    .expect("header")
+                    .revision();
+                Cycler::Etcd {
+                    client,
+                    lease: *lease,
+                    key,
+                    shape: *shape,
+                    session,
+                    session_revision,
+                }
+            }
         }
     }
 }
@@ -153,6 +189,12 @@ pub enum Cycler {
         lease: i64,
         /// This client's key.
         key: String,
+        /// Which transactions to send.
+        shape: EtcdShape,
+        /// This client's session record (used by [`EtcdShape::Replica`]).
+        session: String,
+        /// Its mod revision.
+        session_revision: i64,
     },
 }
 
@@ -205,7 +247,13 @@ impl Cycler {
                 assert_eq!(del, Reply::Int(1), "compare-delete");
                 took
             }
-            Cycler::Etcd { client, lease, key } => {
+            Cycler::Etcd {
+                client,
+                lease,
+                key,
+                shape: EtcdShape::Minimal,
+                ..
+            } => {
                 let put = Txn::new()
                     .when(vec![Compare::create_revision(
                         key.clone(),
@@ -215,7 +263,7 @@ impl Cycler {
                     .and_then(vec![TxnOp::put(
                         key.clone(),
                         "holder",
-                        Some(PutOptions::new().with_lease(*lease)),
+                        Some(lease_on(*lease)),
                     )]);
                 let response = client.txn(put).await.expect("etcd txn");
                 let took = start.elapsed();
@@ -232,8 +280,57 @@ impl Cycler {
                 assert!(response.succeeded(), "etcd compare-delete");
                 took
             }
+            Cycler::Etcd {
+                client,
+                lease,
+                key,
+                shape: EtcdShape::Replica,
+                session,
+                session_revision,
+            } => {
+                let index = format!("{key}/h");
+                // A lock record of the size the replica writes (its JSON LockRecord).
+                let value = format!(
+                    r#"{{"key":"{key}","sessionId":"0123456789abcdef0123456789abcdef","ttlMillis":10000,"deadlineMs":1764560000000,"sessionDeadlineMs":1764560000000}}"#
+                );
+                let put = Txn::new()
+                    .when(vec![
+                        Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+                        Compare::mod_revision(session.clone(), CompareOp::Equal, *session_revision),
+                    ])
+                    .and_then(vec![
+                        TxnOp::put(key.clone(), value.clone(), Some(lease_on(*lease))),
+                        TxnOp::put(index.clone(), value, Some(lease_on(*lease))),
+                        TxnOp::get(key.clone(), None),
+                    ])
+                    .or_else(vec![
+                        TxnOp::get(session.clone(), None),
+                        TxnOp::get(key.clone(), None),
+                    ]);
+                let response = client.txn(put).await.expect("etcd txn");
+                let took = start.elapsed();
+                assert!(response.succeeded(), "etcd put-if-absent");
+                let token = response.header().expect("header").revision();
+                let delete = Txn::new()
+                    .when(vec![
+                        Compare::create_revision(key.clone(), CompareOp::Equal, token),
+                        Compare::create_revision(index.clone(), CompareOp::Equal, token),
+                    ])
+                    .and_then(vec![
+                        TxnOp::get(key.clone(), None),
+                        TxnOp::delete(key.clone(), None),
+                        TxnOp::delete(index, None),
+                    ]);
+                let response = client.txn(delete).await.expect("etcd delete txn");
+                assert!(response.succeeded(), "etcd compare-delete");
+                took
+            }
         }
     }
+}
+
+fn lease_on(lease: i64) -> PutOptions {
+    PutOptions::new().with_lease(lease)
 }
 
 /// What one load window measured.

@@ -1,6 +1,8 @@
 //! The compared systems, each started for the bench only on 127.0.0.1 and stopped when its
-//! guard drops: lock-server (embedded SQLite store, in this process, ), a trivial axum handler serving the same routes (the
-//! HTTP ceiling), `redis-server` in two persistence modes, and a single-node `etcd`.
+//! guard drops: lock-server (SQLite or etcd backend, in this process), a trivial axum handler
+//! serving the same routes (the HTTP ceiling), a thin HTTP proxy over etcd (the ceiling of any
+//! HTTP service in front of etcd), `redis-server` in two persistence modes, and a single-node
+//! `etcd`.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -70,15 +72,7 @@ async fn serve(listener: tokio::net::TcpListener, app: Router) {
 pub fn start_trivial(rt: &Runtime) -> SocketAddr {
     rt.block_on(async {
         let app = Router::new()
-            .route(
-                "/v1/sessions",
-                post(|| async {
-                    (
-                        axum::http::StatusCode::CREATED,
-                        Json(json!({"sessionId": "s", "ttlMillis": 15000, "heartbeatMillis": 5000})),
-                    )
-                }),
-            )
+            .route("/v1/sessions", post(session_opened))
             .route(
                 "/v1/locks/{key}/acquire",
                 post(
@@ -91,13 +85,96 @@ pub fn start_trivial(rt: &Runtime) -> SocketAddr {
                 "/v1/locks/{key}/release",
                 post(|| async { axum::http::StatusCode::NO_CONTENT }),
             );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(serve(listener, app));
-        addr
+        spawn_serve(app).await
     })
+}
+
+/// Starts the thinnest HTTP lock service over etcd there can be, on `rt`: L1 answers a fixed
+/// body, L4 is one put-if-absent txn on a shared lease (token: the txn's revision), L6 one
+/// compare-and-delete on that token. No sessions, hints, index or checks: what is left is the
+/// HTTP hop, so a replica's throughput over this one's is how close it comes to the best any
+/// HTTP front for etcd could do on this stack.
+pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
+    use axum::extract::{Path as UrlPath, State};
+    use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+
+    async fn acquire(
+        State((client, lease)): State<(etcd_client::Client, i64)>,
+        UrlPath(key): UrlPath<String>,
+    ) -> Json<serde_json::Value> {
+        let put = Txn::new()
+            .when(vec![Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![TxnOp::put(
+                key.clone(),
+                "holder",
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        let response = client.clone().txn(put).await.expect("proxy txn");
+        assert!(response.succeeded(), "proxy put-if-absent");
+        let token = response.header().expect("header").revision();
+        Json(json!({"key": key, "sessionId": "s", "fencingToken": token, "ttlMillis": 10000}))
+    }
+
+    async fn release(
+        State((client, _)): State<(etcd_client::Client, i64)>,
+        UrlPath(key): UrlPath<String>,
+        Json(body): Json<serde_json::Value>,
+    ) -> axum::http::StatusCode {
+        let token = body["fencingToken"].as_i64().expect("fencingToken");
+        let delete = Txn::new()
+            .when(vec![Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                token,
+            )])
+            .and_then(vec![TxnOp::delete(key, None)]);
+        let response = client.clone().txn(delete).await.expect("proxy delete");
+        if response.succeeded() {
+            axum::http::StatusCode::NO_CONTENT
+        } else {
+            axum::http::StatusCode::CONFLICT
+        }
+    }
+
+    rt.block_on(async {
+        let client = etcd_client::Client::connect([format!("http://{etcd}")], None)
+            .await
+            .expect("connect etcd");
+        let lease = client
+            .clone()
+            .lease_grant(600, None)
+            .await
+            .expect("etcd lease")
+            .id();
+        let app = Router::new()
+            .route("/v1/sessions", post(session_opened))
+            .route("/v1/locks/{key}/acquire", post(acquire))
+            .route("/v1/locks/{key}/release", post(release))
+            .with_state((client, lease));
+        spawn_serve(app).await
+    })
+}
+
+/// L1's answer for the trivial handler and the proxy: neither keeps sessions.
+async fn session_opened() -> (axum::http::StatusCode, Json<serde_json::Value>) {
+    (
+        axum::http::StatusCode::CREATED,
+        Json(json!({"sessionId": "s", "ttlMillis": 15000, "heartbeatMillis": 5000})),
+    )
+}
+
+/// Serves `app` on a fresh port of 127.0.0.1; returns the address.
+async fn spawn_serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(serve(listener, app));
+    addr
 }
 
 /// A child process killed (by its own pid) when dropped.

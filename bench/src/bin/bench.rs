@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bench::cycles::{drive, Run, Target};
+use bench::cycles::{drive, EtcdShape, Run, Target};
 use bench::live_sweep;
 use bench::occ_sim::{self, BROOKER};
 use bench::stats::{quantile, ratio, Spread};
@@ -416,14 +416,23 @@ fn quick(args: &Args) {
 /// Replica vs raw etcd at 1 and 16 clients: what the lock-server layer costs over the
 /// engine it stores in (issue 6 target: ≥ 0.8×).
 fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
-    const CLIENTS: [usize; 2] = [1, 16];
+    const CLIENTS: [usize; 3] = [1, 4, 16];
+    const NAMES: [&str; 4] = [
+        "raw etcd",
+        "raw, replica's txns",
+        "thin proxy",
+        "via replica",
+    ];
     let dir = tempfile::tempdir().expect("tempdir");
     let server_rt = systems::runtime("lock-server");
+    let proxy_rt = systems::runtime("proxy");
     let client_rt = systems::runtime("client");
     let etcd = systems::start_etcd();
     let replica = systems::start_lock_server_on_etcd(&server_rt, dir.path(), etcd.addr);
     let targets = [
-        client_rt.block_on(Target::etcd(etcd.addr)),
+        client_rt.block_on(Target::etcd(etcd.addr, EtcdShape::Minimal)),
+        client_rt.block_on(Target::etcd(etcd.addr, EtcdShape::Replica)),
+        Target::http(systems::start_etcd_proxy(&proxy_rt, etcd.addr)),
         Target::http(replica),
     ];
     let window = Duration::from_secs(args.seconds);
@@ -436,37 +445,43 @@ fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String
     }
     let mut rows = String::new();
     for c in CLIENTS {
-        let (mut raw, mut via) = (Vec::new(), Vec::new());
+        let mut cycles: [Vec<f64>; 4] = Default::default();
         for round in 0..args.rounds {
-            let runs = [
-                client_rt.block_on(drive(&targets[0], c, window)),
-                client_rt.block_on(drive(&targets[1], c, window)),
-            ];
-            let p50 = |run: &Run| quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
-            let (r, v) = (runs[0].throughput(), runs[1].throughput());
-            println!(
-                "c={c:<3} round {round} raw etcd {r:>7.0} cycles/s (put p50 {:.2} ms)  via replica {v:>7.0} cycles/s (L4 p50 {:.2} ms)",
-                p50(&runs[0]),
-                p50(&runs[1])
-            );
-            raw.push(r);
-            via.push(v);
+            let mut line = format!("c={c:<3} round {round}");
+            for (i, t) in targets.iter().enumerate() {
+                let run = client_rt.block_on(drive(t, c, window));
+                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
+                let _ = write!(
+                    line,
+                    "  {}: {:.0}/s (acquire p50 {p50:.2} ms)",
+                    NAMES[i],
+                    run.throughput()
+                );
+                cycles[i].push(run.throughput());
+            }
+            println!("{line}");
         }
-        let (r, v) = (Spread::of(&raw), Spread::of(&via));
-        let ratio = v.median / r.median;
+        let [raw, shaped, proxy, via] = cycles.map(|c| Spread::of(&c));
+        let ratio = via.median / raw.median;
         let _ = writeln!(
             rows,
-            "| {c} | {} | {} | {ratio:.2}× |",
-            r.show(0),
-            v.show(0)
+            "| {c} | {} | {} | {} | {} | **{ratio:.2}×** | {:.2}× | {:.2}× | {:.2}× |",
+            raw.show(0),
+            shaped.show(0),
+            proxy.show(0),
+            via.show(0),
+            shaped.median / raw.median,
+            proxy.median / raw.median,
+            via.median / proxy.median,
         );
         summary.push(format!(
-            "| etcd backend ≥ 0.8× raw etcd txn cycles, {c} clients | {ratio:.2}× | {} |",
+            "| etcd backend ≥ 0.8× raw etcd txn cycles, {c} clients | {ratio:.2}× (thin HTTP proxy over etcd: {:.2}×) | {} |",
+            proxy.median / raw.median,
             yes(ratio >= 0.8)
         ));
     }
     let table = format!(
-        "| clients | raw etcd cycles/s | via lock-server cycles/s | ratio (medians) |\n|---|---|---|---|\n{rows}"
+        "| clients | raw etcd cycles/s | raw, replica's txns | thin HTTP proxy | via lock-server | via ÷ raw | replica's txns ÷ raw | proxy ÷ raw | via ÷ proxy |\n|---|---|---|---|---|---|---|---|---|\n{rows}"
     );
     println!("{table}");
     format!(
@@ -474,9 +489,14 @@ fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String
          One lock-server replica on the etcd backend, in process on its own 2-worker runtime, \
          against a single-node etcd 3.4 (Debian) with its data dir on the real disk (the system \
          temp dir), started for the bench only. One cycle: through the replica, L4 + L6 over \
-         HTTP/1.1 (each client its own session and key); raw, the same two etcd writes the \
-         replica makes (a txn putting the key with a lease if absent, a txn deleting it if its \
-         mod revision is still ours) through etcd-client 0.21. Interleaved {} s windows, {} \
+         HTTP/1.1 (each client its own session and key); raw etcd, the least a lock needs (a \
+         txn putting the key with a lease if absent, a txn deleting it if its mod revision \
+         is still ours) through etcd-client 0.21, from the bench process; raw with the \
+         replica's txns, the very transactions a replica sends for an uncontended L4 and L6 \
+         (session compare, lock and index puts, compare-and-delete of both), one by one; thin \
+         HTTP proxy, an axum handler on the same accept loop and its own 2-worker runtime that \
+         turns L4 and L6 into the raw etcd transactions and does nothing else: the ceiling for \
+         any HTTP service in front of etcd on this machine. Interleaved {} s windows, {} \
          rounds; each cell median (min–max).\n\n{table}",
         args.seconds, args.rounds
     )
@@ -492,7 +512,7 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
     let redis_plain = systems::start_redis(RedisMode::NoPersistence);
     let redis_fsync = systems::start_redis(RedisMode::FsyncAlways);
     let etcd = systems::start_etcd();
-    let etcd_target = client_rt.block_on(Target::etcd(etcd.addr));
+    let etcd_target = client_rt.block_on(Target::etcd(etcd.addr, EtcdShape::Minimal));
     let targets = [
         Target::http(lock_addr),
         Target::http(trivial_addr),
