@@ -351,6 +351,14 @@ impl Run {
     }
 }
 
+/// One short window per target before measuring, so connection set-up and first-touch costs
+/// stay out of the first measured round.
+pub async fn warm_up(targets: &[Target], clients: usize) {
+    for target in targets {
+        drive(target, clients, Duration::from_millis(500)).await;
+    }
+}
+
 /// Runs `clients` closed-loop clients against `target` for `window`: connections and
 /// sessions are set up first (untimed), then every client cycles until the window ends.
 pub async fn drive(target: &Target, clients: usize, window: Duration) -> Run {

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bench::cycles::{drive, EtcdShape, Run, Target};
+use bench::cycles::{drive, warm_up, EtcdShape, Run, Target};
 use bench::live_sweep;
 use bench::occ_sim::{self, BROOKER};
 use bench::stats::{quantile, ratio, Spread};
@@ -387,9 +387,7 @@ fn quick(args: &Args) {
         Target::http(systems::start_lock_server(&server_rt, dir.path())),
         Target::http(systems::start_trivial(&trivial_rt)),
     ];
-    for t in &targets {
-        client_rt.block_on(drive(t, 10, Duration::from_millis(500)));
-    }
+    client_rt.block_on(warm_up(&targets, 10));
     let window = Duration::from_secs(args.seconds);
     for &c in &args.clients {
         let mut ratios = Vec::new();
@@ -413,8 +411,8 @@ fn quick(args: &Args) {
     }
 }
 
-/// Replica vs raw etcd at 1 and 16 clients: what the lock-server layer costs over the
-/// engine it stores in (issue 6 target: ≥ 0.8×).
+/// Replica vs raw etcd at 1, 4 and 16 clients: what the lock-server layer costs over the
+/// engine it stores in (issue 6 target: ≥ 0.8×), split into transaction shape and HTTP hop.
 fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
     const CLIENTS: [usize; 3] = [1, 4, 16];
     const NAMES: [&str; 4] = [
@@ -440,9 +438,7 @@ fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String
         "\n# etcd backend: replica vs raw etcd, {} s windows, {} interleaved rounds",
         args.seconds, args.rounds
     );
-    for t in &targets {
-        client_rt.block_on(drive(t, 4, Duration::from_millis(500)));
-    }
+    client_rt.block_on(warm_up(&targets, 4));
     let mut rows = String::new();
     for c in CLIENTS {
         let mut cycles: [Vec<f64>; 4] = Default::default();
@@ -529,11 +525,7 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
         "\n# Server: acquire+release cycles, {} s windows, {} interleaved rounds",
         args.seconds, args.rounds
     );
-    // Warm-up: one short window each, so connection setup and first-touch costs are not
-    // in round one.
-    for t in &targets {
-        client_rt.block_on(drive(t, 10, Duration::from_millis(500)));
-    }
+    client_rt.block_on(warm_up(&targets, 10));
     let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
     for c in CONCURRENCY {
         for round in 0..args.rounds {

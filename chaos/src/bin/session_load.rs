@@ -5,25 +5,31 @@
 
 use std::time::Duration;
 
+use clap::Parser;
 use lock_chaos::load::{run, LoadConfig};
+
+/// Many open sessions heartbeating against one lock-server.
+#[derive(Parser)]
+#[command(name = "session-load")]
+struct Args {
+    /// Sessions to open.
+    #[arg(long, default_value_t = 10_000)]
+    sessions: usize,
+    /// How long to keep them heartbeating, seconds.
+    #[arg(long, default_value_t = 60)]
+    hold_secs: u64,
+    /// Session TTL, ms (the SDK heartbeats at a third of it).
+    #[arg(long, default_value_t = 15_000)]
+    session_ttl_ms: u64,
+}
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(|v| {
-                v.parse()
-                    .unwrap_or_else(|_| panic!("{name} needs a number"))
-            })
-            .unwrap_or(default)
-    };
+    let args = Args::parse();
     let config = LoadConfig {
-        sessions: value("--sessions", 10_000) as usize,
-        hold: Duration::from_secs(value("--hold-secs", 60)),
-        session_ttl: Duration::from_millis(value("--session-ttl-ms", 15_000)),
+        sessions: args.sessions,
+        hold: Duration::from_secs(args.hold_secs),
+        session_ttl: Duration::from_millis(args.session_ttl_ms),
     };
     let dir = tempfile::Builder::new()
         .prefix("chaos-load-")
