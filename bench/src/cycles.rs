@@ -44,7 +44,7 @@ pub enum Target {
         addr: SocketAddr,
     },
     /// etcd: a txn putting the key if absent (with a lease), then a txn deleting it if its
-    /// mod revision is still ours.
+    /// create revision is still our token.
     Etcd {
         /// A connected client (cloned per bench client; clones share one HTTP/2 channel,
         /// as etcd-client users normally do).
@@ -254,29 +254,17 @@ impl Cycler {
                 shape: EtcdShape::Minimal,
                 ..
             } => {
-                let put = Txn::new()
-                    .when(vec![Compare::create_revision(
-                        key.clone(),
-                        CompareOp::Equal,
-                        0,
-                    )])
-                    .and_then(vec![TxnOp::put(
-                        key.clone(),
-                        "holder",
-                        Some(lease_on(*lease)),
-                    )]);
-                let response = client.txn(put).await.expect("etcd txn");
+                let response = client
+                    .txn(put_if_absent(key, *lease))
+                    .await
+                    .expect("etcd txn");
                 let took = start.elapsed();
                 assert!(response.succeeded(), "etcd put-if-absent");
                 let revision = response.header().expect("header").revision();
-                let delete = Txn::new()
-                    .when(vec![Compare::mod_revision(
-                        key.clone(),
-                        CompareOp::Equal,
-                        revision,
-                    )])
-                    .and_then(vec![TxnOp::delete(key.clone(), None)]);
-                let response = client.txn(delete).await.expect("etcd delete txn");
+                let response = client
+                    .txn(delete_if_token(key, revision))
+                    .await
+                    .expect("etcd delete txn");
                 assert!(response.succeeded(), "etcd compare-delete");
                 took
             }
@@ -331,6 +319,21 @@ impl Cycler {
 
 fn lease_on(lease: i64) -> PutOptions {
     PutOptions::new().with_lease(lease)
+}
+
+/// The least an etcd lock acquire needs: put `key` on `lease` if it does not exist. The token
+/// is the answer's header revision (the key's `create_revision`).
+pub fn put_if_absent(key: &str, lease: i64) -> Txn {
+    Txn::new()
+        .when(vec![Compare::create_revision(key, CompareOp::Equal, 0)])
+        .and_then(vec![TxnOp::put(key, "holder", Some(lease_on(lease)))])
+}
+
+/// The least an etcd lock release needs: delete `key` if it is still the grant of `token`.
+pub fn delete_if_token(key: &str, token: i64) -> Txn {
+    Txn::new()
+        .when(vec![Compare::create_revision(key, CompareOp::Equal, token)])
+        .and_then(vec![TxnOp::delete(key, None)])
 }
 
 /// What one load window measured.

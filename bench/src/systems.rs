@@ -95,25 +95,18 @@ pub fn start_trivial(rt: &Runtime) -> SocketAddr {
 /// HTTP hop, so a replica's throughput over this one's is how close it comes to the best any
 /// HTTP front for etcd could do on this stack.
 pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
+    use crate::cycles::{delete_if_token, put_if_absent};
     use axum::extract::{Path as UrlPath, State};
-    use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 
     async fn acquire(
         State((client, lease)): State<(etcd_client::Client, i64)>,
         UrlPath(key): UrlPath<String>,
     ) -> Json<serde_json::Value> {
-        let put = Txn::new()
-            .when(vec![Compare::create_revision(
-                key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then(vec![TxnOp::put(
-                key.clone(),
-                "holder",
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
-        let response = client.clone().txn(put).await.expect("proxy txn");
+        let response = client
+            .clone()
+            .txn(put_if_absent(&key, lease))
+            .await
+            .expect("proxy txn");
         assert!(response.succeeded(), "proxy put-if-absent");
         let token = response.header().expect("header").revision();
         Json(json!({"key": key, "sessionId": "s", "fencingToken": token, "ttlMillis": 10000}))
@@ -125,14 +118,11 @@ pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
         Json(body): Json<serde_json::Value>,
     ) -> axum::http::StatusCode {
         let token = body["fencingToken"].as_i64().expect("fencingToken");
-        let delete = Txn::new()
-            .when(vec![Compare::create_revision(
-                key.clone(),
-                CompareOp::Equal,
-                token,
-            )])
-            .and_then(vec![TxnOp::delete(key, None)]);
-        let response = client.clone().txn(delete).await.expect("proxy delete");
+        let response = client
+            .clone()
+            .txn(delete_if_token(&key, token))
+            .await
+            .expect("proxy delete");
         if response.succeeded() {
             axum::http::StatusCode::NO_CONTENT
         } else {

@@ -486,7 +486,7 @@ fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String
          against a single-node etcd 3.4 (Debian) with its data dir on the real disk (the system \
          temp dir), started for the bench only. One cycle: through the replica, L4 + L6 over \
          HTTP/1.1 (each client its own session and key); raw etcd, the least a lock needs (a \
-         txn putting the key with a lease if absent, a txn deleting it if its mod revision \
+         txn putting the key with a lease if absent, a txn deleting it if its create revision \
          is still ours) through etcd-client 0.21, from the bench process; raw with the \
          replica's txns, the very transactions a replica sends for an uncontended L4 and L6 \
          (session compare, lock and index puts, compare-and-delete of both), one by one; thin \
@@ -566,7 +566,7 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
          token NX PX 10000` + an `EVALSHA` compare-delete script, one connection per client, \
          with no persistence (`--save '' --appendonly no`) and with `--appendonly yes \
          --appendfsync always`. etcd 3.4 (Debian, single node, temp dir): txn put-if-absent \
-         (create_revision = 0) with a lease + txn delete-if-mod_revision-matches, through \
+         (create_revision = 0) with a lease + txn delete-if-create_revision-is-the-token, through \
          etcd-client 0.21 (one shared HTTP/2 channel). All on 127.0.0.1, started for the bench \
          only. Clients run on a third 2-worker runtime in the same process as lock-server and \
          the trivial handler.\n\n",
