@@ -81,15 +81,7 @@ impl Target {
 
     /// An etcd target at `addr` with a fresh 10-minute lease.
     pub async fn etcd(addr: SocketAddr, shape: EtcdShape) -> Target {
-        let client = etcd_client::Client::connect([format!("http://{addr}")], None)
-            .await
-            .expect("connect etcd");
-        let lease = client
-            .clone()
-            .lease_grant(600, None)
-            .await
-            .expect("etcd lease")
-            .id();
+        let (client, lease) = etcd_with_lease(addr).await;
         Target::Etcd {
             client,
             lease,
@@ -319,6 +311,20 @@ impl Cycler {
 
 fn lease_on(lease: i64) -> PutOptions {
     PutOptions::new().with_lease(lease)
+}
+
+/// A client of the etcd at `addr` and a fresh 10-minute lease for the bench's keys.
+pub async fn etcd_with_lease(addr: SocketAddr) -> (etcd_client::Client, i64) {
+    let client = etcd_client::Client::connect([format!("http://{addr}")], None)
+        .await
+        .expect("connect etcd");
+    let lease = client
+        .clone()
+        .lease_grant(600, None)
+        .await
+        .expect("etcd lease")
+        .id();
+    (client, lease)
 }
 
 /// The least an etcd lock acquire needs: put `key` on `lease` if it does not exist. The token

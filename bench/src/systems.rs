@@ -95,7 +95,7 @@ pub fn start_trivial(rt: &Runtime) -> SocketAddr {
 /// HTTP hop, so a replica's throughput over this one's is how close it comes to the best any
 /// HTTP front for etcd could do on this stack.
 pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
-    use crate::cycles::{delete_if_token, put_if_absent};
+    use crate::cycles::{delete_if_token, etcd_with_lease, put_if_absent};
     use axum::extract::{Path as UrlPath, State};
 
     async fn acquire(
@@ -131,15 +131,7 @@ pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
     }
 
     rt.block_on(async {
-        let client = etcd_client::Client::connect([format!("http://{etcd}")], None)
-            .await
-            .expect("connect etcd");
-        let lease = client
-            .clone()
-            .lease_grant(600, None)
-            .await
-            .expect("etcd lease")
-            .id();
+        let (client, lease) = etcd_with_lease(etcd).await;
         let app = Router::new()
             .route("/v1/sessions", post(session_opened))
             .route("/v1/locks/{key}/acquire", post(acquire))
