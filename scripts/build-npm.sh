@@ -10,7 +10,9 @@
 #      (ESM, top-level-await init) for browsers, bundlers and Deno;
 #   3. wasm-opt -Oz from npm `binaryen@132` (never Debian's binaryen: its v108 wasm-opt emits
 #      modules that fail at load time);
-#   4. copy the hand-written JS layer and types from lock-wasm/npm/ and `npm pack`.
+#   4. copy the hand-written JS layer and types from lock-wasm/npm/ (the ESM entries get
+#      their named exports written in from the keys of `createApi()`'s result, the one list
+#      of the package's exports) and `npm pack`.
 # Tools are installed on first use and reused after (idempotent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +67,24 @@ bindgen() {
     "$dir/lock_wasm_bg.wasm" -o "$dir/lock_wasm_bg.wasm"
 }
 
+# The package's export names, comma-separated: the keys of the loaded CommonJS entry.
+api_names() {
+  node -e '
+    const names = Object.keys(require(process.argv[1]));
+    if (names.length === 0 || !names.every((n) => /^[A-Za-z_$][\w$]*$/.test(n))) {
+      console.error("build-npm: bad export names: " + JSON.stringify(names));
+      process.exit(1);
+    }
+    console.log(names.join(", "));' "$1"
+}
+
+# Copies an ESM entry with the export names written in at its `/* @api-names */` marker.
+fill_names() {
+  local names="$1" file="$2"
+  grep -q '/\* @api-names \*/' "$file" || { log "no @api-names marker in $file"; return 1; }
+  sed -e "s|/\* @api-names \*/|$names|" "$file"
+}
+
 assemble() {
   local wasm="$1" pkg="$out/package" src="$root/lock-wasm/npm"
   rm -rf "$pkg"
@@ -76,10 +96,14 @@ assemble() {
   sed -e 's/^export function createApi/function createApi/' "$src/src/api.js" >"$pkg/node/api.cjs"
   printf '\nmodule.exports = { createApi };\n' >>"$pkg/node/api.cjs"
   cp "$src/src/node.cjs" "$pkg/node/index.cjs"
-  cp "$src/src/node.mjs" "$pkg/node/index.mjs"
-  cp "$src/src/web.js" "$pkg/web/index.js"
   # The CommonJS glue must not be read as ESM under the package's "type": "module".
   mv "$pkg/node/lock_wasm.js" "$pkg/node/lock_wasm.cjs"
+  # ESM needs its named exports spelled out; they are the keys of createApi()'s result
+  # (the one list, in api.js), read from the CommonJS build just assembled.
+  local names
+  names="$(api_names "$pkg/node/index.cjs")"
+  fill_names "$names" "$src/src/node.mjs" >"$pkg/node/index.mjs"
+  fill_names "$names" "$src/src/web.js" >"$pkg/web/index.js"
   cp "$src/package.json" "$src/index.d.ts" "$src/README.md" "$pkg/"
   local version
   version="$(awk -F'"' '/^version = /{print $2; exit}' Cargo.toml)"

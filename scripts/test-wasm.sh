@@ -7,7 +7,7 @@
 #      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
 #      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
 #      NOT_LEADER) for the rest of the run;
-#   2. wasm-bindgen-test suites of lock-wasm in Node (tests/wasm_node.rs) and in headless
+#   2. wasm-bindgen-test suites of lock-wasm: its unit tests (the wire decoder) and tests/wasm_node.rs in Node, and in headless
 #      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
 #      with wasm-bindgen-test-runner as the target runner;
 #   3. builds and packs the npm package (scripts/build-npm.sh), installs the tarball into a
@@ -129,7 +129,7 @@ wasm_bindgen_tests() {
   LOCK_TEST_URL="$LOCK_URL" CHROMEDRIVER=/usr/bin/chromedriver \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
     WASM_BINDGEN_TEST_TIMEOUT=120 \
-    cargo test -p lock-wasm --target wasm32-unknown-unknown --test wasm_node --test web_browser
+    cargo test -p lock-wasm --target wasm32-unknown-unknown --lib --test wasm_node --test web_browser
 }
 
 # A temp project with the packed tarball installed, the way a user installs it.

@@ -298,7 +298,11 @@ function adoptSync(fn) {
 // Bound by `createApi`; the classes above reach the wasm exports through it.
 let RawClient;
 
-/** Builds the public API over an initialised wasm-bindgen module. */
+/**
+ * Builds the public API over an initialised wasm-bindgen module. The keys of the returned
+ * object are the package's exports, the only list of them: the CommonJS entry exports this
+ * object, and scripts/build-npm.sh writes the ESM entries' named exports from its keys.
+ */
 export function createApi(raw) {
   RawClient = raw.RawClient;
   return {

@@ -12,17 +12,7 @@ if (typeof Deno !== "undefined" && wasmUrl.protocol === "file:") {
 }
 
 const api = createApi(raw);
-export const {
-  LockClient,
-  Session,
-  LockHandle,
-  LockError,
-  ContentionError,
-  NotLeaderError,
-  ValidationError,
-  SessionLostError,
-  LockLostError,
-  FencedOutError,
-  ErrorCode,
-} = api;
+// The named exports are the keys of `createApi()`'s result (the one list, in api.js):
+// scripts/build-npm.sh fills them in at the marker (ESM needs them spelled out statically).
+export const { /* @api-names */ } = api;
 export default api;

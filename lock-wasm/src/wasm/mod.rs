@@ -7,6 +7,8 @@
 //! - [`clock`]: [`JsClock`], the `Clock` seam over [`timer`].
 //! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout.
 //! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
+//! - `wire`: the contract's bodies and option values read from / written to JS values by
+//!   hand (no serde in the module: its error text links the float formatter).
 //! - [`spawn`]: [`LocalSpawner`], the `Spawner` seam over `spawn_local`.
 //! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s seeded by getrandom (`wasm_js`).
 //! - [`abort`]: a JS `AbortSignal` as a future, for cancelling an acquire.
@@ -36,6 +38,7 @@ pub mod rng;
 pub mod spawn;
 pub mod timer;
 pub mod transport;
+mod wire;
 
 pub use clock::JsClock;
 pub use events::JsEvents;

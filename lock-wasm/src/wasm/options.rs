@@ -1,15 +1,16 @@
-//! JS option objects → SDK settings. Objects cross the boundary with serde-wasm-bindgen; a
-//! wrong type, an unknown field or an out-of-range value becomes VALIDATION_FAILED with the
+//! JS option objects → SDK settings. Values cross the boundary through [`super::wire`]
+//! (serde-wasm-bindgen's rules, without serde); a wrong type, an unknown field or an out-of-range value becomes VALIDATION_FAILED with the
 //! field's path in the JS spelling (`ttlMs`, `policy.maxAttempts`, `defaults.policy.waitMs`).
 
 use std::time::Duration;
 
 use lock_api::limits::{validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
-use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::error::LockError;
 use crate::policy::{AcquirePolicy, PolicySettings};
+
+use super::wire::FromJs;
 
 /// `new LockClient({ baseUrl, defaults })`.
 #[derive(Debug, Clone)]
@@ -64,8 +65,7 @@ pub struct AcquireOptions {
     pub policy: Option<PolicyOptions>,
 }
 
-/// Reads one options object field by field. Each field crosses the boundary through
-/// serde-wasm-bindgen on its own, so a type error names exactly that field; fields the SDK
+/// Reads one options object field by field. Each field is read on its own, so a type error names exactly that field; fields the SDK
 /// does not know are refused (a typo must not silently fall back to a default).
 struct Fields {
     object: JsValue,
@@ -99,18 +99,13 @@ impl Fields {
         (!value.is_undefined() && !value.is_null()).then_some(value)
     }
 
-    fn get<T: DeserializeOwned + Expected>(
-        &mut self,
-        name: &'static str,
-    ) -> Result<Option<T>, LockError> {
+    fn get<T: FromJs + Expected>(&mut self, name: &'static str) -> Result<Option<T>, LockError> {
         match self.raw(name) {
             None => Ok(None),
-            // The message names what was expected rather than echoing serde's error text:
-            // formatting that text links float formatting into the module (~2 KB gzipped of
-            // an 80 KB budget) for one word of extra detail.
-            Some(value) => serde_wasm_bindgen::from_value(value)
+            // The message names what was expected, a fixed text per type.
+            Some(value) => T::from_js(&value)
                 .map(Some)
-                .map_err(|_| invalid(self.path(name), T::EXPECTED)),
+                .ok_or_else(|| invalid(self.path(name), T::EXPECTED)),
         }
     }
 

@@ -1,24 +1,23 @@
 //! [`FetchTransport`]: the [`Transport`] seam (L1–L7) over the platform `fetch`.
 //!
-//! Bodies go through the platform's `JSON.parse`/`JSON.stringify` and serde-wasm-bindgen
-//! rather than serde_json: same contract types, but the module does not carry a second JSON
-//! parser and float formatter (about a fifth of the gzipped .wasm).
+//! Bodies go through the platform's `JSON.parse`/`JSON.stringify` and the hand-written
+//! readers of [`super::wire`] rather than serde_json or serde-wasm-bindgen: same contract
+//! types, but the module carries no second JSON parser and no float formatter (serde's error
+//! text links one in).
 
 use std::time::Duration;
 
 use lock_api::paths;
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, LockState,
-    OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    AcquireRequest, ErrorBody, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
+    ReleaseRequest, SessionOpened, SessionStatus,
 };
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use wasm_bindgen::JsValue;
 
 use crate::error::TransportError;
 use crate::transport::{http_answer, Transport};
 
 use super::fetch::{exchange, FetchError, Reply};
+use super::wire::{FromJs, JsObject};
 
 /// Speaks contract C3 to one lock-server base URL (`http://127.0.0.1:7878`, no trailing
 /// slash needed). Each call is one `fetch` with its own timeout; statuses map through
@@ -54,7 +53,7 @@ impl FetchTransport {
         Ok(reply)
     }
 
-    async fn json<T: DeserializeOwned>(
+    async fn json<T: FromJs>(
         &self,
         method: &str,
         path: &str,
@@ -66,42 +65,41 @@ impl FetchTransport {
     }
 }
 
-/// `JSON.parse` then serde-wasm-bindgen into a contract type.
-fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+/// `JSON.parse` then [`FromJs`] into a contract type.
+fn decode<T: FromJs>(text: &str) -> Result<T, String> {
     let value = js_sys::JSON::parse(text).map_err(|_| "body is not JSON".to_owned())?;
-    // A fixed message, not serde's text: formatting it links float formatting into the
-    // module, and a body of the wrong shape is a server bug whatever the detail.
-    serde_wasm_bindgen::from_value(value).map_err(|_| "body does not match the contract".to_owned())
+    // A fixed message: a body of the wrong shape is a server bug whatever the detail.
+    T::from_js(&value).ok_or_else(|| "body does not match the contract".to_owned())
 }
 
-fn body(value: &impl Serialize) -> Option<String> {
-    // The contract's request types always serialise (strings and safe integers only).
-    let value = serde_wasm_bindgen::to_value(value).unwrap_or(JsValue::NULL);
-    js_sys::JSON::stringify(&value).ok().map(String::from)
+/// L1's body.
+fn open_session_body(request: &OpenSessionRequest) -> Option<String> {
+    JsObject::default()
+        .opt_number("ttlMillis", request.ttl_millis)
+        .opt_text("owner", request.owner.as_deref())
+        .to_json()
 }
 
-/// The error body fields the SDK reads; unknown details are ignored rather than kept (the
-/// SDK never forwards them).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireError {
-    code: ErrorCode,
-    message: String,
-    field: Option<String>,
-    leader: Option<String>,
-    retry_after_millis: Option<u64>,
-    highest_token: Option<u64>,
+/// L4's body.
+fn acquire_body(request: &AcquireRequest) -> Option<String> {
+    JsObject::default()
+        .text("sessionId", &request.session_id)
+        .opt_number("ttlMillis", request.ttl_millis)
+        .opt_number("waitMillis", request.wait_millis)
+        .to_json()
+}
+
+/// L6's body.
+fn release_body(request: &ReleaseRequest) -> Option<String> {
+    JsObject::default()
+        .number("fencingToken", request.fencing_token)
+        .opt_text("sessionId", request.session_id.as_deref())
+        .to_json()
 }
 
 /// Decodes a contract error body for [`http_answer`], which maps a body this rejects.
 fn wire_error(text: &str) -> Option<ErrorBody> {
-    let wire = decode::<WireError>(text).ok()?;
-    let mut body = ErrorBody::new(wire.code, wire.message);
-    body.field = wire.field;
-    body.leader = wire.leader;
-    body.retry_after_millis = wire.retry_after_millis;
-    body.highest_token = wire.highest_token;
-    Some(body)
+    decode(text).ok()
 }
 
 #[async_trait::async_trait(?Send)]
@@ -111,7 +109,7 @@ impl Transport for FetchTransport {
         request: &OpenSessionRequest,
         timeout: Duration,
     ) -> Result<SessionOpened, TransportError> {
-        self.json("POST", paths::SESSIONS, body(request), timeout)
+        self.json("POST", paths::SESSIONS, open_session_body(request), timeout)
             .await
     }
 
@@ -140,7 +138,7 @@ impl Transport for FetchTransport {
         request: &AcquireRequest,
         timeout: Duration,
     ) -> Result<LockGrant, TransportError> {
-        self.json("POST", &paths::acquire(key), body(request), timeout)
+        self.json("POST", &paths::acquire(key), acquire_body(request), timeout)
             .await
     }
 
@@ -159,7 +157,7 @@ impl Transport for FetchTransport {
         request: &ReleaseRequest,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        self.call("POST", &paths::release(key), body(request), timeout)
+        self.call("POST", &paths::release(key), release_body(request), timeout)
             .await
             .map(drop)
     }

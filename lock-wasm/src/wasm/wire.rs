@@ -1,0 +1,373 @@
+//! JS values ↔ the contract's types, by hand: [`FromJs`] reads a value (an option field, or
+//! a body after `JSON.parse`), [`JsObject`] writes a request body for `JSON.stringify`.
+//!
+//! Why not serde-wasm-bindgen (or serde_json): serde builds its error text — including
+//! `invalid type: floating point` — whenever a deserializer creates an error, which links
+//! the float formatter (~14 KB raw, ~2 KB gzipped) and one generic `deserialize_struct` per
+//! type into the npm module, whose budget is 80 KB gzipped. The contract's bodies are a
+//! handful of flat structs of strings and integers, so reading them field by field is short.
+//! The accepted inputs are serde-wasm-bindgen's (see each impl); a value that does not fit is
+//! `None`, and the callers turn that into their fixed messages.
+
+use lock_api::{
+    ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, Holder, LockGrant, LockState, LockStatus,
+    SessionOpened, SessionStatus,
+};
+use wasm_bindgen::{JsCast, JsValue};
+
+/// A value that can be read from a JS value; `None` when it has the wrong type or range.
+pub trait FromJs: Sized {
+    /// Reads `value`.
+    fn from_js(value: &JsValue) -> Option<Self>;
+}
+
+/// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// A JS number that is a non-negative safe integer (`Number.isSafeInteger(n) && n >= 0`),
+/// as serde-wasm-bindgen reads unsigned integers from numbers.
+fn unsigned(value: &JsValue) -> Option<f64> {
+    let n = value.as_f64()?;
+    // NaN fails the first test, ±Infinity the range test; -0 reads as 0.
+    (n.trunc() == n && (0.0..=MAX_SAFE_INTEGER).contains(&n)).then_some(n)
+}
+
+/// A non-negative safe-integer number, or a `BigInt` within `u64`.
+impl FromJs for u64 {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        if value.is_bigint() {
+            return u64::try_from(value.clone()).ok();
+        }
+        unsigned(value).map(|n| n as u64)
+    }
+}
+
+/// A non-negative safe-integer number up to `u32::MAX` (no `BigInt`, as in
+/// serde-wasm-bindgen).
+impl FromJs for u32 {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        unsigned(value)
+            .filter(|n| *n <= f64::from(u32::MAX))
+            .map(|n| n as u32)
+    }
+}
+
+/// A JS string only (no coercion of numbers).
+impl FromJs for String {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        value.as_string()
+    }
+}
+
+/// Every code, for reading the wire spelling back; [`all_codes_are_listed`] makes a new
+/// variant a compile error until it is added here.
+const CODES: [ErrorCode; 13] = [
+    ErrorCode::LockContended,
+    ErrorCode::ContentionExceeded,
+    ErrorCode::NotLeader,
+    ErrorCode::ValidationFailed,
+    ErrorCode::SessionNotFound,
+    ErrorCode::LockLost,
+    ErrorCode::FencedOut,
+    ErrorCode::PayloadTooLarge,
+    ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
+    ErrorCode::NotFound,
+    ErrorCode::MethodNotAllowed,
+    ErrorCode::Internal,
+];
+
+/// Compile-time guard for [`CODES`]: an unlisted variant fails this match.
+#[allow(dead_code)]
+fn all_codes_are_listed(code: ErrorCode) {
+    match code {
+        ErrorCode::LockContended
+        | ErrorCode::ContentionExceeded
+        | ErrorCode::NotLeader
+        | ErrorCode::ValidationFailed
+        | ErrorCode::SessionNotFound
+        | ErrorCode::LockLost
+        | ErrorCode::FencedOut
+        | ErrorCode::PayloadTooLarge
+        | ErrorCode::Unauthorized
+        | ErrorCode::Forbidden
+        | ErrorCode::NotFound
+        | ErrorCode::MethodNotAllowed
+        | ErrorCode::Internal => {}
+    }
+}
+
+/// The wire spelling (`"LOCK_CONTENDED"`); an unknown code is `None`.
+impl FromJs for ErrorCode {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        let text = value.as_string()?;
+        CODES.into_iter().find(|code| code.as_str() == text)
+    }
+}
+
+/// `null`/`undefined` is `None`, as serde reads a missing or null optional field.
+impl<T: FromJs> FromJs for Option<T> {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        if value.is_undefined() || value.is_null() {
+            Some(None)
+        } else {
+            T::from_js(value).map(Some)
+        }
+    }
+}
+
+/// An array whose every element reads as `T`.
+impl<T: FromJs> FromJs for Vec<T> {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        if !js_sys::Array::is_array(value) {
+            return None;
+        }
+        let array: &js_sys::Array = value.unchecked_ref();
+        array.iter().map(|item| T::from_js(&item)).collect()
+    }
+}
+
+/// Reads field `name` of `object` (`undefined` when absent or not an object) as `T`.
+/// Unknown fields are ignored, as the contract's answer types allow.
+pub fn field<T: FromJs>(object: &JsValue, name: &str) -> Option<T> {
+    let value = if object.is_object() {
+        js_sys::Reflect::get(object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
+    } else {
+        JsValue::UNDEFINED
+    };
+    T::from_js(&value)
+}
+
+impl FromJs for SessionOpened {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(SessionOpened {
+            session_id: field(v, "sessionId")?,
+            ttl_millis: field(v, "ttlMillis")?,
+            heartbeat_millis: field(v, "heartbeatMillis")?,
+        })
+    }
+}
+
+impl FromJs for HeldLock {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(HeldLock {
+            key: field(v, "key")?,
+            fencing_token: field(v, "fencingToken")?,
+        })
+    }
+}
+
+impl FromJs for HeartbeatResponse {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(HeartbeatResponse {
+            ttl_millis: field(v, "ttlMillis")?,
+            locks: field(v, "locks")?,
+        })
+    }
+}
+
+impl FromJs for LockStatus {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(LockStatus {
+            key: field(v, "key")?,
+            fencing_token: field(v, "fencingToken")?,
+            remaining_millis: field(v, "remainingMillis")?,
+        })
+    }
+}
+
+impl FromJs for SessionStatus {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(SessionStatus {
+            session_id: field(v, "sessionId")?,
+            remaining_millis: field(v, "remainingMillis")?,
+            locks: field(v, "locks")?,
+        })
+    }
+}
+
+impl FromJs for LockGrant {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(LockGrant {
+            key: field(v, "key")?,
+            session_id: field(v, "sessionId")?,
+            fencing_token: field(v, "fencingToken")?,
+            ttl_millis: field(v, "ttlMillis")?,
+        })
+    }
+}
+
+impl FromJs for Holder {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(Holder {
+            session_id: field(v, "sessionId")?,
+            fencing_token: field(v, "fencingToken")?,
+            remaining_millis: field(v, "remainingMillis")?,
+        })
+    }
+}
+
+impl FromJs for LockState {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(LockState {
+            key: field(v, "key")?,
+            holder: field(v, "holder")?,
+            waiter_count: field(v, "waiterCount")?,
+        })
+    }
+}
+
+/// The error body fields the SDK reads; other details (`extra`) are dropped, as the SDK
+/// never forwards them.
+impl FromJs for ErrorBody {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        let mut body = ErrorBody::new(field(v, "code")?, field::<String>(v, "message")?);
+        body.field = field(v, "field")?;
+        body.leader = field(v, "leader")?;
+        body.retry_after_millis = field(v, "retryAfterMillis")?;
+        body.highest_token = field(v, "highestToken")?;
+        Some(body)
+    }
+}
+
+/// A request body under construction: a plain JS object for `JSON.stringify`
+/// (`JsObject::default()` is `{}`).
+#[derive(Default)]
+pub struct JsObject(js_sys::Object);
+
+impl JsObject {
+    fn set(self, name: &str, value: JsValue) -> Self {
+        // Setting a data property on a fresh plain object cannot throw.
+        let _ = js_sys::Reflect::set(&self.0, &JsValue::from_str(name), &value);
+        self
+    }
+
+    /// Sets a string field.
+    pub fn text(self, name: &str, value: &str) -> Self {
+        self.set(name, JsValue::from_str(value))
+    }
+
+    /// Sets an integer field as a JS number: the contract keeps every integer it sends
+    /// (TTLs, waits, fencing tokens) below 2^53, so the number is exact.
+    pub fn number(self, name: &str, value: u64) -> Self {
+        self.set(name, JsValue::from_f64(value as f64))
+    }
+
+    /// Sets a string field when present; omits it otherwise (`skip_serializing_if`).
+    pub fn opt_text(self, name: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(v) => self.text(name, v),
+            None => self,
+        }
+    }
+
+    /// Sets an integer field when present; omits it otherwise.
+    pub fn opt_number(self, name: &str, value: Option<u64>) -> Self {
+        match value {
+            Some(v) => self.number(name, v),
+            None => self,
+        }
+    }
+
+    /// The body text.
+    pub fn to_json(&self) -> Option<String> {
+        js_sys::JSON::stringify(&self.0).ok().map(String::from)
+    }
+}
+
+// Run with `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test
+// -p lock-wasm --target wasm32-unknown-unknown --lib` (Node).
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    use super::*;
+
+    fn json(text: &str) -> JsValue {
+        js_sys::JSON::parse(text).unwrap()
+    }
+
+    #[wasm_bindgen_test]
+    fn unsigned_integers_follow_serde_wasm_bindgen() {
+        for ok in ["0", "-0", "7", "9007199254740991"] {
+            assert!(u64::from_js(&json(ok)).is_some(), "{ok}");
+        }
+        for bad in [
+            "-1",
+            "1.5",
+            "9007199254740992",
+            "1e400",
+            "\"5\"",
+            "true",
+            "null",
+        ] {
+            assert_eq!(u64::from_js(&json(bad)), None, "{bad}");
+        }
+        assert_eq!(u64::from_js(&JsValue::from_f64(f64::NAN)), None);
+        assert_eq!(u64::from_js(&JsValue::from(u64::MAX)), Some(u64::MAX));
+        assert_eq!(u64::from_js(&JsValue::from(-1i64)), None);
+        assert_eq!(u32::from_js(&json("4294967295")), Some(u32::MAX));
+        assert_eq!(u32::from_js(&json("4294967296")), None);
+        assert_eq!(
+            u32::from_js(&JsValue::from(5u64)),
+            None,
+            "no BigInt for u32"
+        );
+    }
+
+    #[wasm_bindgen_test]
+    fn answers_decode_and_a_wrong_shape_is_refused() {
+        let grant = json(r#"{"key":"k","sessionId":"s","fencingToken":3,"ttlMillis":10,"x":1}"#);
+        assert_eq!(
+            LockGrant::from_js(&grant),
+            Some(LockGrant {
+                key: "k".into(),
+                session_id: "s".into(),
+                fencing_token: 3,
+                ttl_millis: 10,
+            })
+        );
+        let beat = json(r#"{"ttlMillis":9,"locks":[{"key":"a","fencingToken":1}]}"#);
+        assert_eq!(HeartbeatResponse::from_js(&beat).unwrap().locks.len(), 1);
+        let state = json(r#"{"key":"k","holder":null,"waiterCount":0}"#);
+        assert_eq!(LockState::from_js(&state).unwrap().holder, None);
+        for bad in [
+            r#"{"key":"k","sessionId":"s","fencingToken":"3","ttlMillis":10}"#,
+            r#"{"key":"k","sessionId":"s","ttlMillis":10}"#,
+            r#"[]"#,
+            r#"null"#,
+        ] {
+            assert_eq!(LockGrant::from_js(&json(bad)), None, "{bad}");
+        }
+        let bad_list = json(r#"{"ttlMillis":9,"locks":[{"key":"a"}]}"#);
+        assert_eq!(HeartbeatResponse::from_js(&bad_list), None);
+    }
+
+    #[wasm_bindgen_test]
+    fn error_bodies_read_every_code_and_refuse_unknown_ones() {
+        for code in CODES {
+            let text = format!(
+                r#"{{"code":"{}","message":"m","leader":"l"}}"#,
+                code.as_str()
+            );
+            let body = ErrorBody::from_js(&json(&text)).unwrap();
+            assert_eq!((body.code, body.leader.as_deref()), (code, Some("l")));
+        }
+        assert!(ErrorBody::from_js(&json(r#"{"code":"NOPE","message":"m"}"#)).is_none());
+        assert!(ErrorBody::from_js(&json(r#"{"code":"INTERNAL"}"#)).is_none());
+    }
+
+    #[wasm_bindgen_test]
+    fn request_bodies_omit_absent_fields() {
+        let body = JsObject::default()
+            .text("sessionId", "s\"1")
+            .opt_number("ttlMillis", Some(5))
+            .opt_number("waitMillis", None)
+            .opt_text("owner", None)
+            .to_json();
+        assert_eq!(
+            body.as_deref(),
+            Some(r#"{"sessionId":"s\"1","ttlMillis":5}"#)
+        );
+    }
+}
