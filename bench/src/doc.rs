@@ -38,6 +38,27 @@ pub fn replace_section(text: &str, title: &str, body: &str) -> String {
     out
 }
 
+/// `text` with every row of section `title` whose first cell matches one of `rows` replaced by
+/// that row; other rows stay. A row without a match is not added: the full run owns the
+/// table's shape, a partial run only re-measures rows it has.
+pub fn replace_rows(text: &str, title: &str, rows: &[String]) -> String {
+    let heading = format!("## {title}");
+    let first_cell = |row: &str| row.split(" | ").next().map(str::to_owned);
+    let mut in_section = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            in_section = line.trim_end() == heading;
+        }
+        let new = rows
+            .iter()
+            .find(|row| in_section && line.starts_with('|') && first_cell(row) == first_cell(line));
+        out.push_str(new.map_or(line, String::as_str));
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +80,16 @@ mod tests {
         let once = replace_section(DOC, "New", "body");
         assert!(once.ends_with("## Other\n\nkeep too\n\n## New\n\nbody\n"));
         assert_eq!(replace_section(&once, "New", "body"), once);
+    }
+
+    #[test]
+    fn rows_are_replaced_by_first_cell_within_their_section_only() {
+        let doc = "## S\n\n| t | m |\n|---|---|\n| a | 1 |\n| b | 2 |\n\n## T\n\n| a | 9 |\n";
+        let rows = ["| a | 5 |".to_owned(), "| c | 7 |".to_owned()];
+        assert_eq!(
+            replace_rows(doc, "S", &rows),
+            "## S\n\n| t | m |\n|---|---|\n| a | 5 |\n| b | 2 |\n\n## T\n\n| a | 9 |\n"
+        );
     }
 
     #[test]

@@ -127,6 +127,20 @@ fn main() {
     if args.part == Part::Quick {
         quick(&args);
     }
+    if args.part != Part::All && !summary.is_empty() && !args.no_write {
+        // A partial run re-measures its own rows of the summary and says so.
+        let note = format!(" (re-run alone: `bench {:?}`)", args.part).to_lowercase();
+        let rows: Vec<String> = summary
+            .iter()
+            .map(|row| match row.rsplit_once(" | ") {
+                Some((head, met)) => format!("{head}{note} | {met}"),
+                None => row.clone(),
+            })
+            .collect();
+        let text = std::fs::read_to_string(&args.doc).expect("read doc");
+        let text = bench::doc::replace_rows(&text, "Summary", &rows);
+        std::fs::write(&args.doc, text).expect("write doc");
+    }
     if args.part == Part::All {
         let mut body = String::from(
             "Targets of issue 8 (and issue 6's etcd target), measured by `scripts/bench.sh` in \
