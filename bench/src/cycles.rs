@@ -59,7 +59,7 @@ pub enum Target {
 /// The transactions of a raw etcd cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EtcdShape {
-    /// The least a lock needs: put-if-absent with a lease, delete-if-unchanged.
+    /// The least a lock needs: put-if-absent with a lease, delete-if-token.
     Minimal,
     /// The very transactions a replica sends for L4 and L6 (session compare, lock and index
     /// puts, compare-and-delete of both), without the HTTP hop: splits the gap between a
