@@ -37,6 +37,29 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code. Adding a variant breaks [`ErrorCode::status`]'s match until it is handled
+    /// there; add it here too (`every_code_is_listed_once` checks the list has no repeats).
+    pub const ALL: [ErrorCode; 13] = [
+        ErrorCode::LockContended,
+        ErrorCode::ContentionExceeded,
+        ErrorCode::NotLeader,
+        ErrorCode::ValidationFailed,
+        ErrorCode::SessionNotFound,
+        ErrorCode::LockLost,
+        ErrorCode::FencedOut,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::Internal,
+    ];
+
+    /// The code spelled `text` on the wire (`"LOCK_CONTENDED"`); `None` for an unknown one.
+    pub fn from_wire(text: &str) -> Option<ErrorCode> {
+        Self::ALL.into_iter().find(|code| code.as_str() == text)
+    }
+
     /// The HTTP status this code travels with.
     pub fn status(self) -> u16 {
         match self {
@@ -139,20 +162,21 @@ mod tests {
 
     #[test]
     fn codes_round_trip_in_wire_spelling() {
-        for code in [
-            ErrorCode::LockContended,
-            ErrorCode::ContentionExceeded,
-            ErrorCode::NotLeader,
-            ErrorCode::ValidationFailed,
-            ErrorCode::SessionNotFound,
-            ErrorCode::LockLost,
-            ErrorCode::FencedOut,
-            ErrorCode::Internal,
-        ] {
+        for code in ErrorCode::ALL {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
             assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+            assert_eq!(ErrorCode::from_wire(code.as_str()), Some(code));
         }
+        assert_eq!(ErrorCode::from_wire("NOPE"), None);
+    }
+
+    #[test]
+    fn every_code_is_listed_once() {
+        let mut spellings: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        spellings.sort_unstable();
+        spellings.dedup();
+        assert_eq!(spellings.len(), ErrorCode::ALL.len());
     }
 
     #[test]
