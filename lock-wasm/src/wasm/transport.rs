@@ -72,28 +72,41 @@ fn decode<T: FromJs>(text: &str) -> Result<T, String> {
     T::from_js(&value).ok_or_else(|| "body does not match the contract".to_owned())
 }
 
+// The bodies destructure their request type, so a field added to it in lock-api fails to
+// compile here until the body writes it.
+
 /// L1's body.
 fn open_session_body(request: &OpenSessionRequest) -> Option<String> {
+    let OpenSessionRequest { ttl_millis, owner } = request;
     JsObject::default()
-        .opt_number("ttlMillis", request.ttl_millis)
-        .opt_text("owner", request.owner.as_deref())
+        .opt_number("ttlMillis", *ttl_millis)
+        .opt_text("owner", owner.as_deref())
         .to_json()
 }
 
 /// L4's body.
 fn acquire_body(request: &AcquireRequest) -> Option<String> {
+    let AcquireRequest {
+        session_id,
+        ttl_millis,
+        wait_millis,
+    } = request;
     JsObject::default()
-        .text("sessionId", &request.session_id)
-        .opt_number("ttlMillis", request.ttl_millis)
-        .opt_number("waitMillis", request.wait_millis)
+        .text("sessionId", session_id)
+        .opt_number("ttlMillis", *ttl_millis)
+        .opt_number("waitMillis", *wait_millis)
         .to_json()
 }
 
 /// L6's body.
 fn release_body(request: &ReleaseRequest) -> Option<String> {
+    let ReleaseRequest {
+        fencing_token,
+        session_id,
+    } = request;
     JsObject::default()
-        .number("fencingToken", request.fencing_token)
-        .opt_text("sessionId", request.session_id.as_deref())
+        .number("fencingToken", *fencing_token)
+        .opt_text("sessionId", session_id.as_deref())
         .to_json()
 }
 
