@@ -39,10 +39,9 @@ pub fn start_lock_server_on_etcd(rt: &Runtime, dir: &Path, etcd: SocketAddr) -> 
 }
 
 fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAddr {
-    let args = ["lock-server", "--listen", "127.0.0.1:0"]
-        .iter()
-        .chain(extra);
-    let mut config = lock_server::config::Config::parse_from(args);
+    // No `--listen`: `spawn_serve` binds a fresh port of its own.
+    let mut config =
+        lock_server::config::Config::parse_from(std::iter::once(&"lock-server").chain(extra));
     config.data_dir = dir.to_path_buf();
     rt.block_on(async move {
         let store = lock_server::store::open(&config).await.expect("open store");
@@ -50,13 +49,7 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
         let (tx, rx) = tokio::sync::watch::channel(false);
         std::mem::forget(tx);
         let state = lock_server::server::app_state(&config, store, rx);
-        let app = lock_server::routes::router(state, &config);
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(serve(listener, app));
-        addr
+        spawn_serve(lock_server::routes::router(state, &config)).await
     })
 }
 

@@ -127,7 +127,7 @@ fn main() {
     if args.part == Part::Quick {
         quick(&args);
     }
-    if args.part != Part::All && !summary.is_empty() && !args.no_write {
+    if args.part != Part::All && !summary.is_empty() {
         // A partial run re-measures its own rows of the summary and says so.
         let note = format!(" (re-run alone: `bench {:?}`)", args.part).to_lowercase();
         let rows: Vec<String> = summary
@@ -137,9 +137,9 @@ fn main() {
                 None => row.clone(),
             })
             .collect();
-        let text = std::fs::read_to_string(&args.doc).expect("read doc");
-        let text = bench::doc::replace_rows(&text, "Summary", &rows);
-        std::fs::write(&args.doc, text).expect("write doc");
+        edit_doc(&args, |text| {
+            bench::doc::replace_rows(text, "Summary", &rows)
+        });
     }
     if args.part == Part::All {
         let mut body = String::from(
@@ -177,12 +177,16 @@ fn machine() -> String {
 }
 
 fn write_section(args: &Args, title: &str, body: &str) {
+    edit_doc(args, |text| bench::doc::replace_section(text, title, body));
+}
+
+/// Rewrites the doc through `edit`, unless `--no-write`.
+fn edit_doc(args: &Args, edit: impl FnOnce(&str) -> String) {
     if args.no_write {
         return;
     }
     let text = std::fs::read_to_string(&args.doc).unwrap_or_else(|_| "# Benchmarks\n".into());
-    let text = bench::doc::replace_section(&text, title, body);
-    std::fs::write(&args.doc, text).expect("write doc");
+    std::fs::write(&args.doc, edit(&text)).expect("write doc");
 }
 
 /// Writes `svg` as `name` under the chart dir; returns the Markdown image link.
