@@ -56,7 +56,7 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
 /// Serves as the lock-server binary does (its accept loop, header timeout, NODELAY), so the
 /// two HTTP systems differ only in what their handlers do.
 async fn serve(listener: tokio::net::TcpListener, app: Router) {
-    let header_timeout = Duration::from_secs(30);
+    let header_timeout = Duration::from_millis(lock_server::config::DEFAULT_HEADER_READ_TIMEOUT_MS);
     lock_server::connections::serve(listener, app, header_timeout, std::future::pending()).await
 }
 

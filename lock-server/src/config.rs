@@ -16,6 +16,9 @@ pub enum Backend {
     Etcd,
 }
 
+/// Default of `--header-read-timeout-ms`.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+
 /// lock-server configuration.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "lock-server", version, about = "Fencing-token lock service")]
@@ -83,7 +86,7 @@ pub struct Config {
     /// A connection must deliver a complete request head within this many milliseconds of
     /// starting to wait for one (idle keep-alive included), or it is closed: the slow-loris
     /// guard. ASSUMPTION: 30 s, hyper's own default; clients' idle pools close sooner.
-    #[arg(long, env = "LOCK_HEADER_READ_TIMEOUT_MS", default_value_t = 30_000,
+    #[arg(long, env = "LOCK_HEADER_READ_TIMEOUT_MS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub header_read_timeout_ms: u64,
 
