@@ -95,10 +95,9 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
             "etcd kills need at least 3 members, so a quorum survives one loss",
         ));
     }
-    // Each kill and its restart must fit in the kill's own slot of the fault window (10 %
-    // to 85 % of the run), or two members could be down at once.
-    let fault_window = config.duration * 75 / 100;
-    if config.etcd_kills > 0 && fault_window / config.etcd_kills as u32 <= config.etcd_downtime {
+    // Each kill and its restart must fit in the kill's own slot of the fault window, or two
+    // members could be down at once.
+    if config.etcd_kills > 0 && etcd_slot_ms(config) <= config.etcd_downtime.as_millis() as u64 {
         return Err(std::io::Error::other(
             "too many etcd kills for the run's length: one must end before the next begins",
         ));
@@ -235,9 +234,20 @@ struct Fault {
 
 /// Faults spread over 10%–85% of the run (so contenders are busy before, and every pause
 /// ends before they stop), sorted by time.
-fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
+/// When faults may start, ms into the run: from 10 % to 85 % of it.
+fn fault_window_ms(config: &ChaosConfig) -> (u64, u64) {
     let span = config.duration.as_millis() as u64;
-    let (lo, hi) = (span / 10, span * 85 / 100);
+    (span / 10, span * 85 / 100)
+}
+
+/// The share of the fault window each etcd kill (and its restart) gets.
+fn etcd_slot_ms(config: &ChaosConfig) -> u64 {
+    let (lo, hi) = fault_window_ms(config);
+    (hi - lo) / config.etcd_kills.max(1) as u64
+}
+
+fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
+    let (lo, hi) = fault_window_ms(config);
     let mut faults: Vec<Fault> = (0..config.pauses)
         .map(|_| Fault {
             at: Duration::from_millis(rng.random_range(lo..=hi)),
@@ -251,7 +261,7 @@ fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
         kind: FaultKind::ServerKill,
     }));
     // etcd kills get a slot each, so one member is down at a time and a quorum remains.
-    let slot = (hi - lo) / config.etcd_kills.max(1) as u64;
+    let slot = etcd_slot_ms(config);
     let downtime = config.etcd_downtime.as_millis() as u64;
     for k in 0..config.etcd_kills as u64 {
         let kill_at = lo + k * slot + rng.random_range(0..=slot.saturating_sub(downtime) / 2);
