@@ -13,8 +13,8 @@
 #      scenario through real worker processes).
 #
 # Every process it starts is stopped on exit, failure and Ctrl-C included. Exits non-zero if
-# any example fails. Installs nothing itself: scripts/setup.sh test does (Node, PostgreSQL,
-# redis-server).
+# any example fails. The system packages (Node, PostgreSQL, redis-server) come from
+# `scripts/setup.sh test`, which scripts/test.sh runs first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
