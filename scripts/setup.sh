@@ -63,5 +63,6 @@ if [ "$mode" = "test" ]; then
   # protoc builds etcd-client; etcd is the scale-out backend under test; Chromium and its
   # driver run the browser suites.
   apt_install protobuf-compiler etcd-server etcd-client chromium chromium-driver
+  apt_install postgresql redis-server # the fencing examples' real resources (scripts/test-examples.sh)
 fi
 log "ready ($mode)"

@@ -41,6 +41,7 @@ stage clippy-wasm32 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[
 stage build-server cargo build -p lock-server --locked
 stage cargo-test cargo test --workspace --locked
 [ -x scripts/test-wasm.sh ] && stage wasm-sdk scripts/test-wasm.sh
+stage examples scripts/test-examples.sh
 [ -x scripts/test-ui.sh ] && stage bench-ui scripts/test-ui.sh
 
 printf '\n==== failed stages: %s\n' "${failures[*]:-none}"

@@ -106,6 +106,10 @@ export declare class NotLeaderError extends LockError {}
 export declare class ValidationError extends LockError {}
 export declare class SessionLostError extends LockError {}
 export declare class LockLostError extends LockError {}
+/**
+ * FENCED_OUT. `new FencedOutError(message)` carries that code: throw it when a fenced
+ * resource refuses a write.
+ */
 export declare class FencedOutError extends LockError {}
 
 /** A held lock. */

@@ -49,8 +49,15 @@ class ValidationError extends LockError {}
 class SessionLostError extends LockError {}
 /** LOCK_LOST: the handle's lock is gone (expired, revoked or its session lost). */
 class LockLostError extends LockError {}
-/** FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. */
-class FencedOutError extends LockError {}
+/**
+ * FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. The code
+ * guarding a resource throws it too, so `new FencedOutError(message)` carries FENCED_OUT.
+ */
+class FencedOutError extends LockError {
+  constructor(message, options) {
+    super(message, { code: ErrorCode.FENCED_OUT, ...options });
+  }
+}
 
 const ERROR_CLASSES = {
   LOCK_CONTENDED: ContentionError,
