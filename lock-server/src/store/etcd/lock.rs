@@ -11,15 +11,12 @@ use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::keys::is_session_id;
-use super::records::{now_ms, LockRecord};
+use super::records::LockRecord;
 use super::session::LiveSession;
 use super::{decode, encode, EtcdStore, CAS_ATTEMPTS};
-use crate::store::{Acquired, StoreError};
-
-/// Extra wait past a holder's deadline before `wait_change` wakes its caller, so the retried
-/// acquire finds the lock expired rather than a millisecond short of it.
-const EXPIRY_SLACK: Duration = Duration::from_millis(5);
+use crate::store::lease::now_millis;
+use crate::store::wakeup::until_expiry;
+use crate::store::{session, Acquired, StoreError};
 
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica it is one transaction:
@@ -32,7 +29,7 @@ impl EtcdStore {
         session_id: &str,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError> {
-        if !is_session_id(session_id) {
+        if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
         let mut session = self.hinted_session(session_id);
@@ -47,7 +44,7 @@ impl EtcdStore {
                     live
                 }
             };
-            let now = now_ms();
+            let now = now_millis();
             if let Some((kv, lock)) = current.take() {
                 self.hints
                     .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
@@ -93,7 +90,7 @@ impl EtcdStore {
         if kv.create_revision() as u64 != token {
             return Err(StoreError::LockLost);
         }
-        let live = lock.remaining(now_ms()).is_some();
+        let live = lock.remaining(now_millis()).is_some();
         let deleted = self
             .txn(
                 Txn::new()
@@ -143,7 +140,7 @@ impl EtcdStore {
         }
         let deleted = decode_lock(super::range_results(&response).into_iter().flatten().next())?;
         // An expired lock is deleted for tidiness but was already lost.
-        let live = deleted.is_some_and(|(_, lock)| lock.remaining(now_ms()).is_some());
+        let live = deleted.is_some_and(|(_, lock)| lock.remaining(now_millis()).is_some());
         Ok(Some(if live {
             Ok(())
         } else {
@@ -156,7 +153,7 @@ impl EtcdStore {
         let Some((kv, lock)) = self.lock_kv(key).await? else {
             return Ok(None);
         };
-        Ok(lock.remaining(now_ms()).map(|remaining_millis| Holder {
+        Ok(lock.remaining(now_millis()).map(|remaining_millis| Holder {
             session_id: lock.session_id,
             fencing_token: kv.create_revision() as u64,
             remaining_millis,
@@ -169,7 +166,7 @@ impl EtcdStore {
             let Some((kv, lock)) = self.lock_kv(key).await? else {
                 return Ok(None);
             };
-            let live = lock.remaining(now_ms()).is_some();
+            let live = lock.remaining(now_millis()).is_some();
             if self.delete_if_unchanged(&kv, &lock).await? {
                 return Ok(live.then_some(kv.create_revision() as u64));
             }
@@ -184,14 +181,14 @@ impl EtcdStore {
         let Ok((current, revision)) = self.get(&self.keys.lock(key)).await else {
             return;
         };
-        let remaining = match current {
+        let bound = match current {
             None => return,
             Some(kv) => match decode::<LockRecord>(&kv)
                 .ok()
-                .and_then(|l| l.remaining(now_ms()))
+                .and_then(|l| l.remaining(now_millis()))
             {
                 None => return,
-                Some(left) => Duration::from_millis(left) + EXPIRY_SLACK,
+                Some(left) => until_expiry(timeout, left),
             },
         };
         let index = self.pinned.load(std::sync::atomic::Ordering::Relaxed) % self.clients.len();
@@ -209,7 +206,7 @@ impl EtcdStore {
                 }
             }
         };
-        let _ = tokio::time::timeout(timeout.min(remaining), wait).await;
+        let _ = tokio::time::timeout(bound, wait).await;
     }
 
     /// The record at `l/<key>`, live or not.
