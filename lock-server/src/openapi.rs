@@ -79,7 +79,7 @@ pub fn document() -> Value {
                     "parameters": [id_param()], "responses": { "204": { "description": "closed" }, "404": no_session } },
                 "get": { "operationId": "sessionStatus", "summary": "L5 session status",
                     "parameters": [id_param()], "responses": { "200": ok("SessionStatus"), "404": no_session } } },
-            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session; bounded server-side wait)",
+            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session: the holder gets the same grant, renewed from now; bounded server-side wait)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
                 "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED"),
                     "413": err("PAYLOAD_TOO_LARGE"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },

@@ -59,6 +59,7 @@ where
 pub async fn run_all(server: &TestServer) {
     sessions_lifecycle(server).await;
     acquire_release_and_idempotence(server).await;
+    reacquire_by_the_holder_renews_the_lease(server).await;
     tokens_increase_per_key(server).await;
     heartbeat_renews_locks_and_expiry_releases_them(server).await;
     lock_ttl_runs_out_on_its_own(server).await;
@@ -170,6 +171,163 @@ pub async fn acquire_release_and_idempotence(server: &TestServer) {
     let key2 = unique_key("default-ttl");
     let reply = api.acquire(&key2, &a.session_id, None, None).await;
     assert_eq!(reply.parse::<LockGrant>().ttl_millis, 10_000);
+}
+
+/// Lock TTL of the re-acquire check: short, so the check takes about one TTL.
+const REACQUIRE_TTL: u64 = 2_000;
+/// Rounds the re-acquire check may find inconclusive (the machine stalled longer than half
+/// a TTL at the wrong moment) before it gives up.
+const REACQUIRE_ROUNDS: usize = 4;
+
+/// L4 by the holding session returns the same grant (same token, the lock's original
+/// `ttlMillis` whatever the retry asks for) and renews the lock to the request's arrival + that
+/// TTL, so it outlives its original deadline. Since the arrival is after the send, the
+/// renewed deadline is never earlier than the client's `sentAt + ttl` for that request.
+///
+/// No wall-clock assertion: the session (long TTL, never heartbeated) is the reference clock.
+/// L5 reads the session's and the lock's remaining time at one server instant, so their
+/// difference is the distance between the two deadlines however late the read comes; and the
+/// session's remaining time says how much server time passed between two reads. A round that a
+/// stall makes inconclusive (the lock expired before the re-acquire arrived) is repeated.
+pub async fn reacquire_by_the_holder_renews_the_lease(server: &TestServer) {
+    let mut skipped = Vec::new();
+    for _ in 0..REACQUIRE_ROUNDS {
+        match reacquire_round(&server.api()).await {
+            Ok(()) => return,
+            Err(inconclusive) => skipped.push(inconclusive),
+        }
+    }
+    panic!("every re-acquire round was inconclusive: {skipped:?}");
+}
+
+/// One session's view at one server instant: its remaining time and one lock's, if listed.
+struct L5View {
+    session: i64,
+    lock: Option<(u64, i64)>,
+}
+
+async fn l5_view(api: &Api, session_id: &str, key: &str) -> L5View {
+    let status: SessionStatus = api.session_status(session_id).await.parse();
+    L5View {
+        session: status.remaining_millis as i64,
+        lock: status
+            .locks
+            .iter()
+            .find(|l| l.key == key)
+            .map(|l| (l.fencing_token, l.remaining_millis as i64)),
+    }
+}
+
+/// One round of [`reacquire_by_the_holder_renews_the_lease`]; `Err` says why it proved nothing.
+async fn reacquire_round(api: &Api) -> Result<(), String> {
+    let ttl = REACQUIRE_TTL as i64;
+    let key = unique_key("reacquire");
+    let s = api.open_session(120_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, REACQUIRE_TTL).await;
+    // Deadlines as distances before the session's (fixed) deadline: `gap = session − lock`.
+    let first = l5_view(api, &s.session_id, &key).await;
+    let Some((_, left)) = first.lock else {
+        return Err("the lock expired before the first read".into());
+    };
+    let first_gap = first.session - left;
+    // Wait until the server says half the TTL has passed.
+    let before_send = loop {
+        let view = l5_view(api, &s.session_id, &key).await;
+        if first.session - view.session >= ttl / 2 {
+            break view;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    if before_send.lock.is_none() {
+        return Err("the lock expired before the re-acquire was sent".into());
+    }
+    // Asks for twice the TTL: the grant keeps the lock's own.
+    let again: LockGrant = {
+        let reply = api
+            .acquire(&key, &s.session_id, Some(2 * REACQUIRE_TTL), None)
+            .await;
+        assert_eq!(reply.status, 200, "re-acquire by the holder: {reply:?}");
+        reply.parse()
+    };
+    if again.fencing_token != grant.fencing_token {
+        assert!(again.fencing_token > grant.fencing_token, "{again:?}");
+        return Err("the lock expired before the re-acquire arrived".into());
+    }
+    assert_eq!(
+        again, grant,
+        "the same grant, with the lock's original ttlMillis"
+    );
+    let after = l5_view(api, &s.session_id, &key).await;
+    // The renewal happened after `before_send`'s instant, so the new deadline is at least one
+    // TTL after that instant: gap ≤ before_send.session − ttl. Without renewal the gap stays
+    // `first_gap`, which is larger by at least half a TTL.
+    let renewed_by = before_send.session - ttl;
+    let Some((token, left)) = after.lock else {
+        assert!(
+            after.session <= renewed_by,
+            "the re-acquired lock is gone before one TTL passed since it was sent: \
+             first gap {first_gap} ms, session left at send {} ms, now {} ms",
+            before_send.session,
+            after.session
+        );
+        return Err("the machine stalled for a whole TTL after the re-acquire".into());
+    };
+    assert_eq!(token, grant.fencing_token);
+    let gap = after.session - left;
+    assert!(
+        gap <= renewed_by,
+        "the re-acquire did not renew the lease from its arrival: lock deadline {gap} ms \
+         before the session's, expected at most {renewed_by} (before the re-acquire it was \
+         {first_gap})"
+    );
+    assert!(
+        left <= ttl,
+        "renewed with the requested TTL, not the lock's: {left} ms left"
+    );
+    survives_its_first_deadline(
+        api,
+        &s.session_id,
+        &key,
+        grant.fencing_token,
+        first_gap,
+        gap,
+    )
+    .await
+}
+
+/// Once the server's clock is past the lock's first deadline (and before the renewed one),
+/// L5 and L7 still show the holder with its token.
+async fn survives_its_first_deadline(
+    api: &Api,
+    session_id: &str,
+    key: &str,
+    token: u64,
+    first_gap: i64,
+    renewed_gap: i64,
+) -> Result<(), String> {
+    loop {
+        let before = l5_view(api, session_id, key).await;
+        if before.session >= first_gap {
+            // Not yet past the first deadline.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let holder = api.lock_state(key).await.holder;
+        let after = l5_view(api, session_id, key).await;
+        if after.session <= renewed_gap {
+            return Err("the machine stalled past the renewed deadline".into());
+        }
+        // Both reads fall between the first deadline and the renewed one.
+        assert_eq!(
+            before.lock.map(|(t, _)| t),
+            Some(token),
+            "L5 lost the lock at its first deadline"
+        );
+        let holder = holder.expect("L7 lost the lock at its first deadline");
+        assert_eq!(holder.fencing_token, token);
+        assert!(holder.remaining_millis > 0 && holder.remaining_millis <= REACQUIRE_TTL);
+        return Ok(());
+    }
 }
 
 /// Tokens strictly increase per key, whichever session takes the lock.

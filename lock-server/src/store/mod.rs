@@ -28,8 +28,8 @@ pub mod etcd;
 /// What a single, non-waiting acquire attempt found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
-    /// A new grant, or the existing one when this session already holds the key (L4 is
-    /// idempotent per session: a retried request must not mint a second token).
+    /// A new grant, or the existing one, renewed, when this session already holds the key
+    /// (L4 is idempotent per session: a retried request must not mint a second token).
     Granted(LockGrant),
     /// Another live session holds the key.
     Contended,
@@ -88,8 +88,9 @@ pub trait Store: Send + Sync + 'static {
     async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError>;
 
     /// L4, one attempt, no waiting: grant if the key is free (minting a token strictly
-    /// greater than every token ever issued for it), return the existing grant if this
-    /// session holds it, else [`Acquired::Contended`].
+    /// greater than every token ever issued for it); if this session holds it, return the
+    /// existing grant (same token, the lock's own TTL) and renew the lock to now + that TTL;
+    /// else [`Acquired::Contended`].
     async fn try_acquire(
         &self,
         key: &str,

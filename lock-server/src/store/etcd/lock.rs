@@ -1,8 +1,9 @@
 //! Locks: L4 acquire, L6 release, L7 read, R1 revoke, and the watch behind `waitMillis`.
 //!
 //! `l/<key>` holds the live lock, on its session's lease; its `create_revision` is the
-//! fencing token. Every transaction that creates or deletes `l/<key>` does the same to the
-//! holder's index entry `h/<session>/<key>`, so the two always exist together.
+//! fencing token. Every transaction that creates, renews or deletes `l/<key>` does the same
+//! to the holder's index entry `h/<session>/<key>`, so the two always exist together and
+//! carry the same record.
 
 use std::time::Duration;
 
@@ -20,9 +21,10 @@ use crate::store::{session, Acquired, StoreError};
 
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica it is one transaction:
-    /// create if the key is free and the session unchanged, else read both back. Loops only
-    /// to take over a lock whose TTL ran out (deleting it first, so the new grant gets a new
-    /// `create_revision`) or after losing a race.
+    /// create if the key is free and the session unchanged, else read both back. Loops to
+    /// renew the lock when this session already holds it, to take over a lock whose TTL ran
+    /// out (deleting it first, so the new grant gets a new `create_revision`) or after losing
+    /// a race.
     pub(super) async fn acquire_once(
         &self,
         key: &str,
@@ -45,31 +47,43 @@ impl EtcdStore {
                 }
             };
             let now = now_millis();
-            if let Some((kv, lock)) = current.take() {
-                self.hints
-                    .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
-                match lock.remaining(now) {
-                    Some(_) if lock.session_id == session_id => {
-                        // Idempotent L4: the same grant, same token, no renewal.
-                        return Ok(Acquired::Granted(grant(&kv, &lock)?));
-                    }
-                    Some(_) => return Ok(Acquired::Contended),
-                    None => {
-                        self.delete_if_unchanged(&kv, &lock).await?;
-                        continue;
+            let lock_key = self.keys.lock(key);
+            let (lock, unchanged) = match current.take() {
+                None => (
+                    LockRecord {
+                        key: key.to_owned(),
+                        session_id: session_id.to_owned(),
+                        ttl_millis,
+                        deadline_ms: now + ttl_millis,
+                        session_deadline_ms: live.record.deadline_ms,
+                    },
+                    Compare::create_revision(lock_key, CompareOp::Equal, 0),
+                ),
+                Some((kv, lock)) => {
+                    self.hints
+                        .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
+                    match lock.remaining(now) {
+                        // Idempotent L4: the same grant (same token, the lock's own TTL),
+                        // renewed from now, so every answered L4 is a lease from its arrival.
+                        Some(_) if lock.session_id == session_id => (
+                            LockRecord {
+                                deadline_ms: now + lock.ttl_millis,
+                                session_deadline_ms: live.record.deadline_ms,
+                                ..lock
+                            },
+                            Compare::mod_revision(lock_key, CompareOp::Equal, kv.mod_revision()),
+                        ),
+                        Some(_) => return Ok(Acquired::Contended),
+                        None => {
+                            self.delete_if_unchanged(&kv, &lock).await?;
+                            continue;
+                        }
                     }
                 }
-            }
-            let lock = LockRecord {
-                key: key.to_owned(),
-                session_id: session_id.to_owned(),
-                ttl_millis,
-                deadline_ms: now + ttl_millis,
-                session_deadline_ms: live.record.deadline_ms,
             };
-            match self.create(&lock, &live).await? {
-                Created::Granted(granted) => return Ok(Acquired::Granted(granted)),
-                Created::Conflict { session: kv, lock } => {
+            match self.write_lock(&lock, &live, unchanged).await? {
+                Written::Granted(granted) => return Ok(Acquired::Granted(granted)),
+                Written::Conflict { session: kv, lock } => {
                     // Both read in the failed transaction: no extra round trip.
                     session = Some(self.live_session(session_id, kv.as_ref())?);
                     current = decode_lock(lock)?;
@@ -220,20 +234,22 @@ impl EtcdStore {
         }
     }
 
-    /// Creates `l/<key>` and its index entry if the key is free and the session record is
+    /// Writes `l/<key>` and its index entry on the session's lease if `unchanged` holds for
+    /// `l/<key>` (absent, to create; the version read, to renew) and the session record is
     /// still the one in `session`; otherwise reads both back in the same transaction.
-    async fn create(
+    async fn write_lock(
         &self,
         lock: &LockRecord,
         session: &LiveSession,
-    ) -> Result<Created, StoreError> {
+        unchanged: Compare,
+    ) -> Result<Written, StoreError> {
         let lock_key = self.keys.lock(&lock.key);
         let session_key = self.keys.session(&lock.session_id);
         let value = encode(lock);
         let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
         let txn = Txn::new()
             .when(vec![
-                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+                unchanged,
                 Compare::mod_revision(session_key.clone(), CompareOp::Equal, session.mod_revision),
             ])
             .and_then(vec![
@@ -258,16 +274,16 @@ impl EtcdStore {
         if !response.succeeded() {
             let session = reads.next().and_then(|kvs| kvs.into_iter().next());
             let lock = reads.next().and_then(|kvs| kvs.into_iter().next());
-            return Ok(Created::Conflict { session, lock });
+            return Ok(Written::Conflict { session, lock });
         }
-        let created = reads
+        let written = reads
             .flatten()
             .next()
-            .ok_or_else(|| StoreError::Internal("created lock not read back".into()))?;
-        let granted = grant(&created, lock)?;
+            .ok_or_else(|| StoreError::Internal("written lock not read back".into()))?;
+        let granted = grant(&written, lock)?;
         self.hints
             .remember_holder(&lock.key, granted.fencing_token, &lock.session_id);
-        Ok(Created::Granted(granted))
+        Ok(Written::Granted(granted))
     }
 
     /// Deletes the lock and its index entry if `l/<key>` is still the version in `kv`.
@@ -294,10 +310,10 @@ impl EtcdStore {
     }
 }
 
-/// What a create transaction found.
-enum Created {
+/// What a lock write transaction found.
+enum Written {
     Granted(LockGrant),
-    /// The key was taken or the session record changed: both as read by the transaction.
+    /// The lock or the session record was not as expected: both as read by the transaction.
     Conflict {
         session: Option<KeyValue>,
         lock: Option<KeyValue>,

@@ -39,7 +39,8 @@ pub(super) struct LockRecord {
     pub key: String,
     pub session_id: String,
     pub ttl_millis: u64,
-    /// The lock's own deadline, moved forward by each heartbeat of its session.
+    /// The lock's own deadline, moved forward by each heartbeat of its session and by each
+    /// L4 of its holder.
     pub deadline_ms: u64,
     /// The holder's session deadline when this record was written; a lock never outlives its
     /// session, and copying it here spares every reader a second read.
