@@ -44,7 +44,9 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
         lock_server::config::Config::parse_from(std::iter::once(&"lock-server").chain(extra));
     config.data_dir = dir.to_path_buf();
     rt.block_on(async move {
-        let store = lock_server::store::open(&config).await.expect("open store");
+        let store = lock_server::server::open_store(&config)
+            .await
+            .expect("open store");
         // The shutdown signal never fires: the server lives as long as the bench.
         let (tx, rx) = tokio::sync::watch::channel(false);
         std::mem::forget(tx);

@@ -9,7 +9,7 @@
 //!   tokens strictly increasing per key, every acquire within budget, T-042 fencing).
 //! - [`run`]: one chaos run (server, contenders, sampler, seeded fault schedule, checker).
 //! - [`load`]: many heartbeating sessions against one server (spurious expiries, RSS).
-//! - [`server`]: a lock-server child process on a fixed port that survives kill -9 restarts.
+//! - [`server`]: the run's lock-server (the shared launcher, port kept across kill -9).
 //! - binaries: `contender` (one OS process: acquire → ledger write → hold → release),
 //!   `chaos` (server + N contenders + seeded faults + checker), `sim-faults` (10,000-seed
 //!   run of the SDK's seeded simulation with injected faults, `lock_wasm::sim`),

@@ -166,7 +166,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
             }
             FaultKind::ServerKill => {
                 let sent = now_micros();
-                server.kill9_and_restart()?;
+                server.restart()?;
                 faults.record(&Event::Fault {
                     kind: "server_kill".into(),
                     target: "server".into(),

@@ -42,7 +42,9 @@ fn server() -> &'static InProcess {
         let mut config = lock_server::config::Config::for_data_dir(dir.path().to_owned());
         config.admin_token = Some("fuzz-admin".into());
         let router = rt.block_on(async {
-            let store = lock_server::store::open(&config).await.expect("open store");
+            let store = lock_server::server::open_store(&config)
+                .await
+                .expect("open store");
             let (_tx, rx) = tokio::sync::watch::channel(false);
             // Keep the sender alive for the whole process: a dropped sender reads as shutdown.
             std::mem::forget(_tx);

@@ -71,7 +71,15 @@ impl IntoResponse for ApiError {
         let status =
             StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = self.0.retry_after_millis;
+        let close = self.0.code == ErrorCode::PayloadTooLarge;
         let mut response = (status, axum::Json(*self.0)).into_response();
+        if close {
+            // The rest of the body stays unread, so the connection cannot carry another
+            // request; saying so keeps the client from sending its next one into it.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if let Some(millis) = retry_after {
             // `retry-after` has whole seconds only; round up so it never says "now" early.
             let secs = millis.div_ceil(1000).max(1);

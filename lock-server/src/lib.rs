@@ -2,7 +2,7 @@
 //!
 //! Layout (one concept per module):
 //! - [`config`]: CLI flags and environment variables (C5).
-//! - [`server`]: open the store, bind, serve, graceful shutdown.
+//! - [`server`]: pick and open the configured store, bind, serve, graceful shutdown.
 //! - [`connections`]: the accept loop; header read timeout (slow-loris guard), head size cap.
 //! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`.
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
@@ -11,24 +11,19 @@
 //! - [`contention`]: server-side waiters per key (`waiterCount`, CONTENTION_EXCEEDED).
 //! - [`metrics`]: `/metrics` (C4).
 //! - [`openapi`]: the `/openapi.json` document.
-//! - [`store`]: the [`store::Store`] trait and backends (`sqlite`, `etcd`).
-//! - [`fencing`]: token allocation with durable reserved blocks (never a repeated token).
-//! - [`recovery`]: start-up classification (clean marker, boot id, grant hold-back).
-//! - [`lease`]: wall-clock lease time.
-//! - [`session_id`]: 128-bit random session ids.
+//! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
+//!   heartbeat cadence, wall-clock lease time, waking waiters) and the backends, each in its
+//!   folder: `store/sqlite/` (writer thread, fencing-token reservation, start-up recovery,
+//!   ...) and `store/etcd/`.
 
 pub mod config;
 pub mod connections;
 pub mod contention;
 pub mod error;
 pub mod extract;
-pub mod fencing;
-pub mod lease;
 pub mod metrics;
 pub mod openapi;
-pub mod recovery;
 pub mod routes;
 pub mod server;
-pub mod session_id;
 pub mod state;
 pub mod store;

@@ -1,5 +1,5 @@
-//! Running the server: open the store, bind, print the `listening` line, serve until
-//! SIGTERM/SIGINT, then close the store (which writes the clean-shutdown marker).
+//! Running the server: pick and open the configured store, bind, print the `listening` line,
+//! serve until SIGTERM/SIGINT, then close the store (which writes the clean-shutdown marker).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -8,19 +8,19 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::Config;
+use crate::config::{Backend, Config};
 use crate::connections;
 use crate::contention::Waiters;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
-use crate::store::{self, Store};
+use crate::store::{sqlite, Store, StoreError};
 
 /// Fatal start-up failures.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("cannot open store: {0}")]
-    Store(#[from] store::OpenError),
+    Store(#[from] OpenError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -28,6 +28,60 @@ pub enum ServeError {
     },
     #[error("server error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Why the configured store could not be opened (fatal at start-up).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Builds the configured backend. Routes only ever see the `Arc<dyn Store>`.
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
+    match config.backend {
+        Backend::Sqlite => {
+            let options = sqlite::SqliteOptions {
+                data_dir: config.data_dir.clone(),
+                boot_id_path: config.boot_id_path.clone(),
+                unclean_holdback_millis: config.unclean_holdback_ms,
+            };
+            let store = sqlite::SqliteStore::open(&options)?;
+            let start = store.start_state();
+            tracing::info!(
+                event = "store_opened",
+                backend = "sqlite",
+                clean = start.clean,
+                fresh = start.fresh,
+                rebooted = start.rebooted,
+                holdback_until_millis = start.holdback_until_millis,
+            );
+            Ok(store)
+        }
+        #[cfg(feature = "etcd")]
+        Backend::Etcd => {
+            use crate::store::etcd::{EtcdOptions, EtcdStore};
+            let options = EtcdOptions {
+                endpoints: config.etcd_endpoints.clone(),
+                prefix: config.etcd_prefix.clone(),
+                timeout: Duration::from_millis(config.etcd_timeout_ms),
+            };
+            let store = EtcdStore::connect(options).await?;
+            tracing::info!(
+                event = "store_opened",
+                backend = "etcd",
+                endpoints = ?config.etcd_endpoints,
+                prefix = %config.etcd_prefix,
+            );
+            Ok(Arc::new(store))
+        }
+        #[cfg(not(feature = "etcd"))]
+        Backend::Etcd => Err(OpenError::Unsupported(
+            "etcd backend not available in this build".into(),
+        )),
+    }
 }
 
 /// Builds the shared state around an opened store.
@@ -49,7 +103,7 @@ pub fn app_state(
 
 /// Runs until a shutdown signal; returns after the store is closed.
 pub async fn run(config: Config) -> Result<(), ServeError> {
-    let store = store::open(&config).await?;
+    let store = open_store(&config).await?;
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {

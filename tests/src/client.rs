@@ -17,6 +17,8 @@ pub struct Reply {
     pub text: String,
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
+    pub allow: Option<String>,
+    pub connection: Option<String>,
 }
 
 impl Reply {
@@ -48,6 +50,18 @@ impl Reply {
         );
         self.error()
     }
+
+    /// Asserts a well-formed 503 NOT_LEADER: a retry hint of at most 5 s in the body
+    /// (`retryAfterMillis`) and in the `retry-after` header.
+    pub fn assert_not_leader(&self) -> ErrorBody {
+        let body = self.assert_error(503, "NOT_LEADER");
+        assert!(
+            body.retry_after_millis.is_some_and(|m| m > 0 && m <= 5_000),
+            "retryAfterMillis must be in 1..=5000: {self:?}"
+        );
+        assert!(self.retry_after.is_some(), "retry-after header: {self:?}");
+        body
+    }
 }
 
 /// Typed client for one server.
@@ -61,8 +75,18 @@ pub struct Api {
 impl Api {
     /// A client for `base` (`http://127.0.0.1:PORT`).
     pub fn new(base: String, admin_token: Option<String>) -> Api {
+        Api::with_idle_pool(base, admin_token, 64)
+    }
+
+    /// A client that opens a new connection per request: for a server whose short header
+    /// read timeout would close idle pooled connections under a request being sent.
+    pub fn without_pool(base: String, admin_token: Option<String>) -> Api {
+        Api::with_idle_pool(base, admin_token, 0)
+    }
+
+    fn with_idle_pool(base: String, admin_token: Option<String>, idle: usize) -> Api {
         let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
+            .pool_max_idle_per_host(idle)
             .build()
             .expect("reqwest client");
         Api {
@@ -117,6 +141,8 @@ impl Api {
         };
         let content_type = header("content-type");
         let retry_after = header("retry-after");
+        let allow = header("allow");
+        let connection = header("connection");
         let text = resp.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
         Ok(Reply {
@@ -125,6 +151,8 @@ impl Api {
             text,
             content_type,
             retry_after,
+            allow,
+            connection,
         })
     }
 

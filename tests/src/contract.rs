@@ -5,6 +5,8 @@
 //!
 //! The checks assume nothing about absolute token values, only their order.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,6 +22,9 @@ pub const ADMIN_TOKEN: &str = "contract-admin-token";
 pub const CORS_ORIGIN: &str = "http://allowed.example";
 /// Per-key waiter cap the suite's server is started with.
 pub const MAX_WAITERS: u32 = 2;
+/// Largest R1 `reason` and demo-ledger `entry`, in bytes (C3's ASSUMPTIONS).
+const REASON_MAX_BYTES: usize = 1024;
+const ENTRY_MAX_BYTES: usize = 1024;
 /// Bound on every "eventually" poll (generous: no test depends on speed).
 const EVENTUALLY: Duration = Duration::from_secs(20);
 
@@ -59,17 +64,23 @@ where
 pub async fn run_all(server: &TestServer) {
     sessions_lifecycle(server).await;
     acquire_release_and_idempotence(server).await;
+    reacquire_by_the_holder_renews_the_lease(server).await;
     tokens_increase_per_key(server).await;
     heartbeat_renews_locks_and_expiry_releases_them(server).await;
     lock_ttl_runs_out_on_its_own(server).await;
     closing_a_session_releases_its_locks(server).await;
     server_side_wait_is_woken_by_release(server).await;
+    server_side_wait_is_woken_by_every_change(server).await;
     server_side_wait_is_bounded(server).await;
     contention_exceeded_over_the_waiter_cap(server).await;
     admin_revoke(server).await;
     demo_ledger_fences(server).await;
     error_bodies_for_unknown_routes_and_methods(server).await;
     bad_inputs_get_contract_errors_and_store_stays_intact(server).await;
+    keys_are_counted_in_bytes(server).await;
+    range_bounds_are_inclusive(server).await;
+    body_limit_is_exact_and_content_type_is_not_checked(server).await;
+    request_heads_over_64_kib_are_refused(server).await;
     observability_surfaces(server).await;
     openapi_matches_routes(server).await;
     cors_only_for_configured_origins(server).await;
@@ -172,6 +183,163 @@ pub async fn acquire_release_and_idempotence(server: &TestServer) {
     assert_eq!(reply.parse::<LockGrant>().ttl_millis, 10_000);
 }
 
+/// Lock TTL of the re-acquire check: short, so the check takes about one TTL.
+const REACQUIRE_TTL: u64 = 2_000;
+/// Rounds the re-acquire check may find inconclusive (the machine stalled longer than half
+/// a TTL at the wrong moment) before it gives up.
+const REACQUIRE_ROUNDS: usize = 4;
+
+/// L4 by the holding session returns the same grant (same token, the lock's original
+/// `ttlMillis` whatever the retry asks for) and renews the lock to the request's arrival + that
+/// TTL, so it outlives its original deadline. Since the arrival is after the send, the
+/// renewed deadline is never earlier than the client's `sentAt + ttl` for that request.
+///
+/// No wall-clock assertion: the session (long TTL, never heartbeated) is the reference clock.
+/// L5 reads the session's and the lock's remaining time at one server instant, so their
+/// difference is the distance between the two deadlines however late the read comes; and the
+/// session's remaining time says how much server time passed between two reads. A round that a
+/// stall makes inconclusive (the lock expired before the re-acquire arrived) is repeated.
+pub async fn reacquire_by_the_holder_renews_the_lease(server: &TestServer) {
+    let mut skipped = Vec::new();
+    for _ in 0..REACQUIRE_ROUNDS {
+        match reacquire_round(&server.api()).await {
+            Ok(()) => return,
+            Err(inconclusive) => skipped.push(inconclusive),
+        }
+    }
+    panic!("every re-acquire round was inconclusive: {skipped:?}");
+}
+
+/// One session's view at one server instant: its remaining time and one lock's, if listed.
+struct L5View {
+    session: i64,
+    lock: Option<(u64, i64)>,
+}
+
+async fn l5_view(api: &Api, session_id: &str, key: &str) -> L5View {
+    let status: SessionStatus = api.session_status(session_id).await.parse();
+    L5View {
+        session: status.remaining_millis as i64,
+        lock: status
+            .locks
+            .iter()
+            .find(|l| l.key == key)
+            .map(|l| (l.fencing_token, l.remaining_millis as i64)),
+    }
+}
+
+/// One round of [`reacquire_by_the_holder_renews_the_lease`]; `Err` says why it proved nothing.
+async fn reacquire_round(api: &Api) -> Result<(), String> {
+    let ttl = REACQUIRE_TTL as i64;
+    let key = unique_key("reacquire");
+    let s = api.open_session(120_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, REACQUIRE_TTL).await;
+    // Deadlines as distances before the session's (fixed) deadline: `gap = session − lock`.
+    let first = l5_view(api, &s.session_id, &key).await;
+    let Some((_, left)) = first.lock else {
+        return Err("the lock expired before the first read".into());
+    };
+    let first_gap = first.session - left;
+    // Wait until the server says half the TTL has passed.
+    let before_send = loop {
+        let view = l5_view(api, &s.session_id, &key).await;
+        if first.session - view.session >= ttl / 2 {
+            break view;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    if before_send.lock.is_none() {
+        return Err("the lock expired before the re-acquire was sent".into());
+    }
+    // Asks for twice the TTL: the grant keeps the lock's own.
+    let again: LockGrant = {
+        let reply = api
+            .acquire(&key, &s.session_id, Some(2 * REACQUIRE_TTL), None)
+            .await;
+        assert_eq!(reply.status, 200, "re-acquire by the holder: {reply:?}");
+        reply.parse()
+    };
+    if again.fencing_token != grant.fencing_token {
+        assert!(again.fencing_token > grant.fencing_token, "{again:?}");
+        return Err("the lock expired before the re-acquire arrived".into());
+    }
+    assert_eq!(
+        again, grant,
+        "the same grant, with the lock's original ttlMillis"
+    );
+    let after = l5_view(api, &s.session_id, &key).await;
+    // The renewal happened after `before_send`'s instant, so the new deadline is at least one
+    // TTL after that instant: gap ≤ before_send.session − ttl. Without renewal the gap stays
+    // `first_gap`, which is larger by at least half a TTL.
+    let renewed_by = before_send.session - ttl;
+    let Some((token, left)) = after.lock else {
+        assert!(
+            after.session <= renewed_by,
+            "the re-acquired lock is gone before one TTL passed since it was sent: \
+             first gap {first_gap} ms, session left at send {} ms, now {} ms",
+            before_send.session,
+            after.session
+        );
+        return Err("the machine stalled for a whole TTL after the re-acquire".into());
+    };
+    assert_eq!(token, grant.fencing_token);
+    let gap = after.session - left;
+    assert!(
+        gap <= renewed_by,
+        "the re-acquire did not renew the lease from its arrival: lock deadline {gap} ms \
+         before the session's, expected at most {renewed_by} (before the re-acquire it was \
+         {first_gap})"
+    );
+    assert!(
+        left <= ttl,
+        "renewed with the requested TTL, not the lock's: {left} ms left"
+    );
+    survives_its_first_deadline(
+        api,
+        &s.session_id,
+        &key,
+        grant.fencing_token,
+        first_gap,
+        gap,
+    )
+    .await
+}
+
+/// Once the server's clock is past the lock's first deadline (and before the renewed one),
+/// L5 and L7 still show the holder with its token.
+async fn survives_its_first_deadline(
+    api: &Api,
+    session_id: &str,
+    key: &str,
+    token: u64,
+    first_gap: i64,
+    renewed_gap: i64,
+) -> Result<(), String> {
+    loop {
+        let before = l5_view(api, session_id, key).await;
+        if before.session >= first_gap {
+            // Not yet past the first deadline.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let holder = api.lock_state(key).await.holder;
+        let after = l5_view(api, session_id, key).await;
+        if after.session <= renewed_gap {
+            return Err("the machine stalled past the renewed deadline".into());
+        }
+        // Both reads fall between the first deadline and the renewed one.
+        assert_eq!(
+            before.lock.map(|(t, _)| t),
+            Some(token),
+            "L5 lost the lock at its first deadline"
+        );
+        let holder = holder.expect("L7 lost the lock at its first deadline");
+        assert_eq!(holder.fencing_token, token);
+        assert!(holder.remaining_millis > 0 && holder.remaining_millis <= REACQUIRE_TTL);
+        return Ok(());
+    }
+}
+
 /// Tokens strictly increase per key, whichever session takes the lock.
 pub async fn tokens_increase_per_key(server: &TestServer) {
     let api = server.api();
@@ -245,14 +413,23 @@ pub async fn closing_a_session_releases_its_locks(server: &TestServer) {
     let api = server.api();
     let keys = [unique_key("close-a"), unique_key("close-b")];
     let s = api.open_session(30_000).await;
+    let mut tokens = Vec::new();
     for key in &keys {
-        api.acquire_ok(key, &s.session_id, 30_000).await;
+        tokens.push(
+            api.acquire_ok(key, &s.session_id, 30_000)
+                .await
+                .fencing_token,
+        );
     }
     let status: SessionStatus = api.session_status(&s.session_id).await.parse();
     assert_eq!(status.locks.len(), 2);
     assert_eq!(api.close_session(&s.session_id).await.status, 204);
-    for key in &keys {
+    for (key, token) in keys.iter().zip(tokens) {
         assert!(api.lock_state(key).await.holder.is_none());
+        // Every token dies with its lock.
+        api.release(key, token, None)
+            .await
+            .assert_error(409, "LOCK_LOST");
     }
 }
 
@@ -282,6 +459,74 @@ pub async fn server_side_wait_is_woken_by_release(server: &TestServer) {
     assert_eq!(won.session_id, waiter.session_id);
     assert!(won.fencing_token > grant.fencing_token);
     assert_eq!(api.lock_state(&key).await.waiter_count, 0);
+}
+
+/// A waiter is woken by every change of the key's holder: L6, R1 revoke, L3 of the holder's
+/// session, and the holder's TTL running out (which writes nothing). Each waiter asks for the
+/// longest wait and must be granted well before it ends (a waiter nobody wakes would still be
+/// granted, but only when its wait runs out).
+pub async fn server_side_wait_is_woken_by_every_change(server: &TestServer) {
+    for change in [
+        Change::Release,
+        Change::Revoke,
+        Change::CloseHolder,
+        Change::Expiry,
+    ] {
+        waiter_is_woken_by(&server.api(), change).await;
+    }
+}
+
+/// What happens to a held key while a request waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Release,
+    Revoke,
+    CloseHolder,
+    /// The holder's short TTL runs out.
+    Expiry,
+}
+
+async fn waiter_is_woken_by(api: &Api, change: Change) {
+    let key = unique_key("wake");
+    let holder = api.open_session(60_000).await;
+    let waiter = api.open_session(60_000).await;
+    let holder_ttl = if change == Change::Expiry {
+        1_000
+    } else {
+        60_000
+    };
+    let held = api.acquire_ok(&key, &holder.session_id, holder_ttl).await;
+    let waiting = {
+        let (api, key, id) = (api.clone(), key.clone(), waiter.session_id.clone());
+        tokio::spawn(async move {
+            let wait = lock_api::limits::WAIT_MILLIS_MAX;
+            api.acquire(&key, &id, Some(5_000), Some(wait)).await
+        })
+    };
+    // A 1 s holder may expire before the waiter is counted: then nothing to wait for.
+    if change != Change::Expiry {
+        eventually("waiterCount shows the waiter", || async {
+            api.lock_state(&key).await.waiter_count == 1
+        })
+        .await;
+    }
+    match change {
+        Change::Release => {
+            let reply = api.release(&key, held.fencing_token, None).await;
+            assert_eq!(reply.status, 204, "{reply:?}");
+        }
+        Change::Revoke => assert_eq!(api.revoke(&key, "wake").await.status, 200),
+        Change::CloseHolder => assert_eq!(api.close_session(&holder.session_id).await.status, 204),
+        Change::Expiry => {}
+    }
+    let reply = tokio::time::timeout(EVENTUALLY, waiting)
+        .await
+        .unwrap_or_else(|_| panic!("{change:?} did not wake the waiter"))
+        .unwrap();
+    assert_eq!(reply.status, 200, "{change:?}: {reply:?}");
+    let grant: LockGrant = reply.parse();
+    assert_eq!(grant.session_id, waiter.session_id);
+    assert!(grant.fencing_token > held.fencing_token);
 }
 
 /// `waitMillis` is a bound: with the holder staying, the waiter gets LOCK_CONTENDED.
@@ -328,8 +573,8 @@ pub async fn contention_exceeded_over_the_waiter_cap(server: &TestServer) {
         .acquire(&key, &extra.session_id, Some(5_000), Some(25_000))
         .await;
     let body = reply.assert_error(429, "CONTENTION_EXCEEDED");
-    assert!(body.retry_after_millis.is_some(), "{reply:?}");
-    assert!(reply.retry_after.is_some(), "retry-after header: {reply:?}");
+    assert_eq!(body.retry_after_millis, Some(100), "{reply:?}");
+    assert_eq!(reply.retry_after.as_deref(), Some("1"), "{reply:?}");
     // A non-waiting attempt is never refused by the cap: plain LOCK_CONTENDED.
     api.acquire(&key, &extra.session_id, Some(5_000), Some(0))
         .await
@@ -374,6 +619,9 @@ pub async fn admin_revoke(server: &TestServer) {
     api.revoke_with_auth(&key, "ops", Some(ADMIN_TOKEN))
         .await
         .assert_error(403, "FORBIDDEN");
+    let reply = api.revoke(&key, &"r".repeat(REASON_MAX_BYTES + 1)).await;
+    assert_eq!(reply.body["field"], "reason", "{reply:?}");
+    reply.assert_error(400, "VALIDATION_FAILED");
     assert!(
         api.lock_state(&key).await.holder.is_some(),
         "refused revoke changed state"
@@ -414,6 +662,14 @@ pub async fn demo_ledger_fences(server: &TestServer) {
         .assert_error(409, "FENCED_OUT");
     assert_eq!(body.highest_token, Some(5));
     assert_eq!(api.ledger_append(&key, 9, "newer").await.status, 204);
+    // Entries up to the bound are accepted; one byte more is refused and not stored.
+    let longest = "e".repeat(ENTRY_MAX_BYTES);
+    assert_eq!(api.ledger_append(&key, 9, &longest).await.status, 204);
+    let reply = api
+        .ledger_append(&key, 9, &"e".repeat(ENTRY_MAX_BYTES + 1))
+        .await;
+    assert_eq!(reply.body["field"], "entry", "{reply:?}");
+    reply.assert_error(400, "VALIDATION_FAILED");
     let read = api.ledger_read(&key).await;
     assert_eq!(read.highest_token, Some(9));
     let seen: Vec<(u64, &str)> = read
@@ -421,7 +677,15 @@ pub async fn demo_ledger_fences(server: &TestServer) {
         .iter()
         .map(|e| (e.fencing_token, e.entry.as_str()))
         .collect();
-    assert_eq!(seen, [(5, "first"), (5, "same token"), (9, "newer")]);
+    assert_eq!(
+        seen,
+        [
+            (5, "first"),
+            (5, "same token"),
+            (9, "newer"),
+            (9, longest.as_str())
+        ]
+    );
 }
 
 /// Unknown route → 404 NOT_FOUND, wrong method → 405 METHOD_NOT_ALLOWED, both JSON.
@@ -430,12 +694,18 @@ pub async fn error_bodies_for_unknown_routes_and_methods(server: &TestServer) {
     api.raw("GET", "/v1/nope", None, &[])
         .await
         .assert_error(404, "NOT_FOUND");
-    api.raw("PUT", "/v1/locks/k/acquire", None, &[])
-        .await
-        .assert_error(405, "METHOD_NOT_ALLOWED");
-    api.raw("DELETE", "/v1/locks/k", None, &[])
-        .await
-        .assert_error(405, "METHOD_NOT_ALLOWED");
+    for (method, path, allowed) in [
+        ("PUT", "/v1/locks/k/acquire", "POST"),
+        ("DELETE", "/v1/locks/k", "GET"),
+    ] {
+        let reply = api.raw(method, path, None, &[]).await;
+        reply.assert_error(405, "METHOD_NOT_ALLOWED");
+        let allow = reply.allow.as_deref().unwrap_or_default();
+        assert!(
+            allow.contains(allowed),
+            "Allow must name {allowed}: {reply:?}"
+        );
+    }
 }
 
 /// One bad input: method, path, body, expected status, code and (for 400) field.
@@ -794,6 +1064,170 @@ pub async fn bad_inputs_get_contract_errors_and_store_stays_intact(server: &Test
     );
 }
 
+/// Keys are 1–256 bytes of UTF-8, counted in bytes, not characters, on every surface.
+pub async fn keys_are_counted_in_bytes(server: &TestServer) {
+    let api = server.api();
+    let s = api.open_session(30_000).await;
+    // Mostly two-byte characters, so the longest key has far fewer than 256 characters.
+    let mut longest = unique_key("bytes");
+    while longest.len() < lock_api::limits::KEY_MAX_BYTES - 1 {
+        longest.push('ü');
+    }
+    while longest.len() < lock_api::limits::KEY_MAX_BYTES {
+        longest.push('x');
+    }
+    let grant = api.acquire_ok(&longest, &s.session_id, 5_000).await;
+    assert_eq!(grant.key, longest, "the key comes back decoded");
+    assert_eq!(
+        api.lock_state(&longest)
+            .await
+            .holder
+            .map(|h| h.fencing_token),
+        Some(grant.fencing_token)
+    );
+    let too_long = format!("{longest}x");
+    assert!(too_long.chars().count() < lock_api::limits::KEY_MAX_BYTES);
+    let refused = [
+        api.acquire(&too_long, &s.session_id, None, None).await,
+        api.raw("GET", &lock_api::paths::lock(&too_long), None, &[])
+            .await,
+        api.release(&too_long, grant.fencing_token, None).await,
+        api.ledger_append(&too_long, 1, "e").await,
+    ];
+    for reply in refused {
+        assert_eq!(reply.body["field"], "key", "{reply:?}");
+        reply.assert_error(400, "VALIDATION_FAILED");
+    }
+    // The empty key, on every surface that takes one.
+    for (method, path) in [
+        ("POST", "/v1/locks//release"),
+        ("GET", "/v1/locks/"),
+        ("POST", "/v1/admin/locks//revoke"),
+        ("POST", "/v1/demo/ledger/"),
+        ("GET", "/v1/demo/ledger/"),
+    ] {
+        let reply = api.raw(method, path, Some(b"{}".to_vec()), &[]).await;
+        assert_eq!(reply.body["field"], "key", "{method} {path}: {reply:?}");
+        reply.assert_error(400, "VALIDATION_FAILED");
+    }
+}
+
+/// Range ends are inclusive: TTLs 100 and 300000 (locks and sessions), `waitMillis` 30000,
+/// an `owner` of 128 bytes; `heartbeatMillis` is a third of the TTL; ids are lowercase hex;
+/// one step outside, or a control character in `owner`, is VALIDATION_FAILED naming the field.
+pub async fn range_bounds_are_inclusive(server: &TestServer) {
+    use lock_api::limits::{OWNER_MAX_BYTES, TTL_MILLIS_MAX, TTL_MILLIS_MIN, WAIT_MILLIS_MAX};
+    let api = server.api();
+    for ttl in [TTL_MILLIS_MIN, 4_000, TTL_MILLIS_MAX] {
+        let reply = api.open_session_with(json!({ "ttlMillis": ttl })).await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        let opened: lock_api::SessionOpened = reply.parse();
+        assert_eq!((opened.ttl_millis, opened.heartbeat_millis), (ttl, ttl / 3));
+        assert!(
+            opened.session_id.len() == 32
+                && opened
+                    .session_id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            "{opened:?}"
+        );
+    }
+    let reply = api
+        .open_session_with(json!({ "owner": "o".repeat(OWNER_MAX_BYTES) }))
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    for (body, field) in [
+        (json!({ "ttlMillis": TTL_MILLIS_MIN - 1 }), "ttlMillis"),
+        (json!({ "ttlMillis": TTL_MILLIS_MAX + 1 }), "ttlMillis"),
+        (json!({ "owner": "a\u{7}b" }), "owner"),
+    ] {
+        let reply = api.open_session_with(body).await;
+        assert_eq!(reply.body["field"], field, "{reply:?}");
+        reply.assert_error(400, "VALIDATION_FAILED");
+    }
+    let s = api.open_session(30_000).await;
+    for ttl in [TTL_MILLIS_MIN, TTL_MILLIS_MAX] {
+        let key = unique_key("ttl-range");
+        let grant = api.acquire_ok(&key, &s.session_id, ttl).await;
+        assert_eq!(grant.ttl_millis, ttl);
+        assert_eq!(
+            api.release(&key, grant.fencing_token, None).await.status,
+            204
+        );
+    }
+    let key = unique_key("wait-range");
+    let reply = api
+        .acquire(&key, &s.session_id, Some(5_000), Some(WAIT_MILLIS_MAX))
+        .await;
+    assert_eq!(
+        reply.status, 200,
+        "a free key is granted at once: {reply:?}"
+    );
+}
+
+/// The body limit is 16 KiB exactly (413 above it, never below), and the content type is not
+/// checked: a JSON body is read whatever `content-type` says, or without one.
+pub async fn body_limit_is_exact_and_content_type_is_not_checked(server: &TestServer) {
+    const LIMIT: usize = 16 * 1024;
+    let api = server.api();
+    let s = api.open_session(30_000).await;
+    let key = unique_key("body-limit");
+    let path = lock_api::paths::acquire(&key);
+    // A valid acquire padded with insignificant whitespace to `len` bytes.
+    let padded = |len: usize| {
+        let json = format!(r#""sessionId":"{}"}}"#, s.session_id);
+        format!("{{{}{json}", " ".repeat(len - json.len() - 1)).into_bytes()
+    };
+    assert_eq!(padded(LIMIT).len(), LIMIT);
+    let reply = api.raw("POST", &path, Some(padded(LIMIT)), &[]).await;
+    assert_eq!(reply.status, 200, "a body of exactly the limit: {reply:?}");
+    let reply = api.raw("POST", &path, Some(padded(LIMIT + 1)), &[]).await;
+    reply.assert_error(413, "PAYLOAD_TOO_LARGE");
+    // The unread rest of the body ends the connection; the client must not reuse it.
+    assert_eq!(reply.connection.as_deref(), Some("close"), "{reply:?}");
+    let http = reqwest::Client::new();
+    let body = json!({ "sessionId": s.session_id }).to_string();
+    for content_type in [Some("text/plain"), None] {
+        let mut request = http
+            .post(format!("{}{path}", api.base()))
+            .body(body.clone());
+        if let Some(value) = content_type {
+            request = request.header("content-type", value);
+        }
+        let response = request.send().await.expect("answer");
+        assert_eq!(
+            response.status().as_u16(),
+            200,
+            "content type {content_type:?}"
+        );
+    }
+}
+
+/// A request head over 64 KiB is answered 431 and the connection closed; the server lives on.
+pub async fn request_heads_over_64_kib_are_refused(server: &TestServer) {
+    let addr = server.addr().to_owned();
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        stream
+            .set_read_timeout(Some(EVENTUALLY))
+            .expect("read timeout");
+        let filler = "a".repeat(65 * 1024);
+        let head = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nX-Big: {filler}\r\n\r\n");
+        // The server may close before it read everything; what it answered is still there.
+        let _ = stream.write_all(head.as_bytes());
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 431"), "answer: {answer:.200}");
+    assert_eq!(
+        server.api().raw("GET", "/healthz", None, &[]).await.status,
+        200
+    );
+}
+
 /// `/healthz`, `/metrics` (no per-key labels), and the `lock_granted` / `contention` lines.
 pub async fn observability_surfaces(server: &TestServer) {
     let api = server.api();
@@ -923,13 +1357,207 @@ pub async fn cors_only_for_configured_origins(server: &TestServer) {
         }
     };
     let allowed = preflight(CORS_ORIGIN).await;
-    assert_eq!(
+    let header = |name: &str| {
         allowed
             .headers()
-            .get("access-control-allow-origin")
-            .and_then(|v| v.to_str().ok()),
-        Some(CORS_ORIGIN)
-    );
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    assert_eq!(header("access-control-allow-origin"), CORS_ORIGIN);
+    for method in ["get", "post", "delete"] {
+        assert!(header("access-control-allow-methods").contains(method));
+    }
+    for name in ["content-type", "authorization"] {
+        assert!(header("access-control-allow-headers").contains(name));
+    }
     let other = preflight("http://evil.example").await;
     assert!(other.headers().get("access-control-allow-origin").is_none());
+}
+
+/// A graceful shutdown (SIGTERM) ends requests waiting server-side at once with 503
+/// NOT_LEADER and a retry hint, instead of holding the shutdown up for their whole wait; the
+/// process then exits cleanly. Run last: it stops the server.
+pub async fn shutdown_ends_waiters_with_not_leader(server: &mut TestServer) {
+    let api = server.api();
+    let key = unique_key("shutdown");
+    let holder = api.open_session(60_000).await;
+    let waiter = api.open_session(60_000).await;
+    api.acquire_ok(&key, &holder.session_id, 60_000).await;
+    let waiting = {
+        let (api, key, id) = (api.clone(), key.clone(), waiter.session_id.clone());
+        tokio::spawn(async move {
+            let wait = lock_api::limits::WAIT_MILLIS_MAX;
+            api.acquire(&key, &id, Some(5_000), Some(wait)).await
+        })
+    };
+    eventually("waiterCount shows the waiter", || async {
+        api.lock_state(&key).await.waiter_count == 1
+    })
+    .await;
+    let clean = tokio::task::block_in_place(|| server.terminate());
+    let reply = tokio::time::timeout(EVENTUALLY, waiting)
+        .await
+        .expect("the waiter is answered at shutdown, not after its wait")
+        .unwrap();
+    reply.assert_not_leader();
+    assert!(
+        clean,
+        "graceful shutdown failed:\n{}",
+        server.logs().join("\n")
+    );
+}
+
+/// Header read timeout of the [`unconfigured_options`] server (short, so the check is quick).
+const HEADER_READ_TIMEOUT_MS: u64 = 500;
+
+/// A server with nothing optional configured: no admin token, no CORS origin, server-side
+/// waiting disabled (`--max-waiters-per-key 0`), and a short request-head timeout.
+pub fn unconfigured_options() -> ServerOptions {
+    ServerOptions::new().args([
+        "--max-waiters-per-key".to_string(),
+        "0".to_string(),
+        "--header-read-timeout-ms".to_string(),
+        HEADER_READ_TIMEOUT_MS.to_string(),
+    ])
+}
+
+/// The rules whose other side needs another configuration, against a server started with
+/// [`unconfigured_options`] (plus backend flags).
+pub async fn run_unconfigured(server: &TestServer) {
+    admin_surface_is_disabled_without_a_token(server).await;
+    zero_waiter_cap_disables_server_side_waiting(server).await;
+    no_cors_without_configured_origins(server).await;
+    unfinished_request_heads_are_cut_off(server).await;
+}
+
+/// No admin token configured: R1 answers 403 to every call, whatever it carries, and revokes
+/// nothing.
+pub async fn admin_surface_is_disabled_without_a_token(server: &TestServer) {
+    let api = unpooled(server);
+    let key = unique_key("no-admin");
+    let s = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, 30_000).await;
+    for auth in [
+        None,
+        Some("Bearer anything"),
+        Some("Bearer "),
+        Some("Basic x"),
+    ] {
+        api.revoke_with_auth(&key, "r", auth)
+            .await
+            .assert_error(403, "FORBIDDEN");
+    }
+    let holder = api.lock_state(&key).await.holder.expect("still held");
+    assert_eq!(holder.fencing_token, grant.fencing_token);
+}
+
+/// Cap 0: an L4 that would wait is refused at once with 429; one that need not wait (free key,
+/// or `waitMillis` 0) is answered as usual.
+pub async fn zero_waiter_cap_disables_server_side_waiting(server: &TestServer) {
+    let api = unpooled(server);
+    let key = unique_key("cap-zero");
+    let a = api.open_session(30_000).await;
+    let b = api.open_session(30_000).await;
+    let reply = api
+        .acquire(&key, &a.session_id, Some(30_000), Some(5_000))
+        .await;
+    assert_eq!(reply.status, 200, "a free key needs no wait: {reply:?}");
+    let reply = api
+        .acquire(&key, &b.session_id, Some(30_000), Some(5_000))
+        .await;
+    let body = reply.assert_error(429, "CONTENTION_EXCEEDED");
+    assert_eq!(body.retry_after_millis, Some(100), "{reply:?}");
+    api.acquire(&key, &b.session_id, Some(30_000), Some(0))
+        .await
+        .assert_error(409, "LOCK_CONTENDED");
+    assert_eq!(api.lock_state(&key).await.waiter_count, 0);
+}
+
+/// Without `--cors-origin` no origin gets CORS headers.
+pub async fn no_cors_without_configured_origins(server: &TestServer) {
+    let response = reqwest::Client::new()
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/v1/sessions", server.base_url()),
+        )
+        .header("origin", CORS_ORIGIN)
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("answer");
+    assert!(response
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
+}
+
+/// A connection must deliver a whole request head within the header read timeout, also when
+/// it trickles bytes to look alive, and also when idle after a request (keep-alive): else the
+/// server closes it. The bound below is generous, not a timing claim: without the guard the
+/// connection would stay open for ever.
+pub async fn unfinished_request_heads_are_cut_off(server: &TestServer) {
+    let addr = server.addr().to_owned();
+    let (trickled, idle) = tokio::task::spawn_blocking(move || {
+        let mut trickling = TcpStream::connect(&addr).expect("connect");
+        let _ = write!(
+            trickling,
+            "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nX-Slow: "
+        );
+        let trickled = closed_within(&mut trickling, EVENTUALLY, true);
+        let mut idle = TcpStream::connect(&addr).expect("connect");
+        let _ = write!(idle, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let idle = closed_within(&mut idle, EVENTUALLY, false);
+        (trickled, idle)
+    })
+    .await
+    .unwrap();
+    assert!(
+        trickled,
+        "a trickled, never-finished head kept its connection"
+    );
+    assert!(
+        idle,
+        "an idle keep-alive connection was kept past the timeout"
+    );
+    assert_eq!(
+        unpooled(server)
+            .raw("GET", "/healthz", None, &[])
+            .await
+            .status,
+        200
+    );
+}
+
+/// Whether the server closes `stream` within `bound`, reading (and discarding) what it sends;
+/// with `trickle`, a header byte is sent every 100 ms as a slow-loris client does.
+fn closed_within(stream: &mut TcpStream, bound: Duration, trickle: bool) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("read timeout");
+    let deadline = Instant::now() + bound;
+    let mut buf = [0u8; 1024];
+    while Instant::now() < deadline {
+        if trickle && stream.write_all(b"a").is_err() {
+            return true;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// A client for the unconfigured server: its short header timeout closes idle connections,
+/// which a pooled client could pick just as they close.
+fn unpooled(server: &TestServer) -> Api {
+    Api::without_pool(server.base_url(), server.options().admin_token.clone())
 }

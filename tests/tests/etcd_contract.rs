@@ -2,16 +2,27 @@
 //! backend runs (`lock_e2e::contract`), on a real lock-server over a real etcd member.
 
 use lock_e2e::etcd::EtcdCluster;
-use lock_e2e::{contract, TestServer};
+use lock_e2e::{contract, ServerOptions, TestServer};
+
+fn on_etcd(options: ServerOptions, etcd: &EtcdCluster, prefix: &str) -> ServerOptions {
+    options
+        .args(["--backend", "etcd", "--etcd-endpoints"])
+        .args([etcd.endpoints_arg()])
+        .args(["--etcd-prefix", prefix])
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contract_suite_passes_on_etcd() {
     let etcd = EtcdCluster::single();
-    let server = TestServer::start(
-        contract::options()
-            .args(["--backend", "etcd", "--etcd-endpoints"])
-            .args([etcd.endpoints_arg()])
-            .args(["--etcd-prefix", "/contract/"]),
-    );
+    let mut server = TestServer::start(on_etcd(contract::options(), &etcd, "/contract/"));
     contract::run_all(&server).await;
+    contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_suite_passes_on_etcd_unconfigured() {
+    let etcd = EtcdCluster::single();
+    let options = on_etcd(contract::unconfigured_options(), &etcd, "/unconfigured/");
+    let server = TestServer::start(options);
+    contract::run_unconfigured(&server).await;
 }

@@ -58,7 +58,7 @@ async fn acquire_within_budget(
                 attempt += 1;
             }
             503 => {
-                reply.assert_error(503, "NOT_LEADER");
+                reply.assert_not_leader();
                 *not_leader += 1;
                 tokio::time::sleep(NOT_LEADER_FLOOR).await;
             }

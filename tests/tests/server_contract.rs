@@ -4,16 +4,13 @@ use lock_e2e::{contract, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_backend_meets_the_http_contract() {
-    let server = TestServer::start(contract::options());
+    let mut server = TestServer::start(contract::options());
     contract::run_all(&server).await;
+    contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn admin_surface_is_disabled_without_a_token() {
-    let server = TestServer::start(lock_e2e::ServerOptions::new());
-    let api = server.api();
-    let reply = api
-        .revoke_with_auth("k", "r", Some("Bearer anything"))
-        .await;
-    reply.assert_error(403, "FORBIDDEN");
+async fn sqlite_backend_meets_the_contract_unconfigured() {
+    let server = TestServer::start(contract::unconfigured_options());
+    contract::run_unconfigured(&server).await;
 }

@@ -4,11 +4,18 @@
 //! Every method is one atomic step against the backend. Durations are milliseconds. Expiry
 //! is the store's business: a store never reports a holder, session or lock whose TTL has run
 //! out, whether or not a reaper has deleted it yet.
+//!
+//! Layout: this file (the trait, its outcomes and errors), what every backend shares
+//! (`session`: ids and heartbeat cadence; `lease`: wall-clock deadlines; `wakeup`: waking
+//! server-side waiters), and one folder per backend with its private modules (`sqlite/`,
+//! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
+//! and fills in its options.
 
+pub mod lease;
+pub mod session;
 pub mod sqlite;
 pub mod wakeup;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -21,8 +28,8 @@ pub mod etcd;
 /// What a single, non-waiting acquire attempt found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
-    /// A new grant, or the existing one when this session already holds the key (L4 is
-    /// idempotent per session: a retried request must not mint a second token).
+    /// A new grant, or the existing one, renewed, when this session already holds the key
+    /// (L4 is idempotent per session: a retried request must not mint a second token).
     Granted(LockGrant),
     /// Another live session holds the key.
     Contended,
@@ -81,8 +88,9 @@ pub trait Store: Send + Sync + 'static {
     async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError>;
 
     /// L4, one attempt, no waiting: grant if the key is free (minting a token strictly
-    /// greater than every token ever issued for it), return the existing grant if this
-    /// session holds it, else [`Acquired::Contended`].
+    /// greater than every token ever issued for it); if this session holds it, return the
+    /// existing grant (same token, the lock's own TTL) and renew the lock to now + that TTL;
+    /// else [`Acquired::Contended`].
     async fn try_acquire(
         &self,
         key: &str,
@@ -123,58 +131,5 @@ pub trait Store: Send + Sync + 'static {
     /// the first cut of the trait, hence the default (nothing to do for a remote backend).
     async fn close(&self) -> Result<(), StoreError> {
         Ok(())
-    }
-}
-
-/// Why the configured store could not be opened (fatal at start-up).
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Unsupported(String),
-}
-
-/// Builds the configured backend. Routes only ever see the `Arc<dyn Store>`.
-pub async fn open(config: &crate::config::Config) -> Result<Arc<dyn Store>, OpenError> {
-    match config.backend {
-        crate::config::Backend::Sqlite => {
-            let options = sqlite::SqliteOptions {
-                data_dir: config.data_dir.clone(),
-                boot_id_path: config.boot_id_path.clone(),
-                unclean_holdback_millis: config.unclean_holdback_ms,
-            };
-            let store = sqlite::SqliteStore::open(&options)?;
-            let start = store.start_state();
-            tracing::info!(
-                event = "store_opened",
-                backend = "sqlite",
-                clean = start.clean,
-                fresh = start.fresh,
-                rebooted = start.rebooted,
-                holdback_until_millis = start.holdback_until_millis,
-            );
-            Ok(store)
-        }
-        #[cfg(feature = "etcd")]
-        crate::config::Backend::Etcd => {
-            let options = etcd::EtcdOptions {
-                endpoints: config.etcd_endpoints.clone(),
-                prefix: config.etcd_prefix.clone(),
-                timeout: Duration::from_millis(config.etcd_timeout_ms),
-            };
-            let store = etcd::EtcdStore::connect(options).await?;
-            tracing::info!(
-                event = "store_opened",
-                backend = "etcd",
-                endpoints = ?config.etcd_endpoints,
-                prefix = %config.etcd_prefix,
-            );
-            Ok(Arc::new(store))
-        }
-        #[cfg(not(feature = "etcd"))]
-        crate::config::Backend::Etcd => Err(OpenError::Unsupported(
-            "etcd backend not available in this build".into(),
-        )),
     }
 }

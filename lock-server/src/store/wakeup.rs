@@ -1,10 +1,26 @@
-//! Per-key wake-ups for `Store::wait_change` in a single-process store: waiters park on a
-//! `Notify` for their key; release, revoke, session close and expiry wake them.
+//! Waking the requests that wait server-side for a key (`Store::wait_change`).
+//!
+//! Every backend wakes a waiter when the key's holder may have changed, and at the latest when
+//! the holder's lease runs out: a deadline passing writes nothing, so no event would come
+//! ([`until_expiry`]). A single-process store learns of changes itself and wakes waiters
+//! through [`KeyWakeups`]: they park on a `Notify` for their key; release, revoke, session
+//! close and expiry wake them. A shared store watches the backend instead.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+
+/// Extra wait past a holder's deadline before its waiters wake, so their retried acquire
+/// finds the lock expired rather than a millisecond short of it.
+pub const EXPIRY_SLACK: Duration = Duration::from_millis(5);
+
+/// How long a waiter may sleep without an event: until just after the holder's lease runs out
+/// (`holder_remaining_millis`), at most `timeout`.
+pub fn until_expiry(timeout: Duration, holder_remaining_millis: u64) -> Duration {
+    timeout.min(Duration::from_millis(holder_remaining_millis) + EXPIRY_SLACK)
+}
 
 /// The registry. A std mutex, not a tokio one: nothing awaits while it is held.
 #[derive(Debug, Default)]

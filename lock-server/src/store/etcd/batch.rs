@@ -1,5 +1,5 @@
-//! Group commit for the hot path: L4's create and L6's compare-and-delete transactions of
-//! different keys share one etcd round trip when the replica is busy.
+//! Group commit for the hot path: L4's create (or renewal) and L6's compare-and-delete
+//! transactions of different keys share one etcd round trip when the replica is busy.
 //!
 //! Why: every etcd transaction pays gRPC, raft proposal and apply costs on the members, which
 //! on a busy cluster dominate the cost of a lock. When fewer than [`MAX_IN_FLIGHT`]
@@ -13,11 +13,11 @@
 //! - etcd refuses a transaction that writes one key twice ("duplicate key"), so a batch holds
 //!   at most one transaction per lock key (a lock's index key is named by its lock key); a
 //!   second one for the same key waits for the next batch.
-//! - A put on a lease that has gone fails the whole outer transaction. The creates compare
-//!   their session record's revision first, and etcd deletes a lease's keys in the same step
-//!   that ends the lease, so a create whose put is attempted has a live lease. Should a batch
-//!   fail that way anyway, its transactions are re-sent one by one, so only the request whose
-//!   session is gone sees it.
+//! - A put on a lease that has gone fails the whole outer transaction. The creates and
+//!   renewals compare their session record's revision first, and etcd deletes a lease's keys
+//!   in the same step that ends the lease, so a write whose put is attempted has a live lease.
+//!   Should a batch fail that way anyway, its transactions are re-sent one by one, so only the
+//!   request whose session is gone sees it.
 //! - All writes of one batch share one etcd revision. Fencing tokens are per key, and keys in
 //!   a batch are distinct, so every key's tokens still strictly increase.
 

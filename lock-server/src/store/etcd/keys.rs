@@ -69,15 +69,6 @@ impl Keys {
     }
 }
 
-/// Session ids are minted here as 32 lowercase hex digits. Anything else cannot name a
-/// session, and refusing it early keeps ids with `/` from reaching a prefix read.
-pub(super) fn is_session_id(session_id: &str) -> bool {
-    session_id.len() == 32
-        && session_id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,13 +81,5 @@ mod tests {
             .ledger_entry("a/b", 0)
             .starts_with(&keys.ledger_entries("a")));
         assert_eq!(keys.ledger_entry("a", 7), "/p/e/a/00000000000000000007");
-    }
-
-    #[test]
-    fn only_minted_ids_are_session_ids() {
-        assert!(is_session_id("0123456789abcdef0123456789abcdef"));
-        assert!(!is_session_id("0123456789ABCDEF0123456789abcdef"));
-        assert!(!is_session_id("../"));
-        assert!(!is_session_id(""));
     }
 }

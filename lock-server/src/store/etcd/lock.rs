@@ -1,8 +1,9 @@
 //! Locks: L4 acquire, L6 release, L7 read, R1 revoke, and the watch behind `waitMillis`.
 //!
 //! `l/<key>` holds the live lock, on its session's lease; its `create_revision` is the
-//! fencing token. Every transaction that creates or deletes `l/<key>` does the same to the
-//! holder's index entry `h/<session>/<key>`, so the two always exist together.
+//! fencing token. Every transaction that creates, renews or deletes `l/<key>` does the same
+//! to the holder's index entry `h/<session>/<key>`, so the two always exist together and
+//! carry the same record.
 
 use std::time::Duration;
 
@@ -11,28 +12,26 @@ use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::keys::is_session_id;
-use super::records::{now_ms, LockRecord};
+use super::records::LockRecord;
 use super::session::LiveSession;
 use super::{decode, encode, EtcdStore, CAS_ATTEMPTS};
-use crate::store::{Acquired, StoreError};
-
-/// Extra wait past a holder's deadline before `wait_change` wakes its caller, so the retried
-/// acquire finds the lock expired rather than a millisecond short of it.
-const EXPIRY_SLACK: Duration = Duration::from_millis(5);
+use crate::store::lease::now_millis;
+use crate::store::wakeup::until_expiry;
+use crate::store::{session, Acquired, StoreError};
 
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica it is one transaction:
-    /// create if the key is free and the session unchanged, else read both back. Loops only
-    /// to take over a lock whose TTL ran out (deleting it first, so the new grant gets a new
-    /// `create_revision`) or after losing a race.
+    /// create if the key is free and the session unchanged, else read both back. Loops to
+    /// renew the lock when this session already holds it, to take over a lock whose TTL ran
+    /// out (deleting it first, so the new grant gets a new `create_revision`) or after losing
+    /// a race.
     pub(super) async fn acquire_once(
         &self,
         key: &str,
         session_id: &str,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError> {
-        if !is_session_id(session_id) {
+        if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
         let mut session = self.hinted_session(session_id);
@@ -47,32 +46,44 @@ impl EtcdStore {
                     live
                 }
             };
-            let now = now_ms();
-            if let Some((kv, lock)) = current.take() {
-                self.hints
-                    .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
-                match lock.remaining(now) {
-                    Some(_) if lock.session_id == session_id => {
-                        // Idempotent L4: the same grant, same token, no renewal.
-                        return Ok(Acquired::Granted(grant(&kv, &lock)?));
-                    }
-                    Some(_) => return Ok(Acquired::Contended),
-                    None => {
-                        self.delete_if_unchanged(&kv, &lock).await?;
-                        continue;
+            let now = now_millis();
+            let lock_key = self.keys.lock(key);
+            let (lock, unchanged) = match current.take() {
+                None => (
+                    LockRecord {
+                        key: key.to_owned(),
+                        session_id: session_id.to_owned(),
+                        ttl_millis,
+                        deadline_ms: now + ttl_millis,
+                        session_deadline_ms: live.record.deadline_ms,
+                    },
+                    Compare::create_revision(lock_key, CompareOp::Equal, 0),
+                ),
+                Some((kv, lock)) => {
+                    self.hints
+                        .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
+                    match lock.remaining(now) {
+                        // Idempotent L4: the same grant (same token, the lock's own TTL),
+                        // renewed from now, so every answered L4 is a lease from its arrival.
+                        Some(_) if lock.session_id == session_id => (
+                            LockRecord {
+                                deadline_ms: now + lock.ttl_millis,
+                                session_deadline_ms: live.record.deadline_ms,
+                                ..lock
+                            },
+                            Compare::mod_revision(lock_key, CompareOp::Equal, kv.mod_revision()),
+                        ),
+                        Some(_) => return Ok(Acquired::Contended),
+                        None => {
+                            self.delete_if_unchanged(&kv, &lock).await?;
+                            continue;
+                        }
                     }
                 }
-            }
-            let lock = LockRecord {
-                key: key.to_owned(),
-                session_id: session_id.to_owned(),
-                ttl_millis,
-                deadline_ms: now + ttl_millis,
-                session_deadline_ms: live.record.deadline_ms,
             };
-            match self.create(&lock, &live).await? {
-                Created::Granted(granted) => return Ok(Acquired::Granted(granted)),
-                Created::Conflict { session: kv, lock } => {
+            match self.write_lock(&lock, &live, unchanged).await? {
+                Written::Granted(granted) => return Ok(Acquired::Granted(granted)),
+                Written::Conflict { session: kv, lock } => {
                     // Both read in the failed transaction: no extra round trip.
                     session = Some(self.live_session(session_id, kv.as_ref())?);
                     current = decode_lock(lock)?;
@@ -93,7 +104,7 @@ impl EtcdStore {
         if kv.create_revision() as u64 != token {
             return Err(StoreError::LockLost);
         }
-        let live = lock.remaining(now_ms()).is_some();
+        let live = lock.remaining(now_millis()).is_some();
         let deleted = self
             .txn(
                 Txn::new()
@@ -143,7 +154,7 @@ impl EtcdStore {
         }
         let deleted = decode_lock(super::range_results(&response).into_iter().flatten().next())?;
         // An expired lock is deleted for tidiness but was already lost.
-        let live = deleted.is_some_and(|(_, lock)| lock.remaining(now_ms()).is_some());
+        let live = deleted.is_some_and(|(_, lock)| lock.remaining(now_millis()).is_some());
         Ok(Some(if live {
             Ok(())
         } else {
@@ -156,7 +167,7 @@ impl EtcdStore {
         let Some((kv, lock)) = self.lock_kv(key).await? else {
             return Ok(None);
         };
-        Ok(lock.remaining(now_ms()).map(|remaining_millis| Holder {
+        Ok(lock.remaining(now_millis()).map(|remaining_millis| Holder {
             session_id: lock.session_id,
             fencing_token: kv.create_revision() as u64,
             remaining_millis,
@@ -169,7 +180,7 @@ impl EtcdStore {
             let Some((kv, lock)) = self.lock_kv(key).await? else {
                 return Ok(None);
             };
-            let live = lock.remaining(now_ms()).is_some();
+            let live = lock.remaining(now_millis()).is_some();
             if self.delete_if_unchanged(&kv, &lock).await? {
                 return Ok(live.then_some(kv.create_revision() as u64));
             }
@@ -184,14 +195,14 @@ impl EtcdStore {
         let Ok((current, revision)) = self.get(&self.keys.lock(key)).await else {
             return;
         };
-        let remaining = match current {
+        let bound = match current {
             None => return,
             Some(kv) => match decode::<LockRecord>(&kv)
                 .ok()
-                .and_then(|l| l.remaining(now_ms()))
+                .and_then(|l| l.remaining(now_millis()))
             {
                 None => return,
-                Some(left) => Duration::from_millis(left) + EXPIRY_SLACK,
+                Some(left) => until_expiry(timeout, left),
             },
         };
         let index = self.pinned.load(std::sync::atomic::Ordering::Relaxed) % self.clients.len();
@@ -209,7 +220,7 @@ impl EtcdStore {
                 }
             }
         };
-        let _ = tokio::time::timeout(timeout.min(remaining), wait).await;
+        let _ = tokio::time::timeout(bound, wait).await;
     }
 
     /// The record at `l/<key>`, live or not.
@@ -223,20 +234,22 @@ impl EtcdStore {
         }
     }
 
-    /// Creates `l/<key>` and its index entry if the key is free and the session record is
+    /// Writes `l/<key>` and its index entry on the session's lease if `unchanged` holds for
+    /// `l/<key>` (absent, to create; the version read, to renew) and the session record is
     /// still the one in `session`; otherwise reads both back in the same transaction.
-    async fn create(
+    async fn write_lock(
         &self,
         lock: &LockRecord,
         session: &LiveSession,
-    ) -> Result<Created, StoreError> {
+        unchanged: Compare,
+    ) -> Result<Written, StoreError> {
         let lock_key = self.keys.lock(&lock.key);
         let session_key = self.keys.session(&lock.session_id);
         let value = encode(lock);
         let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
         let txn = Txn::new()
             .when(vec![
-                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+                unchanged,
                 Compare::mod_revision(session_key.clone(), CompareOp::Equal, session.mod_revision),
             ])
             .and_then(vec![
@@ -261,16 +274,16 @@ impl EtcdStore {
         if !response.succeeded() {
             let session = reads.next().and_then(|kvs| kvs.into_iter().next());
             let lock = reads.next().and_then(|kvs| kvs.into_iter().next());
-            return Ok(Created::Conflict { session, lock });
+            return Ok(Written::Conflict { session, lock });
         }
-        let created = reads
+        let written = reads
             .flatten()
             .next()
-            .ok_or_else(|| StoreError::Internal("created lock not read back".into()))?;
-        let granted = grant(&created, lock)?;
+            .ok_or_else(|| StoreError::Internal("written lock not read back".into()))?;
+        let granted = grant(&written, lock)?;
         self.hints
             .remember_holder(&lock.key, granted.fencing_token, &lock.session_id);
-        Ok(Created::Granted(granted))
+        Ok(Written::Granted(granted))
     }
 
     /// Deletes the lock and its index entry if `l/<key>` is still the version in `kv`.
@@ -297,10 +310,10 @@ impl EtcdStore {
     }
 }
 
-/// What a create transaction found.
-enum Created {
+/// What a lock write transaction found.
+enum Written {
     Granted(LockGrant),
-    /// The key was taken or the session record changed: both as read by the transaction.
+    /// The lock or the session record was not as expected: both as read by the transaction.
     Conflict {
         session: Option<KeyValue>,
         lock: Option<KeyValue>,

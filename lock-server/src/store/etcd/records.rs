@@ -4,12 +4,12 @@
 //! the session, its locks and its index entries when no heartbeat renews it, even if every
 //! replica is gone. The precise millisecond deadlines below are checked by every read, so a
 //! lock or session is never reported past its TTL although the lease may outlive it by up to
-//! a second. Deadlines are wall-clock milliseconds of the replica that wrote them: replicas
-//! are assumed to run NTP-synchronised clocks (ASSUMPTION, see docs/etcd.md).
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! a second. Deadlines are wall-clock milliseconds (`store::lease`) of the replica that wrote
+//! them: replicas are assumed to run NTP-synchronised clocks (ASSUMPTION, see docs/etcd.md).
 
 use serde::{Deserialize, Serialize};
+
+use crate::store::lease;
 
 /// The value of `s/<sessionId>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +39,8 @@ pub(super) struct LockRecord {
     pub key: String,
     pub session_id: String,
     pub ttl_millis: u64,
-    /// The lock's own deadline, moved forward by each heartbeat of its session.
+    /// The lock's own deadline, moved forward by each heartbeat of its session and by each
+    /// L4 of its holder.
     pub deadline_ms: u64,
     /// The holder's session deadline when this record was written; a lock never outlives its
     /// session, and copying it here spares every reader a second read.
@@ -62,14 +63,6 @@ pub(super) struct LedgerHead {
     pub count: u64,
 }
 
-/// The wall clock in milliseconds since the Unix epoch.
-pub(super) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// etcd lease TTLs are whole seconds: round the millisecond TTL up so the lease never ends
 /// before the deadline. etcd raises anything below its minimum (1.5 × election timeout) to
 /// that minimum, which only makes the backstop later, never the reported expiry.
@@ -77,8 +70,9 @@ pub(super) fn lease_seconds(ttl_millis: u64) -> i64 {
     ttl_millis.div_ceil(1000).max(1) as i64
 }
 
+/// Milliseconds left, or `None` once the deadline is reached.
 fn remaining(deadline_ms: u64, now: u64) -> Option<u64> {
-    deadline_ms.checked_sub(now).filter(|left| *left > 0)
+    Some(lease::remaining(deadline_ms, now)).filter(|left| *left > 0)
 }
 
 #[cfg(test)]

@@ -10,10 +10,10 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 
 use super::cache::SessionHint;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::keys::is_session_id;
-use super::records::{lease_seconds, now_ms, LockRecord, SessionRecord};
+use super::records::{lease_seconds, LockRecord, SessionRecord};
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
-use crate::store::StoreError;
+use crate::store::lease::now_millis;
+use crate::store::{session, StoreError};
 
 /// A session read together with its lock index, at one revision.
 pub(super) struct SessionView {
@@ -56,12 +56,12 @@ impl EtcdStore {
             .await
             .map_err(from_etcd)?
             .id();
-        let session_id = new_session_id()?;
+        let session_id = session::new_id()?;
         let record = SessionRecord {
             ttl_millis,
             owner,
             lease,
-            deadline_ms: now_ms() + ttl_millis,
+            deadline_ms: now_millis() + ttl_millis,
         };
         let key = self.keys.session(&session_id);
         let value = encode(&record);
@@ -89,11 +89,7 @@ impl EtcdStore {
             };
             self.hints.remember_session(&session_id, hint);
         }
-        Ok(SessionOpened {
-            session_id,
-            ttl_millis,
-            heartbeat_millis: (ttl_millis / 3).max(1),
-        })
+        Ok(session::opened(session_id, ttl_millis))
     }
 
     /// L2.
@@ -118,7 +114,7 @@ impl EtcdStore {
             return Err(StoreError::SessionNotFound);
         };
         match self.revoke_lease(record.lease).await {
-            Ok(_) => match record.remaining(now_ms()) {
+            Ok(_) => match record.remaining(now_millis()) {
                 Some(_) => Ok(()),
                 // It had already expired; the revoke only tidied up.
                 None => Err(StoreError::SessionNotFound),
@@ -131,7 +127,7 @@ impl EtcdStore {
     /// L5.
     pub(super) async fn status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
         let view = self.read_session(session_id).await?;
-        let now = now_ms();
+        let now = now_millis();
         let remaining_millis = view
             .record
             .remaining(now)
@@ -178,7 +174,7 @@ impl EtcdStore {
         session_id: &str,
         other: TxnOp,
     ) -> Result<(LiveSession, Vec<KeyValue>, i64), StoreError> {
-        if !is_session_id(session_id) {
+        if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
         let (mut reads, revision) = self
@@ -202,7 +198,7 @@ impl EtcdStore {
             return Err(StoreError::SessionNotFound);
         };
         let record: SessionRecord = decode(session_kv)?;
-        if record.remaining(now_ms()).is_none() {
+        if record.remaining(now_millis()).is_none() {
             self.hints.forget_session(session_id);
             return Err(StoreError::SessionNotFound);
         }
@@ -218,7 +214,7 @@ impl EtcdStore {
     /// caller's transaction must compare `mod_revision`.
     pub(super) fn hinted_session(&self, session_id: &str) -> Option<LiveSession> {
         let hint = self.hints.session(session_id)?;
-        hint.record.remaining(now_ms())?;
+        hint.record.remaining(now_millis())?;
         Some(LiveSession {
             record: hint.record,
             mod_revision: hint.mod_revision,
@@ -230,7 +226,7 @@ impl EtcdStore {
         &self,
         session_id: &str,
     ) -> Result<Option<(SessionRecord, i64)>, StoreError> {
-        if !is_session_id(session_id) {
+        if !session::is_id(session_id) {
             return Ok(None);
         }
         match self.get(&self.keys.session(session_id)).await?.0 {
@@ -255,7 +251,7 @@ impl EtcdStore {
     /// Moves the deadlines forward if nothing changed since `view` was read; `None` if the
     /// session or one of its locks changed meanwhile (the caller re-reads).
     async fn write_renewal(&self, view: &SessionView) -> Result<Option<Vec<HeldLock>>, StoreError> {
-        let now = now_ms();
+        let now = now_millis();
         let session_deadline = now + view.record.ttl_millis;
         let lease = Some(PutOptions::new().with_lease(view.record.lease));
         let session_key = self.keys.session(&view.id);
@@ -324,12 +320,4 @@ impl EtcdStore {
             .await
             .map(|_| ())
     }
-}
-
-/// 128 random bits, hex: the session id is its only credential, so it must be unguessable.
-fn new_session_id() -> Result<String, StoreError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| StoreError::Internal(format!("no randomness for a session id: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

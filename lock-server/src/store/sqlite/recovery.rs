@@ -17,7 +17,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::fencing::{self, FencingError, Reservation};
+use super::fencing::{self, FencingError, Reservation};
 
 /// Marker file written by a graceful shutdown.
 pub const CLEAN_MARKER: &str = "clean-shutdown";

@@ -133,11 +133,6 @@ impl TokenAllocator {
         Ok(token)
     }
 
-    /// The durable mark (for tests and logs).
-    pub fn reserved_upto(&self) -> u64 {
-        self.record.reserved_upto
-    }
-
     fn reserve_block(&mut self) -> Result<(), FencingError> {
         let mark = self.record.reserved_upto.max(self.next - 1) + BLOCK;
         if mark > MAX_FENCING_TOKEN {

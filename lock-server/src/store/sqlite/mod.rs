@@ -1,0 +1,229 @@
+//! The embedded default backend: one SQLite file in the data directory.
+//!
+//! One writer thread owns the only connection and runs every operation, reads included, and
+//! commits batches of requests as one transaction each (group commit). WAL +
+//! `synchronous=NORMAL`: a commit is a `write(2)` into the page cache, so it survives kill -9;
+//! only an OS crash can lose it, and `recovery` plus `fencing` make that safe (see
+//! ARCHITECTURE.md, "Durability").
+//!
+//! Layout:
+//! - `db`: the file, schema and connection settings; `Db`, the state operations run on.
+//! - `writer`: the writer thread, its batches and the shutdown checkpoint.
+//! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1), `ledger` (demo ledger): the
+//!   operations, each a function of `&mut Db` run inside a batch.
+//! - `reaper`: deletes expired rows and wakes their waiters.
+//! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
+//! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
+
+mod db;
+mod fencing;
+mod ledger;
+mod locks;
+mod reaper;
+mod recovery;
+mod sessions;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
+
+use self::db::{sql, Db};
+use self::fencing::TokenAllocator;
+use self::writer::Writer;
+use super::lease::now_millis;
+use super::wakeup::{until_expiry, KeyWakeups};
+use super::{session, Acquired, Store, StoreCounts, StoreError};
+
+pub use self::db::DB_FILE;
+pub use self::recovery::StartState;
+
+/// Options for [`SqliteStore::open`].
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// The data directory (created if missing).
+    pub data_dir: PathBuf,
+    /// The kernel boot id file (`/proc/sys/kernel/random/boot_id`).
+    pub boot_id_path: PathBuf,
+    /// Hold-back after an unclean start across a reboot (the largest TTL).
+    pub unclean_holdback_millis: u64,
+}
+
+/// The SQLite [`Store`].
+pub struct SqliteStore {
+    writer: Writer,
+    wakeups: Arc<KeyWakeups>,
+    start: StartState,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store in `options.data_dir`, classifies the start, reserves a
+    /// token block and starts the writer thread and the reaper. Call inside a tokio runtime.
+    pub fn open(options: &SqliteOptions) -> Result<Arc<SqliteStore>, StoreError> {
+        let dir = &options.data_dir;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::Internal(format!("data dir {}: {e}", dir.display())))?;
+        let db_file = dir.join(DB_FILE);
+        let now = now_millis();
+        let start = recovery::begin(
+            dir,
+            &db_file,
+            &options.boot_id_path,
+            options.unclean_holdback_millis,
+            now,
+        )
+        .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let tokens = TokenAllocator::open(
+            dir,
+            start.previous.clone(),
+            start.boot_id.clone(),
+            start.holdback_until_millis,
+        )
+        .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let db = Db {
+            conn: db::open_connection(&db_file)?,
+            tokens,
+            holdback_until: start.holdback_until_millis,
+            now,
+            changed: Vec::new(),
+        };
+        let wakeups = Arc::new(KeyWakeups::default());
+        let writer = Writer::spawn(db, wakeups.clone(), dir.clone())?;
+        let store = Arc::new(SqliteStore {
+            writer,
+            wakeups,
+            start,
+        });
+        reaper::spawn(Arc::downgrade(&store));
+        Ok(store)
+    }
+
+    /// What the start found (clean, rebooted, hold-back deadline).
+    pub fn start_state(&self) -> &StartState {
+        &self.start
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn open_session(
+        &self,
+        ttl_millis: u64,
+        owner: Option<String>,
+    ) -> Result<SessionOpened, StoreError> {
+        let id = session::new_id()?;
+        self.writer
+            .run(move |db| sessions::open(db, id, owner, ttl_millis))
+            .await
+    }
+
+    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
+        let id = session_id.to_string();
+        self.writer
+            .run(move |db| sessions::heartbeat(db, &id))
+            .await
+    }
+
+    async fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
+        let id = session_id.to_string();
+        self.writer.run(move |db| sessions::close(db, &id)).await
+    }
+
+    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
+        let id = session_id.to_string();
+        self.writer.run(move |db| sessions::status(db, &id)).await
+    }
+
+    async fn try_acquire(
+        &self,
+        key: &str,
+        session_id: &str,
+        ttl_millis: u64,
+    ) -> Result<Acquired, StoreError> {
+        let (key, id) = (key.to_string(), session_id.to_string());
+        self.writer
+            .run(move |db| locks::acquire(db, &key, &id, ttl_millis))
+            .await
+    }
+
+    async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {
+        let key = key.to_string();
+        self.writer
+            .run(move |db| locks::release(db, &key, fencing_token))
+            .await
+    }
+
+    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
+        let key = key.to_string();
+        self.writer.run(move |db| locks::holder(db, &key)).await
+    }
+
+    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let key = key.to_string();
+        self.writer.run(move |db| locks::revoke(db, &key)).await
+    }
+
+    async fn wait_change(&self, key: &str, timeout: Duration) {
+        let registration = self.wakeups.register(key);
+        let notified = registration.notify.notified();
+        tokio::pin!(notified);
+        // Enabled before the re-check, so a release between the caller's attempt and here
+        // is either seen by the re-check or wakes this future; none is missed.
+        notified.as_mut().enable();
+        let bound = match self.holder(key).await {
+            Ok(None) => return,
+            // Wake when the holder's lease would run out, even if no reaper ran yet.
+            Ok(Some(h)) => until_expiry(timeout, h.remaining_millis),
+            Err(_) => timeout,
+        };
+        let _ = tokio::time::timeout(bound, notified).await;
+    }
+
+    async fn ledger_append(
+        &self,
+        key: &str,
+        fencing_token: u64,
+        entry: String,
+    ) -> Result<(), StoreError> {
+        let key = key.to_string();
+        self.writer
+            .run(move |db| ledger::append(db, &key, fencing_token, entry))
+            .await
+    }
+
+    async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
+        let key = key.to_string();
+        self.writer.run(move |db| ledger::read(db, &key)).await
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.writer.run(counts).await
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        self.writer.close().await
+    }
+}
+
+/// Live sessions and locks.
+fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
+    let sessions: u64 = db
+        .conn
+        .prepare_cached("SELECT COUNT(*) FROM sessions WHERE expires_at > ?1")
+        .map_err(sql)?
+        .query_row([db.now], |r| r.get(0))
+        .map_err(sql)?;
+    let locks: u64 = db
+        .conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM locks l JOIN sessions s ON s.id = l.session_id
+             WHERE l.expires_at > ?1 AND s.expires_at > ?1",
+        )
+        .map_err(sql)?
+        .query_row([db.now], |r| r.get(0))
+        .map_err(sql)?;
+    Ok(StoreCounts { sessions, locks })
+}

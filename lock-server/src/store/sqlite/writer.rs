@@ -1,0 +1,163 @@
+//! The writer thread: it owns the only connection and runs every operation, reads included
+//! (they are microseconds; a second connection would only add locking). It drains the job
+//! queue in batches and commits each batch as one transaction (group commit), answering each
+//! request only after its batch committed.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use super::db::{sql, Db};
+use super::recovery;
+use crate::store::lease;
+use crate::store::wakeup::KeyWakeups;
+use crate::store::StoreError;
+
+/// Most jobs committed in one transaction.
+const MAX_BATCH: usize = 512;
+
+type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// A job: runs on the writer thread, returns an internal error that must abort the batch
+/// (if any) and the reply to send once the batch's fate is known.
+type Work = Box<dyn FnOnce(&mut Db) -> (Option<StoreError>, Reply) + Send>;
+
+enum Job {
+    Work(Work),
+    Close(oneshot::Sender<Result<(), StoreError>>),
+}
+
+/// The handle to the writer thread; the thread ends after [`Writer::close`].
+pub(super) struct Writer {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Writer {
+    /// Starts the thread on `db`. It wakes the waiters of every key a batch changed, after
+    /// the commit; `dir` receives the clean-shutdown marker on close.
+    pub(super) fn spawn(
+        db: Db,
+        wakeups: Arc<KeyWakeups>,
+        dir: PathBuf,
+    ) -> Result<Writer, StoreError> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(db, rx, wakeups, dir))
+            .map_err(|e| StoreError::Internal(format!("writer thread: {e}")))?;
+        Ok(Writer { jobs: tx })
+    }
+
+    /// Runs `f` on the writer thread inside the current batch's transaction; answers after
+    /// the commit. `f` must check its preconditions before writing; an `Internal` error
+    /// rolls the whole batch back.
+    pub(super) async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let work: Work = Box::new(move |db| {
+            let result = f(db);
+            let abort = match &result {
+                Err(e @ StoreError::Internal(_)) => Some(e.clone()),
+                _ => None,
+            };
+            let reply: Reply = Box::new(move |commit| {
+                let _ = tx.send(commit.and(result));
+            });
+            (abort, reply)
+        });
+        self.jobs.send(Job::Work(work)).map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+
+    /// Finishes the queued jobs, checkpoints and closes the database, writes the clean
+    /// marker; every later job is answered 503.
+    pub(super) async fn close(&self) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs.send(Job::Close(tx)).map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+}
+
+fn closed() -> StoreError {
+    StoreError::Unavailable {
+        reason: "store is shutting down".into(),
+        leader: None,
+        retry_after_millis: Some(1_000),
+    }
+}
+
+fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, dir: PathBuf) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = Vec::with_capacity(16);
+        let mut close = None;
+        match first {
+            Job::Work(w) => batch.push(w),
+            Job::Close(reply) => close = Some(reply),
+        }
+        while close.is_none() && batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(Job::Work(w)) => batch.push(w),
+                Ok(Job::Close(reply)) => close = Some(reply),
+                Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            run_batch(&mut db, batch);
+            for key in db.changed.drain(..) {
+                wakeups.wake(&key);
+            }
+        }
+        if let Some(reply) = close {
+            let result = shut_down(db, &dir);
+            wakeups.wake_all();
+            let _ = reply.send(result);
+            return;
+        }
+    }
+}
+
+fn run_batch(db: &mut Db, batch: Vec<Work>) {
+    db.now = lease::now_millis();
+    if let Err(e) = db.conn.execute_batch("BEGIN IMMEDIATE") {
+        // Nothing ran. Dropping the jobs drops their reply channels: each caller sees 503.
+        tracing::error!(event = "store_error", message = %e);
+        return;
+    }
+    let mut replies = Vec::with_capacity(batch.len());
+    let mut failed = None;
+    for work in batch {
+        // Jobs check every precondition before their first write, so a job's logical error
+        // (`SessionNotFound`, `LockLost`, ...) leaves nothing behind. Only an `Internal`
+        // error can strike mid-job; then the whole batch is rolled back (no per-job
+        // savepoint: it would cost three statements per request on the hot path).
+        let (outcome, reply) = work(db);
+        if let Some(e) = outcome {
+            failed.get_or_insert(e);
+        }
+        replies.push(reply);
+    }
+    let commit = match failed {
+        Some(e) => Err(e),
+        None => db.conn.execute_batch("COMMIT").map_err(sql),
+    };
+    if commit.is_err() {
+        let _ = db.conn.execute_batch("ROLLBACK");
+    }
+    for reply in replies {
+        reply(commit.clone());
+    }
+}
+
+fn shut_down(db: Db, dir: &Path) -> Result<(), StoreError> {
+    // The checkpoint copies the WAL into the database file and fsyncs it, so after the
+    // marker nothing depends on the page cache any more.
+    db.conn
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .map_err(sql)?;
+    db.conn.close().map_err(|(_, e)| sql(e))?;
+    recovery::mark_clean(dir).map_err(|e| StoreError::Internal(format!("clean marker: {e}")))
+}

@@ -1,0 +1,406 @@
+//! The one way tests, chaos runs and tools start a real `lock-server` process: spawn the
+//! binary on 127.0.0.1, read its `{"event":"listening","addr":...}` line, wait for `/healthz`;
+//! then kill -9, SIGTERM or restart it on the same data directory.
+//!
+//! The first start always listens on port 0, so the kernel picks a free port and no other
+//! process can take it first. A restart takes a new port, unless [`Launch::keep_port`] asked
+//! to keep the first one (separate processes that only know the base URL, as a chaos run's
+//! contenders, must find the server again).
+//!
+//! Output (stdout and stderr, one entry per line) is kept in memory for [`ServerProcess::logs`],
+//! or appended to a file with [`Launch::log_file`] (long runs, where memory would grow).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a start may take before the launcher gives up (generous: 2 cores, many
+/// processes, debug builds).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What to start: the binary, its data dir, flags and environment, port and output policy.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    bin: PathBuf,
+    data_dir: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    keep_port: bool,
+    log_file: Option<PathBuf>,
+}
+
+impl Launch {
+    /// `bin` with `--data-dir data_dir`, logs at `info`, output kept in memory.
+    pub fn new(bin: &Path, data_dir: &Path) -> Launch {
+        Launch {
+            bin: bin.to_owned(),
+            data_dir: data_dir.to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            keep_port: false,
+            log_file: None,
+        }
+    }
+
+    /// Appends command-line arguments.
+    pub fn args<I, S>(mut self, args: I) -> Launch
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable of the child (`RUST_LOG` overrides the default `info`).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Launch {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Restarts listen on the port the first start got.
+    pub fn keep_port(mut self) -> Launch {
+        self.keep_port = true;
+        self
+    }
+
+    /// Appends the output to `path` instead of keeping it in memory.
+    pub fn log_file(mut self, path: &Path) -> Launch {
+        self.log_file = Some(path.to_owned());
+        self
+    }
+
+    /// Starts the process and waits until it is healthy.
+    pub fn start(self) -> std::io::Result<ServerProcess> {
+        let mut server = ServerProcess {
+            launch: self,
+            child: None,
+            addr: String::new(),
+            lines: Arc::new(Mutex::new(Vec::new())),
+            restarts: 0,
+        };
+        server.spawn(&[], &[])?;
+        Ok(server)
+    }
+}
+
+/// A running lock-server. Dropping it kills the process (kill -9).
+pub struct ServerProcess {
+    launch: Launch,
+    child: Option<Child>,
+    /// `127.0.0.1:PORT` of the current (or last) start.
+    addr: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    restarts: usize,
+}
+
+impl ServerProcess {
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The child's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Resident set size of the child in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.pid()?)
+    }
+
+    /// Every output line so far, across restarts (empty when the output goes to a file).
+    pub fn logs(&self) -> Vec<String> {
+        lock(&self.lines).clone()
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> usize {
+        self.restarts
+    }
+
+    /// SIGKILL and reap: no clean-shutdown marker is written.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then waits for the graceful exit; whether it exited successfully. A process
+    /// still running after the start timeout is killed (and `false` returned).
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY: kill(2) on a pid we own and have not reaped yet.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills a still-running process (kill -9) and starts it again on the same data dir.
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.restart_with(&[], &[])
+    }
+
+    /// Like [`ServerProcess::restart`], with extra arguments and environment for this start
+    /// only.
+    pub fn restart_with(
+        &mut self,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> std::io::Result<()> {
+        self.kill9();
+        self.restarts += 1;
+        self.spawn(args, env)
+    }
+
+    fn spawn(
+        &mut self,
+        extra_args: &[String],
+        extra_env: &[(String, String)],
+    ) -> std::io::Result<()> {
+        let port = match (self.launch.keep_port, self.addr.rsplit_once(':')) {
+            (true, Some((_, port))) => port.to_owned(),
+            _ => "0".to_owned(),
+        };
+        let launch = &self.launch;
+        let mut child = Command::new(&launch.bin)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(&launch.data_dir)
+            .args(&launch.args)
+            .args(extra_args)
+            .env("RUST_LOG", "info")
+            .envs(launch.env.iter().chain(extra_env).map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let sink = match &launch.log_file {
+            Some(path) => Sink::File(Arc::new(Mutex::new(
+                OpenOptions::new().create(true).append(true).open(path)?,
+            ))),
+            None => Sink::Memory(self.lines.clone()),
+        };
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        forward(stderr, sink.clone());
+        let listening = listening_addr(stdout, sink);
+        self.child = Some(child);
+        let Some(addr) = listening else {
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            self.kill9();
+            return Err(std::io::Error::other(format!(
+                "lock-server did not report listening ({}); {}",
+                exited.map_or("no line in time".to_owned(), |s| format!("exited: {s}")),
+                self.output_hint()
+            )));
+        };
+        self.addr = addr;
+        self.wait_healthy()
+    }
+
+    fn wait_healthy(&mut self) -> std::io::Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                return Err(std::io::Error::other(format!(
+                    "lock-server exited with {status}; {}",
+                    self.output_hint()
+                )));
+            }
+            if http_get_status(&self.addr, "/healthz") == Some(200) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(std::io::Error::other(format!(
+            "lock-server at {} never became healthy; {}",
+            self.addr,
+            self.output_hint()
+        )))
+    }
+
+    /// Where to read what the process printed, for an error message.
+    fn output_hint(&self) -> String {
+        match &self.launch.log_file {
+            Some(path) => format!("see {}", path.display()),
+            None => format!("output:\n{}", self.logs().join("\n")),
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Where output lines go.
+#[derive(Clone)]
+enum Sink {
+    Memory(Arc<Mutex<Vec<String>>>),
+    File(Arc<Mutex<File>>),
+}
+
+impl Sink {
+    fn push(&self, line: String) {
+        match self {
+            Sink::Memory(lines) => lock(lines).push(line),
+            Sink::File(file) => {
+                let _ = writeln!(lock(file), "{line}");
+            }
+        }
+    }
+}
+
+/// Forwards every line of `stream` to `sink` in a thread (a full pipe would block the server).
+fn forward(stream: impl Read + Send + 'static, sink: Sink) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            match line {
+                Ok(line) => sink.push(line),
+                Err(_) => break,
+            }
+        }
+    });
+}
+
+/// Forwards stdout like [`forward`] and returns the address of its `listening` line, or
+/// `None` when the stream ends first or the start timeout passes.
+fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = tx.as_ref().and_then(|_| listening_line(&line)) {
+                let _ = tx.take().expect("sender").send(addr);
+            }
+            sink.push(line);
+        }
+    });
+    rx.recv_timeout(START_TIMEOUT).ok()
+}
+
+/// The address in `{"event":"listening","addr":"..."}`.
+fn listening_line(line: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    if value["event"] != "listening" {
+        return None;
+    }
+    value["addr"].as_str().map(str::to_owned)
+}
+
+/// A plain-socket `GET` returning the status code (`None` when nothing answers), usable from
+/// sync and async code alike.
+pub fn http_get_status(addr: &str, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).ok()?;
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.get(9..12)?.parse().ok()
+}
+
+/// `VmRSS` of `pid` in KiB (from `/proc/PID/status`).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The lock-server binary: `LOCK_SERVER_BIN`, else found or built by [`binary`].
+pub fn server_binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| binary("lock-server", "lock-server", "LOCK_SERVER_BIN"))
+        .clone()
+}
+
+/// A workspace binary: `$env_var` when set; else the one next to the running executable (a
+/// tool run from `target/<profile>/`); else, and always from a test binary (which lives in
+/// `target/<profile>/deps/` and must never use a stale sibling), `cargo build -p package
+/// --bin name` into the same target dir and profile.
+pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
+    if let Ok(bin) = std::env::var(env_var) {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().expect("exe dir");
+    let in_deps = dir.ends_with("deps");
+    let profile_dir = if in_deps {
+        dir.parent().expect("profile dir")
+    } else {
+        dir
+    };
+    let candidate = profile_dir.join(name);
+    if candidate.exists() && !in_deps {
+        return candidate;
+    }
+    let target_dir = profile_dir.parent().expect("target dir");
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", package, "--bin", name])
+        .env("CARGO_TARGET_DIR", target_dir);
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(
+        status.success(),
+        "cargo build -p {package} --bin {name} failed"
+    );
+    candidate
+}
+
+/// A poisoned log is still a log.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_listening_event_names_the_address() {
+        assert_eq!(
+            listening_line(r#"{"event":"listening","addr":"127.0.0.1:5"}"#),
+            Some("127.0.0.1:5".into())
+        );
+        assert_eq!(listening_line(r#"{"event":"store_opened"}"#), None);
+        assert_eq!(listening_line("lock-server: cannot listen"), None);
+    }
+}
