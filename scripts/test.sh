@@ -4,6 +4,7 @@
 # Stages: lint (fmt, clippy native and wasm32), the Rust tests of every crate (unit tests,
 # the seeded simulation, the end-to-end suites against real lock-server and etcd processes),
 # the wasm SDK suites (Node, headless Chromium, the npm package in Node and Deno), the
+# fencing examples against real PostgreSQL and Redis (scripts/test-examples.sh), the
 # dashboard suites (component tests and the end-to-end browser run), and `run`: the run
 # command, scripts/run.sh, as the README gives it, under a PATH without anything only the test
 # set-up installs (run mode must ask for what it needs; this stage adds a release build),
@@ -32,10 +33,8 @@ stage() {
   fi
 }
 
-wasm_crates=()
-for crate in lock-api lock-wasm bench-ui; do
-  [ -d "$crate" ] && wasm_crates+=(-p "$crate")
-done
+# The crates that compile to wasm32 (the SDK, the dashboard and what they share).
+wasm_crates=(-p lock-api -p lock-wasm -p lock-lab -p bench-ui)
 
 stage fmt cargo fmt --all -- --check
 stage clippy cargo clippy --workspace --all-targets --locked -- -D warnings
