@@ -9,18 +9,35 @@
 //!
 //! Output (stdout and stderr, one entry per line) is kept in memory for [`ServerProcess::logs`],
 //! or appended to a file with [`Launch::log_file`] (long runs, where memory would grow).
+//!
+//! Every wait here has a bound (start, health probe, SIGTERM, reaping after SIGKILL): a
+//! process that never answers or never dies fails the caller with a message instead of
+//! hanging the suite.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a start may take before the launcher gives up (generous: 2 cores, many
 /// processes, debug builds).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a graceful stop (SIGTERM) may take before the process is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a process may take to end after SIGKILL. It cannot refuse the signal, but one in
+/// uninterruptible I/O ends only when that I/O returns.
+const REAP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bound on each step of one health probe: connect, send, each read of the answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often the bounded waits poll a child process.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What to start: the binary, its data dir, flags and environment, port and output policy.
 #[derive(Debug, Clone)]
@@ -130,15 +147,15 @@ impl ServerProcess {
     }
 
     /// SIGKILL and reap: no clean-shutdown marker is written.
+    ///
+    /// # Panics
+    /// When the process is still there [`REAP_TIMEOUT`] after the signal.
     pub fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.try_kill9().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// SIGTERM, then waits for the graceful exit; whether it exited successfully. A process
-    /// still running after the start timeout is killed (and `false` returned).
+    /// still running after the stop timeout is killed (and `false` returned).
     pub fn terminate(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {
             return false;
@@ -147,17 +164,12 @@ impl ServerProcess {
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                return status.success();
+        match wait_exit(&mut child, STOP_TIMEOUT) {
+            Ok(status) => status.success(),
+            Err(_) => {
+                let _ = kill_and_reap(&mut child);
+                false
             }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -173,9 +185,17 @@ impl ServerProcess {
         args: &[String],
         env: &[(String, String)],
     ) -> std::io::Result<()> {
-        self.kill9();
+        self.try_kill9()?;
         self.restarts += 1;
         self.spawn(args, env)
+    }
+
+    /// [`ServerProcess::kill9`] with the reaping failure as an error.
+    fn try_kill9(&mut self) -> std::io::Result<()> {
+        match self.child.take() {
+            Some(mut child) => kill_and_reap(&mut child).map(drop),
+            None => Ok(()),
+        }
     }
 
     fn spawn(
@@ -188,6 +208,13 @@ impl ServerProcess {
             _ => "0".to_owned(),
         };
         let launch = &self.launch;
+        // Opened before the spawn: a failure here must not leave a process nobody owns.
+        let sink = match &launch.log_file {
+            Some(path) => Sink::File(Arc::new(Mutex::new(
+                OpenOptions::new().create(true).append(true).open(path)?,
+            ))),
+            None => Sink::Memory(self.lines.clone()),
+        };
         let mut child = Command::new(&launch.bin)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -201,12 +228,6 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let sink = match &launch.log_file {
-            Some(path) => Sink::File(Arc::new(Mutex::new(
-                OpenOptions::new().create(true).append(true).open(path)?,
-            ))),
-            None => Sink::Memory(self.lines.clone()),
-        };
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         forward(stderr, sink.clone());
@@ -217,7 +238,7 @@ impl ServerProcess {
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
-            self.kill9();
+            let _ = self.try_kill9();
             return Err(std::io::Error::other(format!(
                 "lock-server did not report listening ({}); {}",
                 exited.map_or("no line in time".to_owned(), |s| format!("exited: {s}")),
@@ -240,7 +261,7 @@ impl ServerProcess {
             if http_get_status(&self.addr, "/healthz") == Some(200) {
                 return Ok(());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(POLL_INTERVAL);
         }
         Err(std::io::Error::other(format!(
             "lock-server at {} never became healthy; {}",
@@ -260,8 +281,32 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.kill9();
+        // Never panics: a drop may run while a failed test unwinds.
+        let _ = self.try_kill9();
     }
+}
+
+/// Waits for `child` to exit, for at most `bound`.
+fn wait_exit(child: &mut Child, bound: Duration) -> std::io::Result<ExitStatus> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("process {} still running after {bound:?}", child.id()),
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// SIGKILL, then reap within [`REAP_TIMEOUT`].
+fn kill_and_reap(child: &mut Child) -> std::io::Result<ExitStatus> {
+    child.kill()?;
+    wait_exit(child, REAP_TIMEOUT)
 }
 
 /// Where output lines go.
@@ -320,16 +365,21 @@ fn listening_line(line: &str) -> Option<String> {
     value["addr"].as_str().map(str::to_owned)
 }
 
-/// A plain-socket `GET` returning the status code (`None` when nothing answers), usable from
-/// sync and async code alike.
+/// A plain-socket `GET` returning the status code (`None` when nothing answers in time),
+/// usable from sync and async code alike. Connecting, sending and each read of the status
+/// line are bounded by [`PROBE_TIMEOUT`].
 pub fn http_get_status(addr: &str, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let socket = addr.to_socket_addrs().ok()?.next()?;
+    let mut stream = TcpStream::connect_timeout(&socket, PROBE_TIMEOUT).ok()?;
+    stream.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
+    stream.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(req.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.get(9..12)?.parse().ok()
+    // "HTTP/1.1 200": only the status line is read, so a peer that keeps the connection
+    // open after it cannot hold the probe.
+    let mut status_line = [0u8; 12];
+    stream.read_exact(&mut status_line).ok()?;
+    std::str::from_utf8(&status_line[9..]).ok()?.parse().ok()
 }
 
 /// `VmRSS` of `pid` in KiB (from `/proc/PID/status`).
