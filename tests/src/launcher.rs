@@ -10,9 +10,9 @@
 //! Output (stdout and stderr, one entry per line) is kept in memory for [`ServerProcess::logs`],
 //! or appended to a file with [`Launch::log_file`] (long runs, where memory would grow).
 //!
-//! Every wait here has a bound (start, health probe, SIGTERM, reaping after SIGKILL): a
-//! process that never answers or never dies fails the caller with a message instead of
-//! hanging the suite.
+//! Every wait here has a bound (start, health probe, SIGTERM, reaping after SIGKILL, a
+//! fallback build): a process that never answers or never dies fails the caller with a
+//! message instead of hanging the suite.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -35,6 +35,10 @@ const REAP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bound on each step of one health probe: connect, send, each read of the answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bound on a fallback `cargo build` (a cold build of the chaos binaries on 2 cores takes
+/// several minutes; a build waiting on another cargo's lock would otherwise wait forever).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// How often the bounded waits poll a child process.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -396,10 +400,18 @@ pub fn server_binary() -> PathBuf {
         .clone()
 }
 
-/// A workspace binary: `$env_var` when set; else the one next to the running executable (a
-/// tool run from `target/<profile>/`); else, and always from a test binary (which lives in
-/// `target/<profile>/deps/` and must never use a stale sibling), `cargo build -p package
-/// --bin name` into the same target dir and profile.
+/// A workspace binary: `$env_var` when set; else `<name>` in the profile dir of the running
+/// executable (`target/<profile>/`, where a test binary's dir is `target/<profile>/deps/`):
+/// for a tool run from there, when it exists (it was built with the tool); for a test, when
+/// it is also up to date with its sources (cargo does not rebuild another package's binary
+/// for a test). Otherwise it is built with `cargo build -p package --bin name` into that
+/// target dir and profile.
+///
+/// The suite builds every binary its tests spawn before the tests run (`scripts/test.sh`, and
+/// `cargo test` builds the binaries of a package with integration tests), so the build here
+/// is for a test run by hand after an edit. Within a `cargo test --workspace` run it would
+/// resolve features for one package only and could rewrite artifacts that crates compiled
+/// earlier in the run depend on (a cdylib's file name carries no hash, rust-lang/cargo#3951).
 pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
     if let Ok(bin) = std::env::var(env_var) {
         return PathBuf::from(bin);
@@ -413,24 +425,81 @@ pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
         dir
     };
     let candidate = profile_dir.join(name);
-    if candidate.exists() && !in_deps {
-        return candidate;
+    let usable = if in_deps {
+        up_to_date(&candidate)
+    } else {
+        candidate.exists()
+    };
+    if !usable {
+        cargo_build(package, name, profile_dir);
     }
+    candidate
+}
+
+/// Whether `bin` exists and no source file cargo built it from (listed in its dep-info file,
+/// `<bin>.d`, next to it) changed since. Without a dep-info file it counts as stale.
+fn up_to_date(bin: &Path) -> bool {
+    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
+        return false;
+    };
+    let Some(sources) = std::fs::read_to_string(bin.with_extension("d"))
+        .ok()
+        .and_then(|text| dep_info_sources(&text))
+    else {
+        return false;
+    };
+    sources.iter().all(|source| {
+        source
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|changed| changed <= built)
+    })
+}
+
+/// The prerequisites of the first rule of a Makefile-style dep-info file
+/// (`target: a.rs b\ c.rs`, a space in a path escaped with a backslash).
+fn dep_info_sources(text: &str) -> Option<Vec<PathBuf>> {
+    let (_, prerequisites) = text.lines().next()?.split_once(": ")?;
+    let mut sources = Vec::new();
+    let mut path = String::new();
+    let mut chars = prerequisites.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => path.extend(chars.next()),
+            ' ' => {
+                if !path.is_empty() {
+                    sources.push(PathBuf::from(std::mem::take(&mut path)));
+                }
+            }
+            c => path.push(c),
+        }
+    }
+    if !path.is_empty() {
+        sources.push(PathBuf::from(path));
+    }
+    Some(sources)
+}
+
+/// `cargo build -p package --bin name` into the target dir and profile of `profile_dir`,
+/// within [`BUILD_TIMEOUT`].
+fn cargo_build(package: &str, name: &str, profile_dir: &Path) {
     let target_dir = profile_dir.parent().expect("target dir");
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "-p", package, "--bin", name])
         .env("CARGO_TARGET_DIR", target_dir);
-    if release {
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    let status = cmd.status().expect("run cargo build");
+    let mut child = cmd.spawn().expect("run cargo build");
+    let status = wait_exit(&mut child, BUILD_TIMEOUT).unwrap_or_else(|e| {
+        let _ = kill_and_reap(&mut child);
+        panic!("cargo build -p {package} --bin {name}: {e}")
+    });
     assert!(
         status.success(),
         "cargo build -p {package} --bin {name} failed"
     );
-    candidate
 }
 
 /// A poisoned log is still a log.
@@ -452,5 +521,40 @@ mod tests {
         );
         assert_eq!(listening_line(r#"{"event":"store_opened"}"#), None);
         assert_eq!(listening_line("lock-server: cannot listen"), None);
+    }
+
+    #[test]
+    fn dep_info_lists_every_source_and_unescapes_spaces() {
+        let text = "/t/debug/lock-server: /w/a.rs /w/my\\ dir/b.rs\n\n/w/a.rs:\n";
+        assert_eq!(
+            dep_info_sources(text),
+            Some(vec![
+                PathBuf::from("/w/a.rs"),
+                PathBuf::from("/w/my dir/b.rs")
+            ])
+        );
+        assert_eq!(dep_info_sources("not a rule"), None);
+    }
+
+    #[test]
+    fn a_binary_older_than_a_source_or_without_dep_info_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("tool");
+        let source = dir.path().join("main.rs");
+        std::fs::write(&source, "fn main() {}").unwrap();
+        std::fs::write(&bin, "").unwrap();
+        assert!(!up_to_date(&bin), "no dep-info file");
+        let dep_info = format!("{}: {}\n", bin.display(), source.display());
+        std::fs::write(bin.with_extension("d"), dep_info).unwrap();
+        assert!(up_to_date(&bin));
+        let later = std::time::SystemTime::now() + Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&source)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert!(!up_to_date(&bin), "a source changed after the build");
+        assert!(!up_to_date(&dir.path().join("missing")));
     }
 }
