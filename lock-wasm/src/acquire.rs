@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::limits::{validate_key, validate_ttl};
+use lock_api::limits::validate_key;
 use lock_api::{AcquireRequest, ErrorCode, LockGrant};
 
 use crate::backoff::{millis, Backoff};
@@ -54,7 +54,7 @@ pub(crate) async fn acquire(
     policy: &AcquirePolicy,
 ) -> Result<Option<LockHandle>, LockError> {
     validate_key(key).map_err(|e| LockError::validation("key", e.to_string()))?;
-    validate_ttl(millis(ttl)).map_err(|m| LockError::validation("ttlMillis", m))?;
+    session.parts.config.check_lock_ttl(ttl, "ttlMillis")?;
     session.ensure_open()?;
     let guard = match session.holds.enter(key) {
         Entry::Reentered(handle) => return Ok(Some(handle)),
@@ -304,7 +304,7 @@ impl<'a> Attempts<'a> {
             deadline: s.lock_deadline(sent_at, ttl),
         };
         let handle = LockHandle::new(&grant, lease, s.parts.clock.clone());
-        s.holds.register(guard, handle.clone());
+        s.register(guard, &handle);
         s.emit(ClientEvent::Granted {
             key: self.key.to_owned(),
             session_id: s.id.clone(),

@@ -16,9 +16,13 @@
 //! - [`backoff`]: full-jitter delays and the `RngSource` seam.
 //! - [`policy`]: `AcquirePolicy`, immutable and validated at construction.
 //! - [`events`]: the `EventSink` seam (grant, contention, lost) and the session-lost counter.
-//! - [`handle`]: `LockHandle` (key, fencing token, conservative deadline, lost state).
+//! - [`handle`]: `LockHandle` (key, fencing token, conservative deadline, lost report) and
+//!   `LostReason`.
 //! - `reentrancy` (private): per-session key → handle + hold depth, and the in-flight guard.
-//! - [`session`]: `LockClient`, `LockClientSession`, heartbeat scheduler, deadlines, release.
+//! - [`schedule`]: the renewal rule (when the next heartbeat is due, the shortest lock TTL
+//!   heartbeats keep alive).
+//! - [`session`]: `LockClient`, `LockClientSession`, heartbeat loop, deadline watchdog,
+//!   release.
 //! - [`acquire`]: the bounded acquire loop.
 //! - [`sim`]: deterministic executor, simulated lock service and injectable infrastructure
 //!   faults for the seeded simulation.
@@ -43,6 +47,7 @@ pub mod events;
 pub mod handle;
 pub mod policy;
 pub(crate) mod reentrancy;
+pub mod schedule;
 pub mod session;
 pub mod sim;
 pub mod spawn;
@@ -60,7 +65,7 @@ pub use backoff::{Backoff, RngSource, SeededRngSource};
 pub use clock::{Clock, ManualClock};
 pub use error::{LockError, TransportError};
 pub use events::{ClientEvent, EventSink, NoEvents};
-pub use handle::LockHandle;
+pub use handle::{LockHandle, LostReason};
 pub use policy::{AcquirePolicy, PolicySettings};
 pub use session::{ClientConfig, LockClient, LockClientSession};
 pub use spawn::{BoxFuture, MaybeSend, MaybeSync, Spawner};

@@ -4,16 +4,24 @@
 //!
 //! Deadlines: every lock and the session itself are valid locally until
 //! `sent_at + ttl - safety_margin`, where `sent_at` is when the granting or renewing request
-//! was sent. The heartbeat task renews them every `heartbeatMillis` (from L1); it never lets
-//! a heartbeat outlive the session deadline, and when the deadline passes without a renewal
-//! (or L2 answers 404) the session is lost: every handle is marked lost, waiters fail at once
-//! with `SessionLost`, `lock_session_lost` is counted, and the session sends nothing more.
+//! was sent. The session's background task runs two loops:
+//! - the heartbeat loop sends L2 when [`crate::schedule`] says it is due: at a third of the
+//!   shortest TTL among the session and its held locks, recomputed (and woken through the
+//!   session's `schedule` notification) on every grant, renewal and release. A heartbeat
+//!   never outlives the session deadline;
+//! - the deadline watchdog sleeps on the client's clock until the earliest deadline of the
+//!   session and its unreported handles, and at that instant reports each passed one: a
+//!   handle is reported lost (`lock_lost`, reason `deadlinePassed`, its `lost()` future
+//!   completes), and a session whose own deadline passed is lost: every handle is reported
+//!   lost, waiters fail at once with `SessionLost`, `lock_session_lost` is counted, and the
+//!   session sends nothing more. L2 answering 404 loses the session the same way.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::{select, Either};
+use lock_api::limits::validate_ttl;
 use lock_api::limits::DEFAULT_LOCK_TTL_MILLIS;
 use lock_api::{ErrorCode, HeartbeatResponse, OpenSessionRequest, ReleaseRequest, SessionStatus};
 
@@ -21,10 +29,11 @@ use crate::backoff::RngSource;
 use crate::clock::{timeout, BackgroundClock, Clock};
 use crate::error::{LockError, TransportError};
 use crate::events::{ClientEvent, EventSink, NoEvents, SessionLostCounter};
-use crate::handle::LockHandle;
+use crate::handle::{LockHandle, LostReason};
 use crate::policy::AcquirePolicy;
-use crate::reentrancy::{Holds, ReleaseStep};
-use crate::spawn::{Signal, Spawner};
+use crate::reentrancy::{Holds, InFlightGuard, ReleaseStep};
+use crate::schedule;
+use crate::spawn::{Notify, Signal, Spawner};
 use crate::transport::Transport;
 
 /// Per-request timeout of every call (ASSUMPTION: 2 s, `lock.client.request-timeout`).
@@ -55,6 +64,41 @@ pub struct ClientConfig {
     pub not_leader_delay: Duration,
     /// Lock TTL of [`LockClientSession::acquire_default`].
     pub default_lock_ttl: Duration,
+}
+
+impl ClientConfig {
+    /// The safety margin these settings give a TTL: the fixed one, or [`safety_margin`].
+    pub fn margin(&self, ttl: Duration) -> Duration {
+        self.safety_margin.unwrap_or_else(|| safety_margin(ttl))
+    }
+
+    /// The shortest lock TTL heartbeats can keep alive under this margin (see
+    /// [`crate::schedule`]; 300 ms with the default margin); `None` if none can.
+    pub fn shortest_lock_ttl(&self) -> Option<Duration> {
+        schedule::shortest_lock_ttl(|ttl| self.margin(ttl))
+    }
+
+    /// Checks a lock TTL: the contract's range, then the renewal rule. VALIDATION_FAILED
+    /// names `field` and, for a TTL too short to renew, the shortest one that works.
+    pub fn check_lock_ttl(&self, ttl: Duration, field: &str) -> Result<(), LockError> {
+        let ms = crate::backoff::millis(ttl);
+        validate_ttl(ms).map_err(|m| LockError::validation(field, m))?;
+        match self.shortest_lock_ttl() {
+            Some(shortest) if ttl >= shortest => Ok(()),
+            Some(shortest) => Err(LockError::validation(
+                field,
+                format!(
+                    "must be at least {} ms, got {ms}: a shorter lock's local deadline comes \
+                     too soon after its scheduled renewal for the renewal to be answered",
+                    crate::backoff::millis(shortest)
+                ),
+            )),
+            None => Err(LockError::validation(
+                field,
+                "the configured safety margin leaves no lock TTL time to be renewed",
+            )),
+        }
+    }
 }
 
 impl Default for ClientConfig {
@@ -176,6 +220,7 @@ impl LockClient {
             state: Mutex::new(SessionState {
                 status: Status::Open,
                 deadline: (sent_at + ttl).saturating_sub(parts.margin(ttl)),
+                last_heartbeat: sent_at,
                 next_seq: 0,
                 rtt: parts.config.initial_rtt,
                 suspects: BTreeMap::new(),
@@ -183,12 +228,18 @@ impl LockClient {
             }),
             holds: Arc::default(),
             ended: Signal::new(),
+            schedule: Notify::default(),
             parts,
         });
-        // The heartbeat task waits on a background view of the clock: in Node its timers are
-        // unref'd, so an open session never keeps a process alive by itself.
-        let clock = Arc::new(BackgroundClock(shared.parts.clock.clone()));
-        let task = heartbeat_loop(Arc::downgrade(&shared), shared.ended.clone(), clock);
+        // The background task waits on a background view of the clock: in Node its timers
+        // are unref'd, so an open session never keeps a process alive by itself.
+        let clock: Arc<dyn Clock> = Arc::new(BackgroundClock(shared.parts.clock.clone()));
+        let heartbeats = heartbeat_loop(Arc::downgrade(&shared), clock.clone());
+        let deadlines = deadline_watch(Arc::downgrade(&shared), clock);
+        // Both loops end when the session does; whichever notices first ends the task.
+        let task = async move {
+            select(Box::pin(heartbeats), Box::pin(deadlines)).await;
+        };
         shared.parts.spawner.spawn(Box::pin(task));
         Ok(LockClientSession { shared })
     }
@@ -196,9 +247,7 @@ impl LockClient {
 
 impl ClientParts {
     pub(crate) fn margin(&self, ttl: Duration) -> Duration {
-        self.config
-            .safety_margin
-            .unwrap_or_else(|| safety_margin(ttl))
+        self.config.margin(ttl)
     }
 }
 
@@ -217,12 +266,18 @@ pub(crate) struct SessionShared {
     pub(crate) holds: Arc<Holds>,
     /// Set when the session is closed or lost: wakes the heartbeat task and every waiter.
     pub(crate) ended: Signal,
+    /// Notified whenever the heartbeat schedule or the set of deadlines may have changed
+    /// (grant, renewal, release, loss): wakes the heartbeat loop and the deadline watchdog
+    /// to recompute their next wake-up.
+    pub(crate) schedule: Notify,
 }
 
 struct SessionState {
     status: Status,
     /// Conservative local deadline of the session itself.
     deadline: Duration,
+    /// Send time of the last L2 (L1's at first): the schedule counts from it.
+    last_heartbeat: Duration,
     /// Next handle sequence number (see `LockHandle::seq`).
     next_seq: u64,
     /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
@@ -284,12 +339,17 @@ impl LockClientSession {
             ReleaseStep::NotHeld | ReleaseStep::Nested => return Ok(()),
             ReleaseStep::Last(guard) => guard,
         };
-        handle.mark_lost();
+        s.report_lost(handle, LostReason::Released);
         if s.ensure_open().is_err() {
             return Ok(());
         }
         let result = s
-            .send_release(handle.key(), handle.fencing_token(), &*s.parts.clock)
+            .send_release(
+                handle.key(),
+                handle.fencing_token(),
+                &*s.parts.clock,
+                s.parts.config.request_timeout,
+            )
             .await;
         match &result {
             Ok(()) => {
@@ -447,13 +507,15 @@ impl SessionShared {
             }
             state.status = to;
         }
+        let now = self.parts.clock.now();
         for handle in self.holds.clear() {
-            if handle.mark_lost() && to == Status::Lost {
-                self.emit(ClientEvent::Lost {
-                    key: handle.key().to_owned(),
-                    fencing_token: handle.fencing_token(),
-                });
-            }
+            let reason = match to {
+                Status::Closed => LostReason::SessionClosed,
+                // A handle whose own deadline passed was lost at it, whoever reports it.
+                _ if now >= handle.deadline() => LostReason::DeadlinePassed,
+                _ => LostReason::SessionLost,
+            };
+            self.report_lost(&handle, reason);
         }
         if to == Status::Lost {
             self.parts.sessions_lost.increment();
@@ -470,6 +532,31 @@ impl SessionShared {
         self.end(Status::Lost);
     }
 
+    /// Reports `handle` lost for `reason` (once; a `lock_lost` event unless the owner ended
+    /// it) and wakes the schedule, which no longer counts it.
+    fn report_lost(&self, handle: &LockHandle, reason: LostReason) {
+        if handle.mark_lost(reason) && !reason.by_owner() {
+            self.emit(ClientEvent::Lost {
+                key: handle.key().to_owned(),
+                fencing_token: handle.fencing_token(),
+                reason,
+            });
+        }
+        self.schedule.notify();
+    }
+
+    /// Registers a fresh grant and wakes the schedule: the new lock may be due for renewal
+    /// before the next heartbeat, and its deadline may be the earliest. A grant whose
+    /// deadline passed before its answer came (it counts from an earlier unanswered L4) is
+    /// reported lost at once.
+    pub(crate) fn register(&self, guard: InFlightGuard, handle: &LockHandle) {
+        self.holds.register(guard, handle.clone());
+        if self.parts.clock.now() >= handle.deadline() {
+            self.report_lost(handle, LostReason::DeadlinePassed);
+        }
+        self.schedule.notify();
+    }
+
     /// Maps a session-surface answer; 404 marks the session lost.
     fn check_session_answer<T>(&self, result: Result<T, TransportError>) -> Result<T, LockError> {
         result.map_err(|e| {
@@ -481,19 +568,19 @@ impl SessionShared {
         })
     }
 
-    /// L6 for `(key, token)`, timed out on `clock` (the caller's: foreground for a user's
-    /// release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
+    /// L6 for `(key, token)`, timed out after `hop` on `clock` (the caller's: foreground
+    /// for a user's release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
     pub(crate) async fn send_release(
         &self,
         key: &str,
         token: u64,
         clock: &dyn Clock,
+        hop: Duration,
     ) -> Result<(), LockError> {
         let request = ReleaseRequest {
             fencing_token: token,
             session_id: Some(self.id.clone()),
         };
-        let hop = self.parts.config.request_timeout;
         let result = call(clock, hop, self.parts.transport.release(key, &request, hop)).await;
         match result {
             Ok(()) => Ok(()),
@@ -502,8 +589,8 @@ impl SessionShared {
         }
     }
 
-    /// One L2 round: renew or mark lost. Never outlives the session deadline. Its calls time
-    /// out on `clock`, the heartbeat task's background clock.
+    /// One L2 round: renew or mark lost. Never outlives the session deadline nor the next due
+    /// round. Its calls time out on `clock`, the heartbeat task's background clock.
     async fn heartbeat_once(&self, clock: &dyn Clock) {
         let now = self.parts.clock.now();
         let deadline = self.deadline();
@@ -511,8 +598,12 @@ impl SessionShared {
             self.mark_lost();
             return;
         }
-        let seq_at_send = self.state.lock().unwrap().next_seq;
-        let hop = self.parts.config.request_timeout.min(deadline - now);
+        let seq_at_send = {
+            let mut state = self.state.lock().unwrap();
+            state.last_heartbeat = now;
+            state.next_seq
+        };
+        let hop = self.round_hop(deadline - now);
         let result = call(clock, hop, self.parts.transport.heartbeat(&self.id, hop)).await;
         if self.status() != Status::Open {
             return;
@@ -520,12 +611,8 @@ impl SessionShared {
         match result {
             Ok(answer) => self.on_heartbeat(now, seq_at_send, answer, clock).await,
             Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => self.mark_lost(),
-            // Anything else is transient until the deadline; the loop wakes at the deadline.
-            Err(_) => {
-                if self.parts.clock.now() >= self.deadline() {
-                    self.mark_lost();
-                }
-            }
+            // Anything else is transient until the deadline, which the watchdog keeps.
+            Err(_) => {}
         }
     }
 
@@ -548,23 +635,34 @@ impl SessionShared {
                 *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
             });
         }
+        let now = self.parts.clock.now();
         for handle in self.holds.handles() {
             if handle.seq() > seq_at_send {
-                continue; // registered after this heartbeat was sent: the answer may predate it
+                // Registered after this heartbeat was sent: its lock list may predate the
+                // grant, so it says nothing of the lock; but the session it renewed lifts the
+                // session's cap on the lock's deadline (a late cap would lose the lock before
+                // its own renewal is due).
+                handle.renew(
+                    handle.anchor(),
+                    self.lock_deadline(handle.anchor(), handle.ttl()),
+                );
+                continue;
             }
             let listed = answer
                 .locks
                 .iter()
                 .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
-            let renewed =
-                listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl()));
-            if !renewed && handle.mark_lost() {
-                self.emit(ClientEvent::Lost {
-                    key: handle.key().to_owned(),
-                    fencing_token: handle.fencing_token(),
-                });
+            if listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl())) {
+                continue;
             }
+            let reason = if now >= handle.deadline() {
+                LostReason::DeadlinePassed
+            } else {
+                LostReason::NotInHeartbeat
+            };
+            self.report_lost(&handle, reason);
         }
+        self.schedule.notify();
         self.release_orphans(&answer, clock).await;
     }
 
@@ -588,9 +686,13 @@ impl SessionShared {
             if self.status() != Status::Open {
                 return;
             }
+            let hop = self.round_hop(Duration::MAX);
+            if hop.is_zero() {
+                return;
+            }
             // Best effort: a failure leaves it for the next heartbeat.
             if self
-                .send_release(&lock.key, lock.fencing_token, clock)
+                .send_release(&lock.key, lock.fencing_token, clock, hop)
                 .await
                 .is_ok()
             {
@@ -599,32 +701,127 @@ impl SessionShared {
         }
     }
 
-    /// How long the heartbeat task sleeps: one interval, but never past the deadline.
-    fn next_wake(&self) -> Duration {
+    /// The timeout of a call of the heartbeat task: the request timeout, but never past
+    /// `limit` nor the next due heartbeat, so a lost request is retried on schedule instead
+    /// of after a whole request timeout.
+    fn round_hop(&self, limit: Duration) -> Duration {
+        let until_next = self.next_heartbeat().saturating_sub(self.parts.clock.now());
+        self.parts.config.request_timeout.min(limit).min(until_next)
+    }
+
+    /// When the next L2 is due (see [`crate::schedule`]): the session's period after the
+    /// last one, or a third of a held lock's TTL after its last renewal (or after the last
+    /// L2, if that one failed), whichever comes first.
+    fn next_heartbeat(&self) -> Duration {
+        let last = self.state.lock().unwrap().last_heartbeat;
+        self.holds
+            .handles()
+            .iter()
+            .filter(|h| h.lost_reason().is_none())
+            .map(|h| schedule::renew_by(h.anchor().max(last), h.ttl()))
+            .fold(last + self.heartbeat_every, Duration::min)
+    }
+
+    /// Reports every deadline that has passed by now: each unreported handle whose deadline
+    /// passed is lost, then the session if its own did.
+    fn expire_passed(&self) {
         let now = self.parts.clock.now();
-        self.heartbeat_every
-            .min(self.deadline().saturating_sub(now))
+        for handle in self.holds.handles() {
+            if handle.lost_reason().is_none() && now >= handle.deadline() {
+                self.report_lost(&handle, LostReason::DeadlinePassed);
+            }
+        }
+        if self.status() == Status::Open && now >= self.deadline() {
+            self.mark_lost();
+        }
+    }
+
+    /// The earliest deadline still to be kept: the session's or an unreported handle's.
+    fn next_deadline(&self) -> Duration {
+        self.holds
+            .handles()
+            .iter()
+            .filter(|h| h.lost_reason().is_none())
+            .map(LockHandle::deadline)
+            .fold(self.deadline(), Duration::min)
     }
 }
 
-/// The heartbeat scheduler. Holds only a weak reference between rounds, so dropping the
-/// last [`LockClientSession`] ends it; the `ended` signal ends it at once on close or loss.
-/// Every wait of the task is on `clock`, the background view of the client's clock that
-/// [`LockClient::open_session`] gives it.
-async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal, clock: Arc<dyn Clock>) {
-    loop {
-        let sleep = {
-            let Some(s) = session.upgrade() else { return };
-            clock.sleep(s.next_wake())
+/// Dropping every clone of a session stops its heartbeats (the server then expires it): its
+/// handles can no longer be kept, so they end here, as by a close.
+impl Drop for SessionShared {
+    fn drop(&mut self) {
+        for handle in self.holds.clear() {
+            handle.mark_lost(LostReason::SessionClosed);
+        }
+    }
+}
+
+/// What woke a background loop.
+enum Wake {
+    /// Its timer: the time it waited for has come.
+    Due,
+    /// The schedule changed: recompute.
+    Rescheduled,
+    /// The session ended (closed, lost) or was dropped: stop.
+    Ended,
+}
+
+/// Sleeps on `clock` until `at`, or until the session's schedule changes or it ends. Holds
+/// only a weak reference while waiting, so dropping the last [`LockClientSession`] ends the
+/// loops on their next wake-up.
+async fn wait_until(
+    session: &Weak<SessionShared>,
+    clock: &dyn Clock,
+    at: impl FnOnce(&SessionShared) -> Duration,
+) -> Wake {
+    let (sleep, rescheduled, ended) = {
+        let Some(s) = session.upgrade() else {
+            return Wake::Ended;
         };
-        if let Either::Right(_) = select(sleep, Box::pin(ended.wait())).await {
-            return;
+        if s.status() != Status::Open {
+            return Wake::Ended;
+        }
+        // Listen before reading the schedule, so a change made in between is not missed.
+        let rescheduled = s.schedule.listen();
+        let wait = at(&s).saturating_sub(clock.now());
+        (clock.sleep(wait), rescheduled, s.ended.wait())
+    };
+    let changed = select(Box::pin(rescheduled), Box::pin(ended));
+    match select(sleep, changed).await {
+        Either::Left(_) => Wake::Due,
+        Either::Right((Either::Left(_), _)) => Wake::Rescheduled,
+        Either::Right((Either::Right(_), _)) => Wake::Ended,
+    }
+}
+
+/// The heartbeat loop: one L2 whenever [`SessionShared::next_heartbeat`] comes. Every wait
+/// of the task is on `clock`, the background view of the client's clock that
+/// [`LockClient::open_session`] gives it.
+async fn heartbeat_loop(session: Weak<SessionShared>, clock: Arc<dyn Clock>) {
+    loop {
+        match wait_until(&session, &*clock, SessionShared::next_heartbeat).await {
+            Wake::Due => {}
+            Wake::Rescheduled => continue,
+            Wake::Ended => return,
         }
         let Some(s) = session.upgrade() else { return };
-        if s.status() != Status::Open {
+        if clock.now() >= s.next_heartbeat() {
+            s.heartbeat_once(&*clock).await;
+        }
+    }
+}
+
+/// The deadline watchdog: at each deadline of the session and its handles, on the client's
+/// clock, reports what passed (see [`SessionShared::expire_passed`]).
+async fn deadline_watch(session: Weak<SessionShared>, clock: Arc<dyn Clock>) {
+    loop {
+        if let Some(s) = session.upgrade() {
+            s.expire_passed();
+        }
+        if let Wake::Ended = wait_until(&session, &*clock, SessionShared::next_deadline).await {
             return;
         }
-        s.heartbeat_once(&*clock).await;
     }
 }
 
@@ -750,22 +947,28 @@ mod tests {
         f.transport.push_acquire(grant("k", 1));
         let s = session.clone();
         let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
-        // Session deadline 13.5 s (15 s TTL, 1.5 s margin); heartbeats at 5 s and 10 s fail.
+        // Session deadline 13.5 s (15 s TTL, 1.5 s margin); every heartbeat before it fails
+        // (due at a third of the lock's TTL while it is held, then every 5 s).
+        let heartbeats = || {
+            f.transport
+                .calls()
+                .iter()
+                .filter(|c| matches!(c, Call::Heartbeat(_)))
+                .count()
+        };
+        let mut at_loss = None;
         for _ in 0..20 {
             f.clock.advance(Duration::from_secs(1));
             let s = session.clone();
-            f.run(async move { s.is_lost() });
+            if f.run(async move { s.is_lost() }) && at_loss.is_none() {
+                at_loss = Some(heartbeats());
+            }
         }
         assert!(session.is_lost());
         assert!(handle.is_lost());
         assert_eq!(f.client.session_lost_count(), 1);
-        let heartbeats = f
-            .transport
-            .calls()
-            .iter()
-            .filter(|c| matches!(c, Call::Heartbeat(_)))
-            .count();
-        assert_eq!(heartbeats, 2, "no heartbeat after the loss");
+        assert!(at_loss.is_some_and(|n| n >= 2), "{at_loss:?}");
+        assert_eq!(Some(heartbeats()), at_loss, "no heartbeat after the loss");
         let s = session.clone();
         assert_eq!(f.run(async move { s.release(&handle).await }), Ok(()));
         assert_eq!(
@@ -779,6 +982,156 @@ mod tests {
             .calls()
             .iter()
             .any(|c| matches!(c, Call::CloseSession(_))));
+    }
+
+    fn heartbeat_calls(f: &Fixture) -> usize {
+        f.transport
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Heartbeat(_)))
+            .count()
+    }
+
+    /// Lets `by` of simulated time pass, every timer firing at its instant.
+    fn pass(f: &Fixture, by: Duration) {
+        let clock = f.clock.clone();
+        f.run(async move { clock.sleep(by).await });
+    }
+
+    /// A 500 ms lock on a 15 s session (heartbeat period 5 s) is renewed every third of its
+    /// TTL, so it stays held; released, the schedule falls back to the session's period.
+    #[test]
+    fn a_short_lock_is_renewed_in_time_and_its_release_relaxes_the_schedule() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 500,
+            ..g
+        }));
+        let s = session.clone();
+        let policy = AcquirePolicy::default();
+        let handle = f.run(async move {
+            let h = s.acquire("k", Duration::from_millis(500), &policy).await;
+            h.unwrap().unwrap()
+        });
+        pass(&f, Duration::from_secs(5));
+        assert!(!handle.is_lost(), "{handle:?}");
+        assert_eq!(handle.lost_reason(), None);
+        let held = heartbeat_calls(&f);
+        assert!((29..=31).contains(&held), "one L2 every 167 ms: {held}");
+        let (s, h) = (session.clone(), handle.clone());
+        f.run(async move { s.release(&h).await.unwrap() });
+        assert_eq!(handle.lost_reason(), Some(LostReason::Released));
+        pass(&f, Duration::from_secs(10));
+        assert_eq!(heartbeat_calls(&f) - held, 2, "back to one L2 every 5 s");
+        assert!(
+            !f.event_names().contains(&"lock_lost"),
+            "a release is no loss"
+        );
+    }
+
+    /// The heartbeat task sleeping towards the session's next heartbeat is woken by a grant
+    /// whose renewal is due sooner.
+    #[test]
+    fn a_grant_wakes_the_heartbeat_early() {
+        let f = Fixture::new();
+        let session = f.session();
+        pass(&f, Duration::from_secs(1));
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 600,
+            ..g
+        }));
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let granted =
+            f.run(async move { s.acquire("k", Duration::from_millis(600), &policy).await });
+        assert!(matches!(granted, Ok(Some(_))), "{granted:?}");
+        pass(&f, Duration::from_millis(199));
+        assert_eq!(heartbeat_calls(&f), 0);
+        pass(&f, Duration::from_millis(1));
+        assert_eq!(heartbeat_calls(&f), 1, "due at 1 s + 600 ms / 3");
+    }
+
+    /// With every heartbeat failing, a 1 s lock is reported lost at its deadline (500 ms):
+    /// its `lost()` future completes then, with one `lock_lost` event.
+    #[test]
+    fn a_passed_deadline_is_reported_at_that_instant() {
+        let f = Fixture::new();
+        let session = f.session();
+        for _ in 0..10 {
+            f.transport
+                .push_heartbeat(Err(ScriptedTransport::error(ErrorCode::NotLeader)));
+        }
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 1_000,
+            ..g
+        }));
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let handle = f.run(async move {
+            let h = s.acquire("k", Duration::from_secs(1), &policy).await;
+            h.unwrap().unwrap()
+        });
+        assert_eq!(handle.deadline(), Duration::from_millis(500));
+        let (h, clock) = (handle.clone(), f.clock.clone());
+        let (at, reason) = f.run(async move {
+            let reason = h.lost().await;
+            (clock.now(), reason)
+        });
+        assert_eq!(
+            (at, reason),
+            (Duration::from_millis(500), LostReason::DeadlinePassed)
+        );
+        let lost: Vec<_> = f
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.name() == "lock_lost")
+            .cloned()
+            .collect();
+        assert_eq!(
+            lost,
+            [ClientEvent::Lost {
+                key: "k".into(),
+                fencing_token: 1,
+                reason: LostReason::DeadlinePassed
+            }]
+        );
+        drop(session);
+    }
+
+    /// Dropping every clone of a session ends its handles: nothing can renew them now.
+    #[test]
+    fn dropping_the_session_ends_its_handles() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 1));
+        let handle = f.run(async move { session.acquire_default("k").await.unwrap().unwrap() });
+        assert_eq!(handle.lost_reason(), Some(LostReason::SessionClosed));
+    }
+
+    #[test]
+    fn a_ttl_too_short_to_renew_is_refused_naming_the_shortest_that_works() {
+        let f = Fixture::new();
+        let session = f.session();
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let refused =
+            f.run(async move { s.acquire("k", Duration::from_millis(299), &policy).await });
+        let Err(LockError::Validation { field, message }) = refused else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(field, "ttlMillis");
+        assert!(message.contains("at least 300 ms"), "{message}");
+        assert_eq!(f.transport.acquire_calls(), 0);
+        f.transport.push_acquire(grant("k", 1));
+        let granted = f.run(async move {
+            session
+                .acquire("k", Duration::from_millis(300), &policy)
+                .await
+        });
+        assert!(matches!(granted, Ok(Some(_))), "{granted:?}");
     }
 
     #[test]
@@ -891,11 +1244,11 @@ mod tests {
         });
         let taken = || std::mem::take(&mut *clock.background.lock().unwrap());
         let session = f.run(async move { client.open_session().await.unwrap() });
-        f.run(async {}); // the heartbeat task arms its first wait
+        f.run(async {}); // the background task arms its waits
         assert_eq!(
             taken(),
-            [false, true],
-            "L1's timeout, then the heartbeat's wait"
+            [false, true, true],
+            "L1's timeout, then the heartbeat's and the deadline watchdog's waits"
         );
         f.transport.push_heartbeat(heartbeat(&[]));
         f.clock.advance(Duration::from_secs(5));

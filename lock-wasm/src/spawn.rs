@@ -110,3 +110,50 @@ impl Signal {
         })
     }
 }
+
+/// A re-armable "something changed" notification: [`Notify::notify`] wakes every task that
+/// started listening before it. The heartbeat task and the deadline watchdog listen on one
+/// (see `crate::session`) so that a grant, a renewal or a release reschedules them at once
+/// instead of at their next timer. Runtime-agnostic, like [`Signal`].
+#[derive(Clone, Default)]
+pub struct Notify {
+    inner: std::sync::Arc<std::sync::Mutex<NotifyState>>,
+}
+
+#[derive(Default)]
+struct NotifyState {
+    generation: u64,
+    wakers: Vec<std::task::Waker>,
+}
+
+impl Notify {
+    /// Wakes every current listener.
+    pub fn notify(&self) {
+        let wakers = {
+            let mut state = self.inner.lock().unwrap();
+            state.generation += 1;
+            std::mem::take(&mut state.wakers)
+        };
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    /// A future that completes at the first [`Notify::notify`] after this call. Take it
+    /// *before* reading the state it guards, so a change made in between is not missed.
+    pub fn listen(&self) -> impl Future<Output = ()> + Send + 'static {
+        let notify = self.clone();
+        let since = self.inner.lock().unwrap().generation;
+        std::future::poll_fn(move |cx| {
+            let mut state = notify.inner.lock().unwrap();
+            if state.generation != since {
+                std::task::Poll::Ready(())
+            } else {
+                if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    state.wakers.push(cx.waker().clone());
+                }
+                std::task::Poll::Pending
+            }
+        })
+    }
+}

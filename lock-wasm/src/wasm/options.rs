@@ -9,6 +9,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::error::LockError;
 use crate::policy::{AcquirePolicy, PolicySettings};
+use crate::session::ClientConfig;
 
 use super::wire::FromJs;
 
@@ -249,6 +250,18 @@ pub fn ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duratio
                 message,
             }),
     }
+}
+
+/// Checks a lock TTL option: the contract's range and the renewal rule (see
+/// [`crate::schedule`]): a TTL too short for a heartbeat to renew is refused, naming the
+/// shortest that works.
+pub fn lock_ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duration, LockError> {
+    let Some(ms) = value else {
+        return Ok(default);
+    };
+    let ttl = Duration::from_millis(ms);
+    ClientConfig::default().check_lock_ttl(ttl, field)?;
+    Ok(ttl)
 }
 
 /// The default lock TTL (`lock.default.ttl`).
