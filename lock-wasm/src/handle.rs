@@ -19,7 +19,8 @@ use std::time::Duration;
 use lock_api::LockGrant;
 
 use crate::clock::Clock;
-use crate::spawn::{MaybeSend, Signal};
+use crate::signal::Signal;
+use crate::spawn::MaybeSend;
 
 /// Why a handle is lost. The first three are losses the owner did not ask for (each is one
 /// `lock_lost` event and, in JS, aborts the handle's `AbortSignal`); the last two end the

@@ -1,141 +1,36 @@
-//! [`LockClient`] (the seams plus configuration) and [`LockClientSession`] (one server
-//! session: its heartbeat scheduler, conservative deadlines, reentrancy registry, release
-//! and close).
+//! The SDK's entry points: [`LockClient`] (the seams plus configuration) and
+//! [`LockClientSession`] (one server session: acquire, release, close, status).
 //!
-//! Deadlines: every lock and the session itself are valid locally until
-//! `sent_at + ttl - safety_margin`, where `sent_at` is when the granting or renewing request
-//! was sent. The session's background task runs two loops:
-//! - the heartbeat loop sends L2 when [`crate::schedule`] says it is due: at a third of the
-//!   shortest TTL among the session and its held locks, recomputed (and woken through the
-//!   session's `schedule` notification) on every grant, renewal and release. A heartbeat
-//!   never outlives the session deadline;
-//! - the deadline watchdog sleeps on the client's clock until the earliest deadline of the
-//!   session and its unreported handles, and at that instant reports each passed one: a
-//!   handle is reported lost (`lock_lost`, reason `deadlinePassed`, its `lost()` future
-//!   completes), and a session whose own deadline passed is lost: every handle is reported
-//!   lost, waiters fail at once with `SessionLost`, `lock_session_lost` is counted, and the
-//!   session sends nothing more. L2 answering 404 loses the session the same way.
+//! A session is its shared state ([`crate::session_state`]) plus a background task that keeps
+//! it ([`crate::heartbeat`]): heartbeats renew the session and every lock it holds in time,
+//! and a deadline watchdog reports each passed deadline at its instant. Deadlines: every lock
+//! and the session itself are valid locally until `sent_at + ttl - safety_margin`, where
+//! `sent_at` is when the granting or renewing request was sent (see [`crate::renewal`]).
+//! When the session's deadline passes without a renewal (or the server answers 404) the
+//! session is lost: every handle is reported lost, waiters fail at once with `SessionLost`,
+//! `lock_session_lost` is counted, and the session sends nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{select, Either};
-use lock_api::limits::validate_ttl;
-use lock_api::limits::DEFAULT_LOCK_TTL_MILLIS;
-use lock_api::{ErrorCode, HeartbeatResponse, OpenSessionRequest, ReleaseRequest, SessionStatus};
+use lock_api::{ErrorCode, OpenSessionRequest, SessionStatus};
 
 use crate::backoff::RngSource;
-use crate::clock::{timeout, BackgroundClock, Clock};
-use crate::error::{LockError, TransportError};
-use crate::events::{ClientEvent, EventSink, NoEvents, SessionLostCounter};
-use crate::handle::{LockHandle, LostReason};
+use crate::clock::Clock;
+use crate::config::ClientConfig;
+use crate::error::LockError;
+use crate::events::{EventSink, NoEvents};
+use crate::handle::LockHandle;
+use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
-use crate::reentrancy::{Holds, InFlightGuard, ReleaseStep};
-use crate::schedule;
-use crate::spawn::{Notify, Signal, Spawner};
-use crate::transport::Transport;
-
-/// Per-request timeout of every call (ASSUMPTION: 2 s, `lock.client.request-timeout`).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-/// First round-trip estimate before any L4 was measured (ASSUMPTION: 50 ms).
-pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(50);
-/// Fixed floor delay after 503 NOT_LEADER (ASSUMPTION: 100 ms).
-pub const DEFAULT_NOT_LEADER_DELAY: Duration = Duration::from_millis(100);
-/// Smallest safety margin (ASSUMPTION, DESIGN §6: 500 ms or ttl/10, whichever is larger).
-pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
-
-/// Client settings beyond the seams. All have defaults (ASSUMPTIONS, see the constants).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientConfig {
-    /// Session TTL asked for in L1; `None` takes the server default (15 s).
-    pub session_ttl: Option<Duration>,
-    /// Owner label sent in L1.
-    pub owner: Option<String>,
-    /// Timeout of every request (L4 adds its `waitMillis`).
-    pub request_timeout: Duration,
-    /// Fixed safety margin; `None` uses [`safety_margin`]'s rule.
-    pub safety_margin: Option<Duration>,
-    /// Backend label of `lock_session_lost{backend}` (e.g. `sqlite`, `etcd`).
-    pub backend: String,
-    /// Round-trip estimate until L4 calls have been measured.
-    pub initial_rtt: Duration,
-    /// Floor delay after 503.
-    pub not_leader_delay: Duration,
-    /// Lock TTL of [`LockClientSession::acquire_default`].
-    pub default_lock_ttl: Duration,
-}
-
-impl ClientConfig {
-    /// The safety margin these settings give a TTL: the fixed one, or [`safety_margin`].
-    pub fn margin(&self, ttl: Duration) -> Duration {
-        self.safety_margin.unwrap_or_else(|| safety_margin(ttl))
-    }
-
-    /// The shortest lock TTL heartbeats can keep alive under this margin (see
-    /// [`crate::schedule`]; 300 ms with the default margin); `None` if none can.
-    pub fn shortest_lock_ttl(&self) -> Option<Duration> {
-        schedule::shortest_lock_ttl(|ttl| self.margin(ttl))
-    }
-
-    /// Checks a lock TTL: the contract's range, then the renewal rule. VALIDATION_FAILED
-    /// names `field` and, for a TTL too short to renew, the shortest one that works.
-    pub fn check_lock_ttl(&self, ttl: Duration, field: &str) -> Result<(), LockError> {
-        let ms = crate::backoff::millis(ttl);
-        validate_ttl(ms).map_err(|m| LockError::validation(field, m))?;
-        match self.shortest_lock_ttl() {
-            Some(shortest) if ttl >= shortest => Ok(()),
-            Some(shortest) => Err(LockError::validation(
-                field,
-                format!(
-                    "must be at least {} ms, got {ms}: a shorter lock's local deadline comes \
-                     too soon after its scheduled renewal for the renewal to be answered",
-                    crate::backoff::millis(shortest)
-                ),
-            )),
-            None => Err(LockError::validation(
-                field,
-                "the configured safety margin leaves no lock TTL time to be renewed",
-            )),
-        }
-    }
-}
-
-impl Default for ClientConfig {
-    fn default() -> Self {
-        ClientConfig {
-            session_ttl: None,
-            owner: None,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            safety_margin: None,
-            backend: "unknown".into(),
-            initial_rtt: DEFAULT_INITIAL_RTT,
-            not_leader_delay: DEFAULT_NOT_LEADER_DELAY,
-            default_lock_ttl: Duration::from_millis(DEFAULT_LOCK_TTL_MILLIS),
-        }
-    }
-}
-
-/// The default safety margin for a TTL: `max(500 ms, ttl/10)` (DESIGN §6), but never more
-/// than `ttl/2` (ASSUMPTION: otherwise a TTL ≤ 500 ms would yield handles born lost).
-pub fn safety_margin(ttl: Duration) -> Duration {
-    MIN_SAFETY_MARGIN.max(ttl / 10).min(ttl / 2)
-}
+use crate::session_state::SessionState;
+use crate::spawn::Spawner;
+use crate::transport::{call, Transport};
 
 /// Entry point: the seams and settings shared by every session it opens.
 #[derive(Clone)]
 pub struct LockClient {
-    pub(crate) parts: Arc<ClientParts>,
-}
-
-pub(crate) struct ClientParts {
-    pub(crate) transport: Arc<dyn Transport>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) spawner: Arc<dyn Spawner>,
-    pub(crate) rng: Arc<dyn RngSource>,
-    pub(crate) events: Arc<dyn EventSink>,
-    pub(crate) config: ClientConfig,
-    pub(crate) sessions_lost: Arc<SessionLostCounter>,
+    parts: Arc<ClientParts>,
 }
 
 impl LockClient {
@@ -170,16 +65,7 @@ impl LockClient {
     }
 
     fn map_parts(self, f: impl FnOnce(&mut ClientParts)) -> Self {
-        let p = &self.parts;
-        let mut parts = ClientParts {
-            transport: p.transport.clone(),
-            clock: p.clock.clone(),
-            spawner: p.spawner.clone(),
-            rng: p.rng.clone(),
-            events: p.events.clone(),
-            config: p.config.clone(),
-            sessions_lost: p.sessions_lost.clone(),
-        };
+        let mut parts = (*self.parts).clone();
         f(&mut parts);
         LockClient {
             parts: Arc::new(parts),
@@ -197,7 +83,7 @@ impl LockClient {
         self.parts.sessions_lost.get()
     }
 
-    /// L1: opens a session and starts its heartbeat task.
+    /// L1: opens a session and starts its background task.
     pub async fn open_session(&self) -> Result<LockClientSession, LockError> {
         let parts = self.parts.clone();
         let request = OpenSessionRequest {
@@ -213,96 +99,30 @@ impl LockClient {
         )
         .await
         .map_err(|e| LockError::from_transport(e, ""))?;
-        let ttl = Duration::from_millis(opened.ttl_millis);
-        let shared = Arc::new(SessionShared {
-            id: opened.session_id,
-            heartbeat_every: Duration::from_millis(opened.heartbeat_millis.max(1)),
-            state: Mutex::new(SessionState {
-                status: Status::Open,
-                deadline: (sent_at + ttl).saturating_sub(parts.margin(ttl)),
-                last_heartbeat: sent_at,
-                next_seq: 0,
-                rtt: parts.config.initial_rtt,
-                suspects: BTreeMap::new(),
-                released: BTreeMap::new(),
-            }),
-            holds: Arc::default(),
-            ended: Signal::new(),
-            schedule: Notify::default(),
+        let state = Arc::new(SessionState::new(
+            opened.session_id,
+            Duration::from_millis(opened.ttl_millis),
+            Duration::from_millis(opened.heartbeat_millis.max(1)),
+            sent_at,
             parts,
-        });
-        // The background task waits on a background view of the clock: in Node its timers
-        // are unref'd, so an open session never keeps a process alive by itself.
-        let clock: Arc<dyn Clock> = Arc::new(BackgroundClock(shared.parts.clock.clone()));
-        let heartbeats = heartbeat_loop(Arc::downgrade(&shared), clock.clone());
-        let deadlines = deadline_watch(Arc::downgrade(&shared), clock);
-        // Both loops end when the session does; whichever notices first ends the task.
-        let task = async move {
-            select(Box::pin(heartbeats), Box::pin(deadlines)).await;
-        };
-        shared.parts.spawner.spawn(Box::pin(task));
-        Ok(LockClientSession { shared })
-    }
-}
-
-impl ClientParts {
-    pub(crate) fn margin(&self, ttl: Duration) -> Duration {
-        self.config.margin(ttl)
+        ));
+        crate::heartbeat::spawn(&state);
+        Ok(LockClientSession { state })
     }
 }
 
 /// One server session. Cheap to clone; clones share the session. Dropping every clone
-/// without [`LockClientSession::close`] stops the heartbeat and lets the server expire it.
+/// without [`LockClientSession::close`] stops the heartbeat and lets the server expire it;
+/// its handles end then (`LostReason::SessionClosed`).
 #[derive(Clone)]
 pub struct LockClientSession {
-    pub(crate) shared: Arc<SessionShared>,
-}
-
-pub(crate) struct SessionShared {
-    pub(crate) id: String,
-    pub(crate) parts: Arc<ClientParts>,
-    heartbeat_every: Duration,
-    state: Mutex<SessionState>,
-    pub(crate) holds: Arc<Holds>,
-    /// Set when the session is closed or lost: wakes the heartbeat task and every waiter.
-    pub(crate) ended: Signal,
-    /// Notified whenever the heartbeat schedule or the set of deadlines may have changed
-    /// (grant, renewal, release, loss): wakes the heartbeat loop and the deadline watchdog
-    /// to recompute their next wake-up.
-    pub(crate) schedule: Notify,
-}
-
-struct SessionState {
-    status: Status,
-    /// Conservative local deadline of the session itself.
-    deadline: Duration,
-    /// Send time of the last L2 (L1's at first): the schedule counts from it.
-    last_heartbeat: Duration,
-    /// Next handle sequence number (see `LockHandle::seq`).
-    next_seq: u64,
-    /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
-    rtt: Duration,
-    /// Keys this session may hold without a handle: an L4 went unanswered (timeout, network,
-    /// dropped future) and its acquire ended without a grant. Value: (earliest send time of
-    /// such an L4, when recorded). See [`SessionShared::grant_anchor`].
-    suspects: BTreeMap<String, (Duration, Duration)>,
-    /// Highest token this session released successfully, per key. A heartbeat answer is a
-    /// snapshot that may predate a release; without this, a key released after the snapshot
-    /// would look like an orphan and block a fresh acquire of it while the needless L6 runs.
-    released: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Open,
-    Lost,
-    Closed,
+    state: Arc<SessionState>,
 }
 
 impl LockClientSession {
     /// The server's session id.
     pub fn id(&self) -> &str {
-        &self.shared.id
+        self.state.id()
     }
 
     /// Acquires `key` for `ttl` under `policy`: `Ok(Some(handle))` when granted (or already
@@ -314,12 +134,12 @@ impl LockClientSession {
         ttl: Duration,
         policy: &AcquirePolicy,
     ) -> Result<Option<LockHandle>, LockError> {
-        crate::acquire::acquire(&self.shared, key, ttl, policy).await
+        crate::acquire::acquire(&self.state, key, ttl, policy).await
     }
 
     /// [`LockClientSession::acquire`] with the default lock TTL and [`AcquirePolicy::default`].
     pub async fn acquire_default(&self, key: &str) -> Result<Option<LockHandle>, LockError> {
-        let ttl = self.shared.parts.config.default_lock_ttl;
+        let ttl = self.state.parts().config.default_lock_ttl;
         self.acquire(key, ttl, &AcquirePolicy::default()).await
     }
 
@@ -328,39 +148,29 @@ impl LockClientSession {
     /// Releasing a handle that is no longer registered does nothing. A lost or closed session
     /// sends nothing: its locks are gone with it.
     pub async fn release(&self, handle: &LockHandle) -> Result<(), LockError> {
-        let s = &self.shared;
-        if handle.session_id() != s.id {
+        let s = &self.state;
+        if handle.session_id() != s.id() {
             return Err(LockError::validation(
                 "handle",
                 "handle belongs to another session",
             ));
         }
-        let _in_flight = match s.holds.release(handle) {
-            ReleaseStep::NotHeld | ReleaseStep::Nested => return Ok(()),
-            ReleaseStep::Last(guard) => guard,
+        let Some(_in_flight) = s.release_hold(handle) else {
+            return Ok(());
         };
-        s.report_lost(handle, LostReason::Released);
         if s.ensure_open().is_err() {
             return Ok(());
         }
-        let result = s
-            .send_release(
-                handle.key(),
-                handle.fencing_token(),
-                &*s.parts.clock,
-                s.parts.config.request_timeout,
-            )
-            .await;
+        let parts = s.parts();
+        let (key, token) = (handle.key(), handle.fencing_token());
+        let hop = parts.config.request_timeout;
+        let result = s.send_release(key, token, &*parts.clock, hop).await;
         match &result {
-            Ok(()) => {
-                let mut state = s.state.lock().unwrap();
-                let released = state.released.entry(handle.key().to_owned()).or_insert(0);
-                *released = (*released).max(handle.fencing_token());
-            }
+            Ok(()) => s.released(key, token),
             Err(LockError::SessionLost) => s.mark_lost(),
             // The lock may still be held (e.g. the L6 was lost): the next heartbeat releases
             // it as an orphan, and until then a new grant of the key counts from its anchor.
-            Err(_) => s.record_suspect(handle.key(), handle.anchor()),
+            Err(_) => s.record_suspect(key, handle.anchor()),
         }
         result
     }
@@ -368,18 +178,14 @@ impl LockClientSession {
     /// L3: closes the session (the server releases all its locks) and stops the heartbeat.
     /// 404 is benign; closing a lost or closed session sends nothing.
     pub async fn close(&self) -> Result<(), LockError> {
-        let s = &self.shared;
-        if !s.end(Status::Closed) {
+        let s = &self.state;
+        if !s.mark_closed() {
             return Ok(());
         }
-        let hop = s.parts.config.request_timeout;
-        match call(
-            &*s.parts.clock,
-            hop,
-            s.parts.transport.close_session(&s.id, hop),
-        )
-        .await
-        {
+        let parts = s.parts();
+        let hop = parts.config.request_timeout;
+        let closed = parts.transport.close_session(s.id(), hop);
+        match call(&*parts.clock, hop, closed).await {
             Ok(()) => Ok(()),
             Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => Ok(()),
             Err(e) => Err(LockError::from_transport(e, "")),
@@ -388,462 +194,41 @@ impl LockClientSession {
 
     /// L5: the server's view of this session.
     pub async fn status(&self) -> Result<SessionStatus, LockError> {
-        let s = &self.shared;
+        let s = &self.state;
         s.ensure_open()?;
-        let hop = s.parts.config.request_timeout;
-        let result = call(
-            &*s.parts.clock,
-            hop,
-            s.parts.transport.session_status(&s.id, hop),
-        )
-        .await;
-        s.check_session_answer(result)
+        let parts = s.parts();
+        let hop = parts.config.request_timeout;
+        let status = parts.transport.session_status(s.id(), hop);
+        s.check_session_answer(call(&*parts.clock, hop, status).await)
     }
 
     /// True once the session is lost (404 or deadline passed without renewal).
     pub fn is_lost(&self) -> bool {
-        self.shared.status() == Status::Lost
+        self.state.is_lost()
     }
 
     /// True once [`LockClientSession::close`] was called.
     pub fn is_closed(&self) -> bool {
-        self.shared.status() == Status::Closed
+        self.state.is_closed()
     }
 
     /// The session's conservative local deadline, on the client's clock.
     pub fn deadline(&self) -> Duration {
-        self.shared.state.lock().unwrap().deadline
+        self.state.deadline()
     }
-}
-
-impl SessionShared {
-    fn status(&self) -> Status {
-        self.state.lock().unwrap().status
-    }
-
-    /// `Ok` while the session is open; the error a waiter should fail with otherwise. A
-    /// session whose deadline passed is lost now, even if the heartbeat task has not run yet
-    /// (e.g. the process was paused), so nothing is sent on its behalf.
-    pub(crate) fn ensure_open(&self) -> Result<(), LockError> {
-        if self.status() == Status::Open && self.parts.clock.now() >= self.deadline() {
-            self.mark_lost();
-        }
-        match self.status() {
-            Status::Open => Ok(()),
-            Status::Lost => Err(LockError::SessionLost),
-            Status::Closed => Err(LockError::Closed),
-        }
-    }
-
-    pub(crate) fn deadline(&self) -> Duration {
-        self.state.lock().unwrap().deadline
-    }
-
-    pub(crate) fn rtt_estimate(&self) -> Duration {
-        self.state.lock().unwrap().rtt
-    }
-
-    /// Folds one measured L4 round trip into the estimate.
-    pub(crate) fn observe_rtt(&self, sample: Duration) {
-        let mut state = self.state.lock().unwrap();
-        state.rtt = (state.rtt * 3 + sample) / 4;
-    }
-
-    pub(crate) fn next_seq(&self) -> u64 {
-        let mut state = self.state.lock().unwrap();
-        state.next_seq += 1;
-        state.next_seq
-    }
-
-    /// A lock's conservative deadline for a request sent at `sent_at`.
-    pub(crate) fn lock_deadline(&self, sent_at: Duration, ttl: Duration) -> Duration {
-        (sent_at + ttl)
-            .saturating_sub(self.parts.margin(ttl))
-            .min(self.deadline())
-    }
-
-    /// Records that `key` may have been granted by an L4 sent at `since` whose answer never
-    /// arrived, although the acquire ended without a handle.
-    pub(crate) fn record_suspect(&self, key: &str, since: Duration) {
-        let now = self.parts.clock.now();
-        let mut state = self.state.lock().unwrap();
-        let entry = state.suspects.entry(key.to_owned()).or_insert((since, now));
-        entry.0 = entry.0.min(since);
-        entry.1 = now;
-    }
-
-    /// The send time a fresh grant's deadline must count from.
-    ///
-    /// The server answers an L4 by a session that already holds the key with the existing
-    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
-    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
-    /// earlier send, and the deadline must count from there, not from this attempt.
-    pub(crate) fn grant_anchor(
-        &self,
-        key: &str,
-        sent_at: Duration,
-        in_loop: Option<Duration>,
-    ) -> Duration {
-        let mut state = self.state.lock().unwrap();
-        let suspect = state.suspects.remove(key).map(|(since, _)| since);
-        [Some(sent_at), in_loop, suspect]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(sent_at)
-    }
-
-    pub(crate) fn emit(&self, event: ClientEvent) {
-        self.parts.events.on_event(&event);
-    }
-
-    /// Moves the session to `to` if it is open: marks every handle lost, wakes everyone.
-    /// Returns false when it had already ended.
-    fn end(&self, to: Status) -> bool {
-        {
-            let mut state = self.state.lock().unwrap();
-            if state.status != Status::Open {
-                return false;
-            }
-            state.status = to;
-        }
-        let now = self.parts.clock.now();
-        for handle in self.holds.clear() {
-            let reason = match to {
-                Status::Closed => LostReason::SessionClosed,
-                // A handle whose own deadline passed was lost at it, whoever reports it.
-                _ if now >= handle.deadline() => LostReason::DeadlinePassed,
-                _ => LostReason::SessionLost,
-            };
-            self.report_lost(&handle, reason);
-        }
-        if to == Status::Lost {
-            self.parts.sessions_lost.increment();
-            self.emit(ClientEvent::SessionLost {
-                session_id: self.id.clone(),
-            });
-        }
-        self.ended.set();
-        true
-    }
-
-    /// The session is gone (404 or deadline passed): see the module docs.
-    pub(crate) fn mark_lost(&self) {
-        self.end(Status::Lost);
-    }
-
-    /// Reports `handle` lost for `reason` (once; a `lock_lost` event unless the owner ended
-    /// it) and wakes the schedule, which no longer counts it.
-    fn report_lost(&self, handle: &LockHandle, reason: LostReason) {
-        if handle.mark_lost(reason) && !reason.by_owner() {
-            self.emit(ClientEvent::Lost {
-                key: handle.key().to_owned(),
-                fencing_token: handle.fencing_token(),
-                reason,
-            });
-        }
-        self.schedule.notify();
-    }
-
-    /// Registers a fresh grant and wakes the schedule: the new lock may be due for renewal
-    /// before the next heartbeat, and its deadline may be the earliest. A grant whose
-    /// deadline passed before its answer came (it counts from an earlier unanswered L4) is
-    /// reported lost at once.
-    pub(crate) fn register(&self, guard: InFlightGuard, handle: &LockHandle) {
-        self.holds.register(guard, handle.clone());
-        if self.parts.clock.now() >= handle.deadline() {
-            self.report_lost(handle, LostReason::DeadlinePassed);
-        }
-        self.schedule.notify();
-    }
-
-    /// Maps a session-surface answer; 404 marks the session lost.
-    fn check_session_answer<T>(&self, result: Result<T, TransportError>) -> Result<T, LockError> {
-        result.map_err(|e| {
-            let err = LockError::from_transport(e, "");
-            if err == LockError::SessionLost {
-                self.mark_lost();
-            }
-            err
-        })
-    }
-
-    /// L6 for `(key, token)`, timed out after `hop` on `clock` (the caller's: foreground
-    /// for a user's release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
-    pub(crate) async fn send_release(
-        &self,
-        key: &str,
-        token: u64,
-        clock: &dyn Clock,
-        hop: Duration,
-    ) -> Result<(), LockError> {
-        let request = ReleaseRequest {
-            fencing_token: token,
-            session_id: Some(self.id.clone()),
-        };
-        let result = call(clock, hop, self.parts.transport.release(key, &request, hop)).await;
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) if e.code() == Some(ErrorCode::LockLost) => Ok(()),
-            Err(e) => Err(LockError::from_transport(e, key)),
-        }
-    }
-
-    /// One L2 round: renew or mark lost. Never outlives the session deadline nor the next due
-    /// round. Its calls time out on `clock`, the heartbeat task's background clock.
-    async fn heartbeat_once(&self, clock: &dyn Clock) {
-        let now = self.parts.clock.now();
-        let deadline = self.deadline();
-        if now >= deadline {
-            self.mark_lost();
-            return;
-        }
-        let seq_at_send = {
-            let mut state = self.state.lock().unwrap();
-            state.last_heartbeat = now;
-            state.next_seq
-        };
-        let hop = self.round_hop(deadline - now);
-        let result = call(clock, hop, self.parts.transport.heartbeat(&self.id, hop)).await;
-        if self.status() != Status::Open {
-            return;
-        }
-        match result {
-            Ok(answer) => self.on_heartbeat(now, seq_at_send, answer, clock).await,
-            Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => self.mark_lost(),
-            // Anything else is transient until the deadline, which the watchdog keeps.
-            Err(_) => {}
-        }
-    }
-
-    /// Applies an L2 answer to a heartbeat sent at `sent_at`.
-    async fn on_heartbeat(
-        &self,
-        sent_at: Duration,
-        seq_at_send: u64,
-        answer: HeartbeatResponse,
-        clock: &dyn Clock,
-    ) {
-        let ttl = Duration::from_millis(answer.ttl_millis);
-        {
-            let mut state = self.state.lock().unwrap();
-            let renewed = (sent_at + ttl).saturating_sub(self.parts.margin(ttl));
-            state.deadline = state.deadline.max(renewed);
-            // A suspect recorded before this heartbeat was sent and not listed by it is not
-            // held (the server answered after the suspect L4 had timed out).
-            state.suspects.retain(|key, (_, recorded)| {
-                *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
-            });
-        }
-        let now = self.parts.clock.now();
-        for handle in self.holds.handles() {
-            if handle.seq() > seq_at_send {
-                // Registered after this heartbeat was sent: its lock list may predate the
-                // grant, so it says nothing of the lock; but the session it renewed lifts the
-                // session's cap on the lock's deadline (a late cap would lose the lock before
-                // its own renewal is due).
-                handle.renew(
-                    handle.anchor(),
-                    self.lock_deadline(handle.anchor(), handle.ttl()),
-                );
-                continue;
-            }
-            let listed = answer
-                .locks
-                .iter()
-                .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
-            if listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl())) {
-                continue;
-            }
-            let reason = if now >= handle.deadline() {
-                LostReason::DeadlinePassed
-            } else {
-                LostReason::NotInHeartbeat
-            };
-            self.report_lost(&handle, reason);
-        }
-        self.schedule.notify();
-        self.release_orphans(&answer, clock).await;
-    }
-
-    /// Releases grants the server lists but no handle tracks (an acquire that timed out or
-    /// was dropped after the server granted): heartbeats would otherwise renew them forever.
-    async fn release_orphans(&self, answer: &HeartbeatResponse, clock: &dyn Clock) {
-        for lock in &answer.locks {
-            let stale = self
-                .state
-                .lock()
-                .unwrap()
-                .released
-                .get(&lock.key)
-                .is_some_and(|&token| token >= lock.fencing_token);
-            if stale {
-                continue;
-            }
-            let Some(_guard) = self.holds.claim_orphan(&lock.key) else {
-                continue;
-            };
-            if self.status() != Status::Open {
-                return;
-            }
-            let hop = self.round_hop(Duration::MAX);
-            if hop.is_zero() {
-                return;
-            }
-            // Best effort: a failure leaves it for the next heartbeat.
-            if self
-                .send_release(&lock.key, lock.fencing_token, clock, hop)
-                .await
-                .is_ok()
-            {
-                self.state.lock().unwrap().suspects.remove(&lock.key);
-            }
-        }
-    }
-
-    /// The timeout of a call of the heartbeat task: the request timeout, but never past
-    /// `limit` nor the next due heartbeat, so a lost request is retried on schedule instead
-    /// of after a whole request timeout.
-    fn round_hop(&self, limit: Duration) -> Duration {
-        let until_next = self.next_heartbeat().saturating_sub(self.parts.clock.now());
-        self.parts.config.request_timeout.min(limit).min(until_next)
-    }
-
-    /// When the next L2 is due (see [`crate::schedule`]): the session's period after the
-    /// last one, or a third of a held lock's TTL after its last renewal (or after the last
-    /// L2, if that one failed), whichever comes first.
-    fn next_heartbeat(&self) -> Duration {
-        let last = self.state.lock().unwrap().last_heartbeat;
-        self.holds
-            .handles()
-            .iter()
-            .filter(|h| h.lost_reason().is_none())
-            .map(|h| schedule::renew_by(h.anchor().max(last), h.ttl()))
-            .fold(last + self.heartbeat_every, Duration::min)
-    }
-
-    /// Reports every deadline that has passed by now: each unreported handle whose deadline
-    /// passed is lost, then the session if its own did.
-    fn expire_passed(&self) {
-        let now = self.parts.clock.now();
-        for handle in self.holds.handles() {
-            if handle.lost_reason().is_none() && now >= handle.deadline() {
-                self.report_lost(&handle, LostReason::DeadlinePassed);
-            }
-        }
-        if self.status() == Status::Open && now >= self.deadline() {
-            self.mark_lost();
-        }
-    }
-
-    /// The earliest deadline still to be kept: the session's or an unreported handle's.
-    fn next_deadline(&self) -> Duration {
-        self.holds
-            .handles()
-            .iter()
-            .filter(|h| h.lost_reason().is_none())
-            .map(LockHandle::deadline)
-            .fold(self.deadline(), Duration::min)
-    }
-}
-
-/// Dropping every clone of a session stops its heartbeats (the server then expires it): its
-/// handles can no longer be kept, so they end here, as by a close.
-impl Drop for SessionShared {
-    fn drop(&mut self) {
-        for handle in self.holds.clear() {
-            handle.mark_lost(LostReason::SessionClosed);
-        }
-    }
-}
-
-/// What woke a background loop.
-enum Wake {
-    /// Its timer: the time it waited for has come.
-    Due,
-    /// The schedule changed: recompute.
-    Rescheduled,
-    /// The session ended (closed, lost) or was dropped: stop.
-    Ended,
-}
-
-/// Sleeps on `clock` until `at`, or until the session's schedule changes or it ends. Holds
-/// only a weak reference while waiting, so dropping the last [`LockClientSession`] ends the
-/// loops on their next wake-up.
-async fn wait_until(
-    session: &Weak<SessionShared>,
-    clock: &dyn Clock,
-    at: impl FnOnce(&SessionShared) -> Duration,
-) -> Wake {
-    let (sleep, rescheduled, ended) = {
-        let Some(s) = session.upgrade() else {
-            return Wake::Ended;
-        };
-        if s.status() != Status::Open {
-            return Wake::Ended;
-        }
-        // Listen before reading the schedule, so a change made in between is not missed.
-        let rescheduled = s.schedule.listen();
-        let wait = at(&s).saturating_sub(clock.now());
-        (clock.sleep(wait), rescheduled, s.ended.wait())
-    };
-    let changed = select(Box::pin(rescheduled), Box::pin(ended));
-    match select(sleep, changed).await {
-        Either::Left(_) => Wake::Due,
-        Either::Right((Either::Left(_), _)) => Wake::Rescheduled,
-        Either::Right((Either::Right(_), _)) => Wake::Ended,
-    }
-}
-
-/// The heartbeat loop: one L2 whenever [`SessionShared::next_heartbeat`] comes. Every wait
-/// of the task is on `clock`, the background view of the client's clock that
-/// [`LockClient::open_session`] gives it.
-async fn heartbeat_loop(session: Weak<SessionShared>, clock: Arc<dyn Clock>) {
-    loop {
-        match wait_until(&session, &*clock, SessionShared::next_heartbeat).await {
-            Wake::Due => {}
-            Wake::Rescheduled => continue,
-            Wake::Ended => return,
-        }
-        let Some(s) = session.upgrade() else { return };
-        if clock.now() >= s.next_heartbeat() {
-            s.heartbeat_once(&*clock).await;
-        }
-    }
-}
-
-/// The deadline watchdog: at each deadline of the session and its handles, on the client's
-/// clock, reports what passed (see [`SessionShared::expire_passed`]).
-async fn deadline_watch(session: Weak<SessionShared>, clock: Arc<dyn Clock>) {
-    loop {
-        if let Some(s) = session.upgrade() {
-            s.expire_passed();
-        }
-        if let Wake::Ended = wait_until(&session, &*clock, SessionShared::next_deadline).await {
-            return;
-        }
-    }
-}
-
-/// Runs a transport call under a timeout on `clock` (the transport is told the same timeout;
-/// this makes it binding even if the transport ignores it).
-pub(crate) async fn call<T>(
-    clock: &dyn Clock,
-    hop: Duration,
-    fut: impl std::future::Future<Output = Result<T, TransportError>>,
-) -> Result<T, TransportError> {
-    timeout(clock, hop, fut)
-        .await
-        .unwrap_or(Err(TransportError::Timeout(hop)))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))] // uses test_support (native only)
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::error::TransportError;
+    use crate::events::ClientEvent;
+    use crate::handle::LostReason;
     use crate::test_support::Fixture;
     use crate::transport::{Call, ScriptedTransport};
-    use lock_api::{HeldLock, LockGrant};
+    use lock_api::{HeartbeatResponse, HeldLock, LockGrant};
+    use std::sync::Mutex;
 
     fn grant(key: &str, token: u64) -> Result<LockGrant, TransportError> {
         Ok(ScriptedTransport::grant(key, "s1", token, 10_000))
@@ -1181,22 +566,6 @@ mod tests {
             vec![("orphan".to_owned(), 12)],
             "{:?}",
             f.transport.calls()
-        );
-    }
-
-    #[test]
-    fn the_margin_is_the_larger_of_500ms_and_a_tenth_but_at_most_half() {
-        assert_eq!(
-            safety_margin(Duration::from_secs(10)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            safety_margin(Duration::from_secs(2)),
-            Duration::from_millis(500)
-        );
-        assert_eq!(
-            safety_margin(Duration::from_millis(400)),
-            Duration::from_millis(200)
         );
     }
 

@@ -11,7 +11,7 @@
 //!
 //! And over the whole run (see [`check_renewals`] and [`check_reports`]):
 //! 4. a lock whose session's heartbeats are all answered (each within the renewal reserve,
-//!    [`crate::schedule::RENEWAL_RESERVE`]) and whose client was never paused is neither lost
+//!    [`crate::renewal::RENEWAL_RESERVE`]) and whose client was never paused is neither lost
 //!    at its deadline nor expires at the server while the client holds it;
 //! 5. every handle whose deadline passes is reported lost — its `lost()` future completes
 //!    and a `lock_lost` event carries the same reason — at the deadline, to the tick of the
@@ -47,12 +47,13 @@ use rand::{Rng, SeedableRng};
 
 use crate::backoff::SeededRngSource;
 use crate::clock::{Clock, ManualClock};
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::events::{ClientEvent, EventSink};
 use crate::handle::{LockHandle, LostReason};
 use crate::policy::{AcquirePolicy, PolicySettings};
-use crate::schedule::{self, RENEWAL_RESERVE};
-use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::renewal::{self, RENEWAL_RESERVE};
+use crate::session::{LockClient, LockClientSession};
 use crate::spawn::Spawner;
 use crate::transport::Transport;
 
@@ -507,7 +508,7 @@ fn check_renewals(world: &World, service: &SimService, watch: &HeartbeatWatch) {
         };
         // A grant answered after its first renewal was due (a slow or retried L4) may
         // rightly be lost before a heartbeat can help it.
-        let in_time = g.at <= schedule::renew_by(g.since, g.handle.ttl());
+        let in_time = g.at <= renewal::renew_by(g.since, g.handle.ttl());
         if in_time && kept_alive(g, g.handle.session_id(), at) {
             world.violate(format!(
                 "{:?} (client {}) lost at its deadline {at:?} although its session's heartbeats were all answered",

@@ -19,10 +19,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::clock::Clock;
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::policy::PolicySettings;
-use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::session::{LockClient, LockClientSession};
 
 use super::abort::Aborted;
 use super::events::JsEvents;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use lock_api::limits::{validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::policy::{AcquirePolicy, PolicySettings};
-use crate::session::ClientConfig;
 
 use super::wire::FromJs;
 
@@ -253,7 +253,7 @@ pub fn ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duratio
 }
 
 /// Checks a lock TTL option: the contract's range and the renewal rule (see
-/// [`crate::schedule`]): a TTL too short for a heartbeat to renew is refused, naming the
+/// [`crate::renewal`]): a TTL too short for a heartbeat to renew is refused, naming the
 /// shortest that works.
 pub fn lock_ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duration, LockError> {
     let Some(ms) = value else {

@@ -1,12 +1,12 @@
-//! The renewal rule: when the heartbeat task must send the next L2 so that neither the
-//! session nor any lock it holds lapses while heartbeats are answered, and the shortest lock
-//! TTL that rule can keep alive.
+//! How long a grant is valid locally and when it must be renewed: the safety margin, the
+//! renewal rule (when the heartbeat task must send the next L2 so that neither the session
+//! nor any lock it holds lapses while heartbeats are answered) and the shortest lock TTL that
+//! rule can keep alive.
 //!
 //! One L2 renews the session and every live lock of it, each to now + its own TTL, and a
 //! renewal counts from when it was *sent*. A lock of TTL `T` renewed by a request sent at `s`
 //! is valid locally until `s + T − margin(T)` (the margin absorbs the server's clock running
-//! faster than ours; see `session::safety_margin`). The next heartbeat is due at the earliest
-//! of
+//! faster than ours; see [`safety_margin`]). The next heartbeat is due at the earliest of
 //! - `s + heartbeatMillis` for the session (the server's own period, TTL/3), and
 //! - `s + T/3` for every held lock (the same third, of the lock's TTL),
 //!
@@ -21,11 +21,20 @@ use std::time::Duration;
 
 use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN};
 
+/// Smallest safety margin (ASSUMPTION: 500 ms or ttl/10, whichever is larger).
+pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
+
 /// The least slack a lock's renewal must have between its due time and the lock's local
 /// deadline (ASSUMPTION: 50 ms, one round trip on a LAN plus a late timer). It also floors
 /// the heartbeat period: the shortest lock kept alive (300 ms with the default margin) is
 /// renewed every 100 ms.
 pub const RENEWAL_RESERVE: Duration = Duration::from_millis(50);
+
+/// The default safety margin for a TTL: `max(500 ms, ttl/10)`, but never more than `ttl/2`
+/// (ASSUMPTION: otherwise a TTL ≤ 500 ms would yield handles born lost).
+pub fn safety_margin(ttl: Duration) -> Duration {
+    MIN_SAFETY_MARGIN.max(ttl / 10).min(ttl / 2)
+}
 
 /// When a lock renewed (or granted) by a request sent at `anchor` must be renewed again.
 pub fn renew_by(anchor: Duration, ttl: Duration) -> Duration {
@@ -63,7 +72,22 @@ pub fn shortest_lock_ttl(margin: impl Fn(Duration) -> Duration) -> Option<Durati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::safety_margin;
+
+    #[test]
+    fn the_margin_is_the_larger_of_500ms_and_a_tenth_but_at_most_half() {
+        assert_eq!(
+            safety_margin(Duration::from_secs(10)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            safety_margin(Duration::from_secs(2)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            safety_margin(Duration::from_millis(400)),
+            Duration::from_millis(200)
+        );
+    }
 
     #[test]
     fn with_the_default_margin_300ms_is_the_shortest_ttl_kept_alive() {
