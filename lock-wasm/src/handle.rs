@@ -181,9 +181,11 @@ impl LockHandle {
         }
     }
 
-    /// Reports the handle lost for `reason`; true if it was not reported before (the caller
-    /// then emits the one `lock_lost` event).
-    pub(crate) fn mark_lost(&self, reason: LostReason) -> bool {
+    /// Reports the handle lost for `reason`, unless it was reported before: records the
+    /// reason, runs `announce` (the session emits the one `lock_lost` event there), then
+    /// completes every `lost()` future, so whoever wakes on the loss finds it announced.
+    /// Returns whether it was reported now.
+    pub(crate) fn report_lost(&self, reason: LostReason, announce: impl FnOnce()) -> bool {
         {
             let mut state = self.inner.state.lock().unwrap();
             if state.lost.is_some() {
@@ -191,6 +193,7 @@ impl LockHandle {
             }
             state.lost = Some(reason);
         }
+        announce();
         self.inner.reported.set();
         true
     }
@@ -283,8 +286,13 @@ mod tests {
         let h = handle(&clock, 100);
         let mut lost = Box::pin(h.lost());
         assert!((&mut lost).now_or_never().is_none());
-        assert!(h.mark_lost(LostReason::NotInHeartbeat));
-        assert!(!h.mark_lost(LostReason::DeadlinePassed), "reported once");
+        let mut announced = 0;
+        assert!(h.report_lost(LostReason::NotInHeartbeat, || announced += 1));
+        assert!(
+            !h.report_lost(LostReason::DeadlinePassed, || announced += 1),
+            "reported once"
+        );
+        assert_eq!(announced, 1);
         assert_eq!(lost.now_or_never(), Some(LostReason::NotInHeartbeat));
         assert_eq!(h.lost_reason(), Some(LostReason::NotInHeartbeat));
     }
@@ -296,7 +304,7 @@ mod tests {
         assert!(h.renew(Duration::ZERO, Duration::from_millis(500)));
         assert!(h.renew(Duration::ZERO, Duration::from_millis(300)));
         assert_eq!(h.deadline(), Duration::from_millis(500));
-        assert!(h.clone().mark_lost(LostReason::Released));
+        assert!(h.clone().report_lost(LostReason::Released, || {}));
         assert!(h.is_lost(), "clones share state");
     }
 }

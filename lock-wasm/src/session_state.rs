@@ -193,13 +193,15 @@ impl SessionState {
     /// Reports `handle` lost for `reason` (once; a `lock_lost` event unless the owner ended
     /// it) and wakes the schedule, which no longer counts it.
     fn report_lost(&self, handle: &LockHandle, reason: LostReason) {
-        if handle.mark_lost(reason) && !reason.by_owner() {
-            self.parts.emit(ClientEvent::Lost {
-                key: handle.key().to_owned(),
-                fencing_token: handle.fencing_token(),
-                reason,
-            });
-        }
+        handle.report_lost(reason, || {
+            if !reason.by_owner() {
+                self.parts.emit(ClientEvent::Lost {
+                    key: handle.key().to_owned(),
+                    fencing_token: handle.fencing_token(),
+                    reason,
+                });
+            }
+        });
         self.schedule.notify();
     }
 
@@ -469,7 +471,7 @@ impl SessionState {
 impl Drop for SessionState {
     fn drop(&mut self) {
         for handle in self.holds.clear() {
-            handle.mark_lost(LostReason::SessionClosed);
+            handle.report_lost(LostReason::SessionClosed, || {});
         }
     }
 }

@@ -1,27 +1,24 @@
 //! Lock renewal against a real lock-server: a lock far shorter than its session's heartbeat
 //! period stays held while heartbeats are answered (the schedule renews it every third of
-//! its TTL), and when heartbeats stop reaching the server the handle is reported lost at its
-//! deadline — its `lost()` future completes and a `lock_lost` event fires — and another
-//! session takes the key over with a higher token.
+//! its TTL), and when the client's network path is cut (a TCP proxy that drops it) the
+//! handle is reported lost at its deadline — its `lost()` future completes and a `lock_lost`
+//! event fires — and another session takes the key over with a higher token.
 //!
 //! The one timing bound here is a correctness bound, not a speed goal: the loss must be
 //! reported at the deadline, not whenever someone next looks. It allows one scheduling slice
 //! of lateness; the behaviour it rules out misses the deadline by seconds.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
 use lock_e2e::{ServerOptions, TestServer};
 use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock, TokioSpawner};
 use lock_wasm::{
     AcquirePolicy, ClientConfig, ClientEvent, Clock, EventSink, LockClient, LostReason,
-    PolicySettings, Transport, TransportError,
+    PolicySettings,
 };
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
 /// How late a timer may fire on a loaded two-core machine and still count as "at" its
 /// instant (ASSUMPTION for these tests).
@@ -76,13 +73,13 @@ async fn a_500ms_lock_on_a_15s_session_stays_held_through_5s_of_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_heartbeats_blocked_the_lock_is_lost_at_its_deadline_and_taken_over() {
+async fn with_its_path_cut_the_lock_is_lost_at_its_deadline_and_taken_over() {
     let server = TestServer::start(ServerOptions::new());
+    let proxy = Proxy::start(server.addr()).await;
     let clock = Arc::new(TokioClock::new());
-    let transport = Arc::new(Blockable::new(server.base_url()));
     let events = Arc::new(Timed::new(clock.clone()));
     let client = LockClient::new(
-        transport.clone(),
+        Arc::new(HttpTransport::new(proxy.base_url())),
         clock.clone(),
         Arc::new(TokioSpawner),
         Arc::new(OsRngSource),
@@ -96,7 +93,7 @@ async fn with_heartbeats_blocked_the_lock_is_lost_at_its_deadline_and_taken_over
         .unwrap()
         .expect("free key");
 
-    transport.block_heartbeats();
+    proxy.cut();
     let reason = tokio::time::timeout(Duration::from_secs(10), handle.lost())
         .await
         .expect("the handle is reported lost long before the session is");
@@ -144,6 +141,7 @@ async fn with_heartbeats_blocked_the_lock_is_lost_at_its_deadline_and_taken_over
     assert!(taken.fencing_token() > handle.fencing_token());
     other.release(&taken).await.unwrap();
     other.close().await.unwrap();
+    proxy.restore();
     session.release(&handle).await.unwrap(); // LOCK_LOST is benign
     session.close().await.unwrap();
 }
@@ -179,82 +177,53 @@ impl EventSink for Timed {
     }
 }
 
-/// The SDK's HTTP transport, except that once blocked, heartbeats never reach the server:
-/// they hang until the SDK's own timeout, as over a dropped connection.
-struct Blockable {
-    inner: HttpTransport,
-    heartbeats_blocked: AtomicBool,
+/// A TCP proxy in front of the server whose path can be cut, as a dead network would:
+/// [`Proxy::cut`] drops every open connection and leaves new ones accepted but never
+/// forwarded (requests hang until the client's own timeout); [`Proxy::restore`] forwards
+/// new connections again.
+struct Proxy {
+    addr: String,
+    cut: watch::Sender<bool>,
 }
 
-impl Blockable {
-    fn new(base_url: String) -> Self {
-        Blockable {
-            inner: HttpTransport::new(base_url),
-            heartbeats_blocked: AtomicBool::new(false),
-        }
+impl Proxy {
+    async fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (cut, _) = watch::channel(false);
+        let (upstream, watching) = (upstream.to_owned(), cut.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(forward(client, upstream.clone(), watching.subscribe()));
+            }
+        });
+        Proxy { addr, cut }
     }
 
-    fn block_heartbeats(&self) {
-        self.heartbeats_blocked.store(true, Ordering::SeqCst);
+    fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn cut(&self) {
+        self.cut.send_replace(true);
+    }
+
+    fn restore(&self) {
+        self.cut.send_replace(false);
     }
 }
 
-#[async_trait::async_trait]
-impl Transport for Blockable {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.inner.open_session(request, timeout).await
+/// One connection through the proxy: piped to `upstream` until the path is cut; accepted
+/// while cut, it is held open and never answered.
+async fn forward(mut client: TcpStream, upstream: String, mut cut: watch::Receiver<bool>) {
+    if *cut.borrow_and_update() {
+        std::future::pending::<()>().await;
     }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        if self.heartbeats_blocked.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-        self.inner.heartbeat(session_id, timeout).await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.close_session(session_id, timeout).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.inner.acquire(key, request, timeout).await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.inner.session_status(session_id, timeout).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.release(key, request, timeout).await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.inner.read_lock(key, timeout).await
+    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+        _ = cut.wait_for(|cut| *cut) => {} // dropping both sockets cuts the connection
     }
 }
