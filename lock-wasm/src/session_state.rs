@@ -352,7 +352,7 @@ impl SessionState {
     // --- heartbeats and deadlines ------------------------------------------------------
 
     /// When the next L2 is due (see [`crate::renewal`]): the session's period after the
-    /// last one, or a third of a held lock's TTL after its last renewal (or after the last
+    /// last one, or a held lock's renewal period after its last renewal (or after the last
     /// L2, if that one failed), whichever comes first.
     pub(crate) fn next_heartbeat(&self) -> Duration {
         let last = self.inner.lock().unwrap().last_heartbeat;
@@ -360,7 +360,10 @@ impl SessionState {
             .handles()
             .iter()
             .filter(|h| h.lost_reason().is_none())
-            .map(|h| renewal::renew_by(h.anchor().max(last), h.ttl()))
+            .map(|h| {
+                let margin = self.parts().config.margin(h.ttl());
+                renewal::renew_by(h.anchor().max(last), h.ttl(), margin)
+            })
             .fold(last + self.heartbeat_every, Duration::min)
     }
 
