@@ -1,5 +1,5 @@
 //! The errors callers branch on (contract C2), and how a transport failure maps to them
-//! (DESIGN §3).
+//! (C2 ct2-exceptions).
 //!
 //! | wire | [`TransportError`] | [`LockError`] | retried by the acquire loop? |
 //! |---|---|---|---|
@@ -159,7 +159,7 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// Maps a transport failure of a call on `key` (empty for session calls) per DESIGN §3.
+    /// Maps a transport failure of a call on `key` (empty for session calls), C2 ct2-exceptions.
     pub fn from_transport(err: TransportError, key: &str) -> Self {
         match err {
             TransportError::Timeout(after) => LockError::Timeout(after),

@@ -247,7 +247,8 @@ mod tests {
         })
     }
 
-    /// Criterion 6: nested acquires → one L4, the same token, one L6 on the outer release.
+    /// C2 ct2-pinned, *One grant per nesting*: nested acquires → one L4, the same token, one
+    /// L6 on the outer release.
     #[test]
     fn nested_acquires_share_one_grant_and_one_release() {
         let f = Fixture::new();
@@ -269,8 +270,8 @@ mod tests {
         assert!(outer.is_lost(), "a released handle reports lost");
     }
 
-    /// Criterion 7: a key missing from a heartbeat is lost at once; re-acquiring it fails
-    /// with LockLost and sends no L4.
+    /// C2 ct2-pinned, *Lost is not reentrant*: a key missing from a heartbeat is lost at once;
+    /// re-acquiring it fails with LockLost and sends no L4.
     #[test]
     fn reacquiring_a_lost_key_fails_without_a_request() {
         let f = Fixture::new();

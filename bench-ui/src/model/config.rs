@@ -11,7 +11,7 @@ use lock_lab::strategy::Strategy;
 use lock_wasm::{ClientConfig, PolicySettings};
 use serde::{Deserialize, Serialize};
 
-/// Largest number of sessions in one run (issue 5: 1–200).
+/// Largest number of sessions in one run (the form accepts 1–200).
 pub const MAX_SESSIONS: u32 = 200;
 
 /// The SDK's acquire policy as the form edits it, with the experiment's own defaults.

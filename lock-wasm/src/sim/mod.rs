@@ -1,4 +1,4 @@
-//! The seeded deterministic simulation (base of card T-043): many clients with the real SDK
+//! The seeded deterministic simulation: many clients with the real SDK
 //! core, a modelled lock-server ([`service::SimService`]) behind a lossy network with seeded
 //! delays, client process pauses (SIGSTOP-like), all on one [`ManualClock`] driven by
 //! [`executor::SimExecutor`]. One seed fixes everything, so a failing seed replays exactly.
