@@ -433,7 +433,8 @@ mod tests {
     }
 
     /// A grant after an unanswered attempt may be the server's idempotent answer to the
-    /// earlier request (not renewed), so its deadline counts from the earlier send.
+    /// earlier request, so its deadline conservatively counts from the earlier send (safe
+    /// even against a server that does not renew on a repeated L4).
     #[test]
     fn a_grant_after_an_unanswered_attempt_counts_from_the_first_send() {
         let f = Fixture::new();

@@ -269,9 +269,11 @@ impl SessionState {
     /// The send time a fresh grant's deadline must count from.
     ///
     /// The server answers an L4 by a session that already holds the key with the existing
-    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
-    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
-    /// earlier send, and the deadline must count from there, not from this attempt.
+    /// grant and renews it from that L4's arrival (C3), so counting from this attempt's send
+    /// would be right against this server. The deadline still counts from the earliest
+    /// unanswered L4 for this key (in this acquire: `in_loop`, or in an earlier one: a
+    /// suspect): that is never later, and it stays safe against a server that answers a
+    /// repeated L4 without renewing (an older release during a rolling upgrade).
     fn grant_anchor(&self, key: &str, sent_at: Duration, in_loop: Option<Duration>) -> Duration {
         let mut inner = self.inner.lock().unwrap();
         let suspect = inner.suspects.remove(key).map(|(since, _)| since);
