@@ -5,7 +5,7 @@
 // The lib reference above brings `Symbol.asyncDispose`/`AsyncDisposable` (TypeScript ≥ 5.2)
 // to projects whose `lib` setting lacks them, so the types check without extra settings.
 
-/** Stable error codes (DESIGN §3 plus transport-level ones). */
+/** Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, or no connection). */
 export type ErrorCodeName =
   | "LOCK_CONTENDED"
   | "CONTENTION_EXCEEDED"
@@ -14,8 +14,13 @@ export type ErrorCodeName =
   | "SESSION_NOT_FOUND"
   | "LOCK_LOST"
   | "FENCED_OUT"
-  | "TRANSPORT"
-  | "INTERNAL";
+  | "PAYLOAD_TOO_LARGE"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "INTERNAL"
+  | "TRANSPORT";
 
 /** The codes as constants: `err.code === ErrorCode.LOCK_CONTENDED`. */
 export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
@@ -37,9 +42,17 @@ export interface AcquirePolicy {
   waitMs?: number;
 }
 
+/**
+ * Why a handle is lost: `deadlinePassed` (no renewal came by its local deadline),
+ * `notInHeartbeat` (a heartbeat no longer listed it: expired, revoked or released
+ * server-side), `sessionLost`, and — ended by its owner, never a `lost` event —
+ * `sessionClosed`, `released`.
+ */
+export type LostReason = "deadlinePassed" | "notInHeartbeat" | "sessionLost" | "sessionClosed" | "released";
+
 /** Per-client defaults, overridable per call. */
 export interface ClientDefaults {
-  /** Lock TTL when `acquire` gives none (10000). */
+  /** Lock TTL when `acquire` gives none (10000); at least 300, like `AcquireOptions.ttlMs`. */
   ttlMs?: number;
   /** Acquire policy when `acquire` gives none. */
   policy?: AcquirePolicy;
@@ -63,7 +76,11 @@ export interface OpenSessionOptions {
 }
 
 export interface AcquireOptions {
-  /** Lock TTL in milliseconds (100…300000). */
+  /**
+   * Lock TTL in milliseconds, 300…300000: heartbeats renew a held lock every third of its
+   * TTL, and a shorter one would reach its local deadline before a renewal could be answered
+   * (VALIDATION_FAILED names the shortest that works).
+   */
   ttlMs?: number;
   /** Overrides the client's default policy, field by field. */
   policy?: AcquirePolicy;
@@ -85,14 +102,15 @@ export type LockEvent =
   | { type: "contention"; key: string; attempt: number; delayMs: number; reason: string }
   /** The acquire gave up (budget or attempts exhausted): it resolves `undefined`. */
   | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
-  | { type: "lost"; key: string; fencingToken: number }
+  /** The lock was lost (once per handle, at the instant the SDK learned it). */
+  | { type: "lost"; key: string; fencingToken: number; reason: "deadlinePassed" | "notInHeartbeat" | "sessionLost" }
   | { type: "sessionLost"; sessionId: string };
 
 /** Every error the SDK throws. */
 export declare class LockError extends Error {
   /** Stable code; branch on this, not on the message. */
   readonly code: ErrorCodeName;
-  /** DESIGN §3 verdict: may the acquire be retried? (Never the side effect.) */
+  /** May the acquire be retried? (Never the side effect.) */
   readonly retryable: boolean;
   /** VALIDATION_FAILED: the offending option or field, e.g. `"policy.maxAttempts"`. */
   readonly field?: string;
@@ -105,7 +123,10 @@ export declare class ContentionError extends LockError {}
 export declare class NotLeaderError extends LockError {}
 export declare class ValidationError extends LockError {}
 export declare class SessionLostError extends LockError {}
-export declare class LockLostError extends LockError {}
+export declare class LockLostError extends LockError {
+  /** On a handle's `signal`: why the lock was lost. */
+  readonly reason?: LostReason;
+}
 /**
  * FENCED_OUT. `new FencedOutError(message)` carries that code: throw it when a fenced
  * resource refuses a write.
@@ -122,6 +143,14 @@ export declare class LockHandle implements AsyncDisposable {
   readonly isLost: boolean;
   /** Epoch milliseconds (like `Date.now()`) after which the handle counts as lost. */
   readonly deadline: number;
+  /**
+   * Aborts the moment the lock is lost (at its deadline if no renewal came, or when a
+   * heartbeat or the session says it is gone) or released; the reason is a `LockLostError`.
+   * Pass it to the work done under the lock.
+   */
+  readonly signal: AbortSignal;
+  /** Why the lock was lost; `undefined` until then. */
+  readonly lostReason: LostReason | undefined;
   /** Same as `session.release(handle)`. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -136,7 +165,7 @@ export declare class Session implements AsyncDisposable {
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
   /** Releases one hold (reentrant acquires nest); a lost lock releases quietly. */
   release(handle: LockHandle): Promise<void>;
-  /** Acquire, run, release. `signal` aborts when the lock is lost. */
+  /** Acquire, run, release. `signal` (the handle's) aborts the moment the lock is lost. */
   using<T>(
     key: string,
     options: AcquireOptions | undefined,
