@@ -39,8 +39,9 @@ wasm_crates=(-p lock-api -p lock-wasm -p lock-lab -p bench-ui)
 stage fmt cargo fmt --all -- --check
 stage clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 stage clippy-wasm32 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" --locked -- -D warnings
-# The e2e harness spawns the real server binary; build it once up front.
-stage build-server cargo build -p lock-server --locked
+# Every binary the tests spawn (lock-server; chaos's contender), built before the tests run:
+# a build from inside a running `cargo test` could rewrite artifacts it is using.
+stage build-bins cargo build --locked -p lock-server -p lock-chaos --bins
 stage cargo-test cargo test --workspace --locked
 [ -x scripts/test-wasm.sh ] && stage wasm-sdk scripts/test-wasm.sh
 stage examples scripts/test-examples.sh
