@@ -143,7 +143,7 @@ install_package() {
 }
 
 node_tests() {
-  (cd "$1" && node --test --test-concurrency=1 ./*.test.mjs ./*.test.cjs)
+  (cd "$1" && node --test --test-concurrency=1 --test-timeout=120000 --test-force-exit ./*.test.mjs ./*.test.cjs)
 }
 
 # The example (with `await using`) and a plain-`lib` project both type-check.

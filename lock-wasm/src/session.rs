@@ -146,7 +146,8 @@ impl LockClientSession {
     /// Releases one hold of `handle`. Only the outermost release (depth zero) sends L6;
     /// 409 LOCK_LOST is benign (the lock is already gone). A released handle reports lost.
     /// Releasing a handle that is no longer registered does nothing. A lost or closed session
-    /// sends nothing: its locks are gone with it.
+    /// sends nothing: its locks are gone with it. A lost handle releases quietly: its L6 is
+    /// still sent (the server may hold the lock a little longer), but a failure is not an error.
     pub async fn release(&self, handle: &LockHandle) -> Result<(), LockError> {
         let s = &self.state;
         if handle.session_id() != s.id() {
@@ -155,6 +156,7 @@ impl LockClientSession {
                 "handle belongs to another session",
             ));
         }
+        let was_lost = handle.is_lost();
         let Some(_in_flight) = s.release_hold(handle) else {
             return Ok(());
         };
@@ -171,6 +173,13 @@ impl LockClientSession {
             // The lock may still be held (e.g. the L6 was lost): the next heartbeat releases
             // it as an orphan, and until then a new grant of the key counts from its anchor.
             Err(_) => s.record_suspect(key, handle.anchor()),
+        }
+        // The holder of a lost lock has been told already (the `lost` event, the handle's
+        // signal), and a failed L6 leaves nothing that the next heartbeat or the lock's own TTL
+        // does not end. Failing here would only hide the caller's result: after a network
+        // partition heals, the first request often meets a pooled connection the peer closed.
+        if was_lost {
+            return Ok(());
         }
         result
     }
@@ -301,6 +310,35 @@ mod tests {
             session.acquire_default("k").await
         });
         assert_eq!(again.unwrap().unwrap().fencing_token(), 6);
+    }
+
+    /// A lost handle releases quietly: its L6 is sent, and its failure is not an error; a
+    /// valid handle's failed L6 is.
+    #[test]
+    fn a_lost_handle_releases_quietly_and_a_valid_one_reports_the_failure() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("lost", 5));
+        f.transport.push_acquire(grant("held", 6));
+        f.transport.push_heartbeat(heartbeat(&[("held", 6)]));
+        let s = session.clone();
+        let (lost, held) = f.run(async move {
+            let lost = s.acquire_default("lost").await.unwrap().unwrap();
+            let held = s.acquire_default("held").await.unwrap().unwrap();
+            (lost, held)
+        });
+        f.clock.advance(Duration::from_secs(5)); // the first heartbeat answers without "lost"
+        let s = session.clone();
+        f.run(async move { s.is_lost() });
+        assert!(lost.is_lost() && !held.is_lost());
+        let refused = || Err(TransportError::Network("other side closed".into()));
+        f.transport.push_release(refused());
+        f.transport.push_release(refused());
+        let (quiet, loud) =
+            f.run(async move { (session.release(&lost).await, session.release(&held).await) });
+        assert_eq!(f.transport.release_calls(), 2, "both send their L6");
+        assert_eq!(quiet, Ok(()));
+        assert!(loud.is_err(), "{loud:?}");
     }
 
     #[test]

@@ -32,9 +32,11 @@ test("a 500 ms lock on a 15 s session stays held through 5 s of work", async () 
   await session.close();
 });
 
-test("with heartbeats blocked, the signal aborts and `lost` fires at the deadline; a later grant has a higher token", async () => {
+test("with heartbeats blocked, the signal aborts and `lost` fires at the deadline; a later grant has a higher token", async (t) => {
   const proxy = await startProxy();
+  t.after(() => proxy.close());
   const session = await new LockClient({ baseUrl: proxy.url }).openSession({ ttlMs: 15_000 });
+  t.after(() => session.close().catch(() => {}));
   const lost = [];
   session.onEvent((event) => {
     if (event.type === "lost") lost.push({ at: Date.now(), event });
@@ -62,8 +64,6 @@ test("with heartbeats blocked, the signal aborts and `lost` fires at the deadlin
   const taken = await other.acquire(key, { policy: { totalBudgetMs: 10_000, maxAttempts: 1000 } });
   assert.ok(taken && taken.fencingToken > held.token, `token ${taken?.fencingToken} after ${held.token}`);
   await other.close();
-  await session.close();
-  await proxy.close();
 });
 
 test("a lock TTL too short to renew is refused, naming the shortest that works", async () => {
