@@ -49,11 +49,11 @@ pub fn run_csv(record: &RunRecord) -> String {
     }
     for s in &record.samples {
         let (session, token) = match &s.holder {
-            Some((id, token)) => (
+            Some((holder_id, token)) => (
                 record
-                    .session_index(id)
+                    .holder_index(&s.key, *token)
                     .map(|i| i.to_string())
-                    .unwrap_or_else(|| csv_field(id)),
+                    .unwrap_or_else(|| csv_field(holder_id)),
                 token.to_string(),
             ),
             None => (String::new(), String::new()),
