@@ -134,11 +134,9 @@ fn shutting_down() -> ApiError {
     ApiError(Box::new(body))
 }
 
-/// L6 `POST /v1/locks/{key}/release`: compare-and-delete on `(key, fencingToken)`.
-///
-/// The predicate stays `(key, fencingToken)`, with an auth file too: a client can release
-/// only within its own key prefixes, which is what keeps one client from releasing another's
-/// locks (tokens are not secret: L7 shows them).
+/// L6 `POST /v1/locks/{key}/release`: compare-and-delete on `(key, fencingToken)`, with an
+/// auth file too. Tokens are not secret (L7 shows them): what keeps one client from
+/// releasing another's locks is that it may release only within its own key prefixes.
 pub async fn release(
     State(state): State<AppState>,
     caller: Caller,
@@ -153,7 +151,22 @@ pub async fn release(
     } else {
         state.store.release(&key, req.fencing_token).await
     };
-    // The body's sessionId is attribution only; logs carry its holder id, never the id.
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        log_release(&state, &caller, &key, &req, result.is_err()).await;
+    }
+    result?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The `lock_released` line. The body's `sessionId` is attribution only, and the line
+/// carries its holder id, never the id itself.
+async fn log_release(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+    req: &ReleaseRequest,
+    lost: bool,
+) {
     let holder_id = match &req.session_id {
         Some(id) => state.store.holder_id(id).await.unwrap_or_default(),
         None => String::new(),
@@ -164,10 +177,8 @@ pub async fn release(
         fencingToken = req.fencing_token,
         holderId = %holder_id,
         client = caller.log_name(),
-        lost = result.is_err(),
+        lost = lost,
     );
-    result?;
-    Ok(StatusCode::NO_CONTENT)
 }
 
 /// L7 `GET /v1/locks/{key}`: the holder at the instant of the read (by holder id, never
