@@ -255,11 +255,15 @@ fn range_results(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
 }
 
 /// Parses a stored JSON value; a value we cannot read is corruption, hence Internal.
+///
+/// The error names the record type and revision, not the key: session keys hold session
+/// ids, and this message is logged.
 fn decode<T: DeserializeOwned>(kv: &KeyValue) -> Result<T, StoreError> {
     serde_json::from_slice(kv.value()).map_err(|e| {
+        let record = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
         StoreError::Internal(format!(
-            "corrupt value at {}: {e}",
-            String::from_utf8_lossy(kv.key())
+            "corrupt {record} at revision {}: {e}",
+            kv.mod_revision()
         ))
     })
 }
