@@ -27,8 +27,6 @@ pub struct Sleep {
 pub struct Hold {
     /// Contender index (0-based).
     pub session: u32,
-    /// The session id the server gave it, to match L7 samples.
-    pub session_id: String,
     /// Key name.
     pub key: String,
     /// The grant's fencing token.
@@ -73,7 +71,9 @@ pub struct RunRecord {
     pub holds: Vec<Hold>,
     /// Every L7 read.
     pub samples: Vec<Sample>,
-    /// Session ids by contender index, to name timeline lanes.
+    /// Session ids by contender index, to close a cancelled run's sessions. Never exported:
+    /// a session id is its owner's credential, and an export may be shared.
+    #[serde(skip)]
     pub session_ids: Vec<String>,
     /// Wall time of the whole run, ms; `None` while running.
     pub completed_millis: Option<f64>,
@@ -140,7 +140,6 @@ mod tests {
         let mut r = RunRecord::new("r", ExperimentConfig::default());
         let hold = |session, key: &str, fencing_token| Hold {
             session,
-            session_id: String::new(),
             key: key.into(),
             fencing_token,
             attempts: 1,

@@ -217,7 +217,6 @@ mod tests {
     fn hold(session: u32, token: u64, granted: f64, released: f64) -> Hold {
         Hold {
             session,
-            session_id: format!("s{session}"),
             key: "k".into(),
             fencing_token: token,
             attempts: 1,
@@ -229,7 +228,6 @@ mod tests {
 
     fn record(samples: Vec<Sample>, holds: Vec<Hold>) -> RunRecord {
         let mut r = RunRecord::new("r", Default::default());
-        r.session_ids = vec!["s0".into(), "s1".into()];
         r.samples = samples;
         r.holds = holds;
         r
