@@ -40,12 +40,8 @@ fn hash_token() -> ! {
     }
     let token = input.strip_suffix('\n').unwrap_or(&input);
     let token = token.strip_suffix('\r').unwrap_or(token);
-    if !bearer::is_token(token) {
-        eprintln!(
-            "lock-server hash-token: a token is 1 to {} bytes of visible ASCII (no spaces), \
-             on one line",
-            bearer::TOKEN_MAX_BYTES
-        );
+    if let Err(rule) = lock_api::limits::validate_token(token) {
+        eprintln!("lock-server hash-token: the token (one line on stdin) {rule}");
         std::process::exit(1);
     }
     println!("{}", bearer::to_hex(&bearer::hash(token)));

@@ -38,6 +38,7 @@ impl EventSink for AttemptCounter {
 /// One client-side hold: from the grant's return to just before its release was sent.
 #[derive(Debug, Clone)]
 struct Hold {
+    holder_id: String,
     token: u64,
     from: Instant,
     to: Instant,
@@ -66,6 +67,7 @@ async fn ten_sessions_contend_and_exactly_one_holds_at_a_time() {
                 assert!(!handle.is_lost(), "a 10 s lock cannot be lost after 30 ms");
                 let to = Instant::now();
                 holds.lock().unwrap().push(Hold {
+                    holder_id: session.holder_id().to_owned(),
                     token: handle.fencing_token(),
                     from,
                     to,
@@ -103,8 +105,8 @@ async fn ten_sessions_contend_and_exactly_one_holds_at_a_time() {
         if let Some(h) = holds.iter().find(|h| h.from <= *sent && *answered <= h.to) {
             inside += 1;
             assert_eq!(
-                holder.as_ref().map(|(_, token)| *token),
-                Some(h.token),
+                holder.as_ref(),
+                Some(&(h.holder_id.clone(), h.token)),
                 "an L7 read inside a hold must name exactly that holder"
             );
         }
@@ -160,6 +162,7 @@ async fn nested_holds_release_once_and_keys_are_encoded() {
         .holder
         .expect("still held by the outer hold");
     assert_eq!(held.fencing_token, outer.fencing_token());
+    assert_eq!(held.holder_id, session.holder_id());
     session.release(&outer).await.unwrap();
     assert_eq!(api.lock_state(key).await.holder, None);
     // Releasing again is a no-op; a fresh acquire gets a higher token.

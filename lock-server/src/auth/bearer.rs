@@ -2,8 +2,9 @@
 //! against the configured ones in constant time.
 //!
 //! The header is attacker-controlled input. Anything but exactly one `Authorization` header
-//! of the form `Bearer <token>` (scheme in any case, token of visible ASCII, at most
-//! [`TOKEN_MAX_BYTES`]) is malformed, which the caller answers like an unknown token.
+//! of the form `Bearer <token>` (scheme in any case, the token as
+//! [`lock_api::limits::validate_token`] wants it: visible ASCII, at most 1 KiB) is
+//! malformed, which the caller answers like an unknown token.
 
 use axum::http::{header, HeaderMap};
 use sha2::{Digest, Sha256};
@@ -11,10 +12,6 @@ use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 
 /// A SHA-256 digest.
 pub type TokenHash = [u8; 32];
-
-/// Longest token read (ASSUMPTION: 1 KiB; `openssl rand -hex 32` gives 64 characters).
-/// Longer ones are malformed without being hashed.
-pub const TOKEN_MAX_BYTES: usize = 1024;
 
 /// What a request's `Authorization` header holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +48,9 @@ pub fn presented(headers: &HeaderMap) -> Presented<'_> {
     Presented::Token(token)
 }
 
-/// Whether `token` can be a bearer token: 1..=[`TOKEN_MAX_BYTES`] bytes of visible ASCII.
+/// Whether `token` can be a bearer token (longer ones are refused without being hashed).
 pub fn is_token(token: &str) -> bool {
-    (1..=TOKEN_MAX_BYTES).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic())
+    lock_api::limits::validate_token(token).is_ok()
 }
 
 /// SHA-256 of a token.
@@ -125,7 +122,10 @@ mod tests {
             presented(&headers(&[b"Bearer abc", b"Bearer abc"])),
             Presented::Malformed
         );
-        let huge = format!("Bearer {}", "a".repeat(TOKEN_MAX_BYTES + 1));
+        let huge = format!(
+            "Bearer {}",
+            "a".repeat(lock_api::limits::TOKEN_MAX_BYTES + 1)
+        );
         assert_eq!(
             presented(&headers(&[huge.as_bytes()])),
             Presented::Malformed

@@ -18,6 +18,8 @@ const ErrorCode = Object.freeze({
   SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
   LOCK_LOST: "LOCK_LOST",
   FENCED_OUT: "FENCED_OUT",
+  UNAUTHORIZED: "UNAUTHORIZED",
+  FORBIDDEN: "FORBIDDEN",
   TRANSPORT: "TRANSPORT",
   INTERNAL: "INTERNAL",
 });
@@ -63,6 +65,11 @@ class FencedOutError extends LockError {
   }
 }
 
+/** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
+class UnauthorizedError extends LockError {}
+/** FORBIDDEN: the token does not cover the request (a key outside the client's prefixes). */
+class ForbiddenError extends LockError {}
+
 const ERROR_CLASSES = {
   LOCK_CONTENDED: ContentionError,
   CONTENTION_EXCEEDED: ContentionError,
@@ -71,6 +78,8 @@ const ERROR_CLASSES = {
   SESSION_NOT_FOUND: SessionLostError,
   LOCK_LOST: LockLostError,
   FENCED_OUT: FencedOutError,
+  UNAUTHORIZED: UnauthorizedError,
+  FORBIDDEN: ForbiddenError,
 };
 
 function lockError(code, message, extra = {}) {
@@ -194,9 +203,13 @@ class Session {
     if (clientListener) this.#listeners.add(clientListener);
     raw.setListener((event) => this.#dispatch(event));
   }
-  /** The server's session id. */
+  /** The server's session id: the session's credential; never log or show it. */
   get id() {
     return this.#raw.id;
+  }
+  /** The session's public name: what L7 shows as its locks' holder. Safe to log. */
+  get holderId() {
+    return this.#raw.holderId;
   }
   /** True once the session is closed or lost. */
   get isClosed() {
@@ -291,7 +304,7 @@ function grantId(raw) {
   return `${raw.key}\u0000${raw.fencingToken}`;
 }
 
-/** Entry point: `new LockClient({ baseUrl, defaults })`. */
+/** Entry point: `new LockClient({ baseUrl, token, defaults })`. */
 class LockClient {
   #raw;
   #listener;
@@ -339,6 +352,8 @@ export function createApi(raw) {
     SessionLostError,
     LockLostError,
     FencedOutError,
+    UnauthorizedError,
+    ForbiddenError,
     ErrorCode,
   };
 }

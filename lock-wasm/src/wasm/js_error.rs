@@ -16,6 +16,8 @@ pub fn code(err: &LockError) -> &'static str {
         LockError::SessionLost | LockError::Closed => ErrorCode::SessionNotFound.as_str(),
         LockError::LockLost { .. } => ErrorCode::LockLost.as_str(),
         LockError::FencedOut { .. } => ErrorCode::FencedOut.as_str(),
+        LockError::Unauthorized { .. } => ErrorCode::Unauthorized.as_str(),
+        LockError::Forbidden { .. } => ErrorCode::Forbidden.as_str(),
         LockError::Timeout(_) | LockError::Network(_) => "TRANSPORT",
         LockError::Unexpected { code, .. } => code.as_str(),
     }
@@ -47,6 +49,8 @@ fn message(err: &LockError) -> String {
         LockError::FencedOut {
             highest_token: None,
         } => "fenced out".to_owned(),
+        LockError::Unauthorized { message } => format!("unauthorized: {message}"),
+        LockError::Forbidden { message } => format!("forbidden: {message}"),
         LockError::Timeout(after) => format!("no answer within {} ms", after.as_millis() as u64),
         LockError::Network(message) => format!("network error: {message}"),
         LockError::Closed => "session closed".to_owned(),
