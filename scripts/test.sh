@@ -11,41 +11,55 @@
 # checked in headless Chromium, stopped with SIGINT and restarted clean
 # (scripts/test-run.sh). Every stage runs even when an earlier one failed, so one run reports
 # everything; the exit code is non-zero if any stage failed.
+#
+# Time: CI gives the whole run 90 minutes. Each stage runs under a bound of its own (a hung
+# test fails its stage instead of the run), and no stage may run past 85 minutes from the
+# start, so a run always ends with its report. The bounds are several times what a stage takes
+# on a cold two-core machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+deadline=$((SECONDS + 85 * 60))
 scripts/setup.sh test || exit 1
 
 passed=0
 failed=0
 failures=()
+# stage NAME MINUTES COMMAND...: runs COMMAND, stopped (its whole process group) after
+# MINUTES or at the run's deadline, whichever comes first.
 stage() {
-  local name="$1"
-  shift
-  printf '\n==== stage %s: %s\n' "$name" "$*"
-  local start=$SECONDS
-  if "$@"; then
+  local name="$1" bound=$(($2 * 60))
+  shift 2
+  local left=$((deadline - SECONDS))
+  ((left < bound)) && bound=$left
+  printf '\n==== stage %s (bound %ss): %s\n' "$name" "$bound" "$*"
+  local start=$SECONDS rc=124
+  ((bound > 0)) && { timeout --kill-after=30 "$bound" "$@"; rc=$?; }
+  if ((rc == 0)); then
     passed=$((passed + 1))
     printf '==== stage %s passed (%ss)\n' "$name" $((SECONDS - start))
   else
     failed=$((failed + 1))
     failures+=("$name")
-    printf '==== stage %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+    local why=""
+    ((rc == 124 || rc == 137)) && why=", out of time"
+    printf '==== stage %s FAILED (%ss%s)\n' "$name" $((SECONDS - start)) "$why"
   fi
 }
 
 # The crates that compile to wasm32 (the SDK, the dashboard and what they share).
 wasm_crates=(-p lock-api -p lock-wasm -p lock-lab -p bench-ui)
 
-stage fmt cargo fmt --all -- --check
-stage clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-stage clippy-wasm32 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" --locked -- -D warnings
-# The e2e harness spawns the real server binary; build it once up front.
-stage build-server cargo build -p lock-server --locked
-stage cargo-test cargo test --workspace --locked
-[ -x scripts/test-wasm.sh ] && stage wasm-sdk scripts/test-wasm.sh
-stage examples scripts/test-examples.sh
-[ -x scripts/test-ui.sh ] && stage bench-ui scripts/test-ui.sh
-stage run scripts/test-run.sh
+stage fmt 5 cargo fmt --all -- --check
+stage clippy 30 cargo clippy --workspace --all-targets --locked -- -D warnings
+stage clippy-wasm32 20 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" --locked -- -D warnings
+# Every binary the tests spawn (lock-server; chaos's contender), built before the tests run:
+# a build from inside a running `cargo test` could rewrite artifacts it is using.
+stage build-bins 20 cargo build --locked -p lock-server -p lock-chaos --bins
+stage cargo-test 30 cargo test --workspace --locked
+[ -x scripts/test-wasm.sh ] && stage wasm-sdk 20 scripts/test-wasm.sh
+stage examples 15 scripts/test-examples.sh
+[ -x scripts/test-ui.sh ] && stage bench-ui 20 scripts/test-ui.sh
+stage run 30 scripts/test-run.sh
 
 printf '\n==== failed stages: %s\n' "${failures[*]:-none}"
 echo "stages: $passed passed, $failed failed"

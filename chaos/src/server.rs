@@ -45,8 +45,9 @@ impl DerefMut for ServerProcess {
     }
 }
 
-/// The contender binary: `CHAOS_CONTENDER_BIN`, else next to the running executable, else
-/// built with `cargo build -p lock-chaos --bin contender`.
+/// The contender binary: `CHAOS_CONTENDER_BIN`, else the one in the running executable's
+/// `target/<profile>/` (for a test, only when up to date), else built with
+/// `cargo build -p lock-chaos --bin contender` ([`launcher::binary`]).
 pub fn contender_binary() -> PathBuf {
     launcher::binary("contender", "lock-chaos", "CHAOS_CONTENDER_BIN")
 }

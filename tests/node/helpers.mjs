@@ -115,9 +115,14 @@ export async function startProxy() {
     socket.on("error", () => socket.destroy());
   };
   let blocked = false;
+  // Connections accepted while blocked: dead ends that never answer.
+  const stalled = new Set();
   const server = net.createServer((client) => {
     track(client);
-    if (blocked) return;
+    if (blocked) {
+      stalled.add(client);
+      return;
+    }
     const upstream = net.connect(Number(target.port), target.hostname);
     track(upstream);
     client.on("close", () => upstream.destroy());
@@ -134,6 +139,11 @@ export async function startProxy() {
     },
     unblock() {
       blocked = false;
+      // Reset the dead ends, so that a request still waiting on one (a heartbeat sent during
+      // the block) fails now instead of holding up the calls queued behind it until its
+      // timeout; a loaded machine can stretch that wait past the next call's own timeout.
+      for (const socket of stalled) socket.destroy();
+      stalled.clear();
     },
     close() {
       for (const socket of sockets) socket.destroy();

@@ -3,6 +3,9 @@
 //! Every method returns a [`Reply`] (status + raw JSON) so tests can assert on error codes;
 //! the `*_ok` helpers unwrap the happy path into `lock-api` types.
 
+use std::time::Duration;
+
+use lock_api::limits::WAIT_MILLIS_MAX;
 use lock_api::paths;
 use lock_api::{ErrorBody, HeartbeatResponse, LedgerEntries, LockGrant, LockState, SessionOpened};
 use serde::de::DeserializeOwned;
@@ -65,6 +68,16 @@ impl Reply {
     }
 }
 
+/// Bound on one request, answer included: the longest server-side wait C3 allows plus a
+/// generous margin for a loaded machine. Only a request nobody answers runs into it (a
+/// stalled server, or another process that took a dead server's port); it then fails with a
+/// transport error instead of hanging the suite.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(WAIT_MILLIS_MAX + 30_000);
+
+/// Bound on opening a connection (loopback: refused or accepted at once, unless a listen
+/// queue is full).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Typed client for one server.
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -91,6 +104,8 @@ impl Api {
     fn with_idle_pool(base: String, admin_token: Option<String>, idle: usize) -> Api {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(idle)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
             .build()
             .expect("reqwest client");
         Api {

@@ -10,18 +10,39 @@
 //!
 //! Output (stdout and stderr, one entry per line) is kept in memory for [`ServerProcess::logs`],
 //! or appended to a file with [`Launch::log_file`] (long runs, where memory would grow).
+//!
+//! Every wait here has a bound (start, health probe, SIGTERM, reaping after SIGKILL, a
+//! fallback build): a process that never answers or never dies fails the caller with a
+//! message instead of hanging the suite.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a start may take before the launcher gives up (generous: 2 cores, many
 /// processes, debug builds).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a graceful stop (SIGTERM) may take before the process is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a process may take to end after SIGKILL. It cannot refuse the signal, but one in
+/// uninterruptible I/O ends only when that I/O returns.
+const REAP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bound on each step of one health probe: connect, send, each read of the answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bound on a fallback `cargo build` (a cold build of the chaos binaries on 2 cores takes
+/// several minutes; a build waiting on another cargo's lock would otherwise wait forever).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How often the bounded waits poll a child process.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What to start: the binary, its data dir, flags and environment, port and output policy.
 #[derive(Debug, Clone)]
@@ -140,11 +161,11 @@ impl ServerProcess {
     }
 
     /// SIGKILL and reap: no clean-shutdown marker is written.
+    ///
+    /// # Panics
+    /// When the process is still there [`REAP_TIMEOUT`] after the signal.
     pub fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.try_kill9().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// SIGHUP (the server re-reads its auth file).
@@ -158,7 +179,7 @@ impl ServerProcess {
     }
 
     /// SIGTERM, then waits for the graceful exit; whether it exited successfully. A process
-    /// still running after the start timeout is killed (and `false` returned).
+    /// still running after the stop timeout is killed (and `false` returned).
     pub fn terminate(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {
             return false;
@@ -167,17 +188,12 @@ impl ServerProcess {
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                return status.success();
+        match wait_exit(&mut child, STOP_TIMEOUT) {
+            Ok(status) => status.success(),
+            Err(_) => {
+                let _ = kill_and_reap(&mut child);
+                false
             }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -193,9 +209,17 @@ impl ServerProcess {
         args: &[String],
         env: &[(String, String)],
     ) -> std::io::Result<()> {
-        self.kill9();
+        self.try_kill9()?;
         self.restarts += 1;
         self.spawn(args, env)
+    }
+
+    /// [`ServerProcess::kill9`] with the reaping failure as an error.
+    fn try_kill9(&mut self) -> std::io::Result<()> {
+        match self.child.take() {
+            Some(mut child) => kill_and_reap(&mut child).map(drop),
+            None => Ok(()),
+        }
     }
 
     fn spawn(
@@ -208,6 +232,13 @@ impl ServerProcess {
             _ => "0".to_owned(),
         };
         let launch = &self.launch;
+        // Opened before the spawn: a failure here must not leave a process nobody owns.
+        let sink = match &launch.log_file {
+            Some(path) => Sink::File(Arc::new(Mutex::new(
+                OpenOptions::new().create(true).append(true).open(path)?,
+            ))),
+            None => Sink::Memory(self.lines.clone()),
+        };
         let mut child = Command::new(&launch.bin)
             .arg("--listen")
             .arg(format!("{}:{port}", launch.host))
@@ -221,12 +252,6 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let sink = match &launch.log_file {
-            Some(path) => Sink::File(Arc::new(Mutex::new(
-                OpenOptions::new().create(true).append(true).open(path)?,
-            ))),
-            None => Sink::Memory(self.lines.clone()),
-        };
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         forward(stderr, sink.clone());
@@ -237,7 +262,7 @@ impl ServerProcess {
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
-            self.kill9();
+            let _ = self.try_kill9();
             return Err(std::io::Error::other(format!(
                 "lock-server did not report listening ({}); {}",
                 exited.map_or("no line in time".to_owned(), |s| format!("exited: {s}")),
@@ -260,7 +285,7 @@ impl ServerProcess {
             if http_get_status(&self.addr, "/healthz") == Some(200) {
                 return Ok(());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(POLL_INTERVAL);
         }
         Err(std::io::Error::other(format!(
             "lock-server at {} never became healthy; {}",
@@ -280,8 +305,32 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.kill9();
+        // Never panics: a drop may run while a failed test unwinds.
+        let _ = self.try_kill9();
     }
+}
+
+/// Waits for `child` to exit, for at most `bound`.
+fn wait_exit(child: &mut Child, bound: Duration) -> std::io::Result<ExitStatus> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("process {} still running after {bound:?}", child.id()),
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// SIGKILL, then reap within [`REAP_TIMEOUT`].
+fn kill_and_reap(child: &mut Child) -> std::io::Result<ExitStatus> {
+    child.kill()?;
+    wait_exit(child, REAP_TIMEOUT)
 }
 
 /// Where output lines go.
@@ -340,16 +389,21 @@ fn listening_line(line: &str) -> Option<String> {
     value["addr"].as_str().map(str::to_owned)
 }
 
-/// A plain-socket `GET` returning the status code (`None` when nothing answers), usable from
-/// sync and async code alike.
+/// A plain-socket `GET` returning the status code (`None` when nothing answers in time),
+/// usable from sync and async code alike. Connecting, sending and each read of the status
+/// line are bounded by [`PROBE_TIMEOUT`].
 pub fn http_get_status(addr: &str, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let socket = addr.to_socket_addrs().ok()?.next()?;
+    let mut stream = TcpStream::connect_timeout(&socket, PROBE_TIMEOUT).ok()?;
+    stream.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
+    stream.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(req.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.get(9..12)?.parse().ok()
+    // "HTTP/1.1 200": only the status line is read, so a peer that keeps the connection
+    // open after it cannot hold the probe.
+    let mut status_line = [0u8; 12];
+    stream.read_exact(&mut status_line).ok()?;
+    std::str::from_utf8(&status_line[9..]).ok()?.parse().ok()
 }
 
 /// `VmRSS` of `pid` in KiB (from `/proc/PID/status`).
@@ -366,10 +420,18 @@ pub fn server_binary() -> PathBuf {
         .clone()
 }
 
-/// A workspace binary: `$env_var` when set; else the one next to the running executable (a
-/// tool run from `target/<profile>/`); else, and always from a test binary (which lives in
-/// `target/<profile>/deps/` and must never use a stale sibling), `cargo build -p package
-/// --bin name` into the same target dir and profile.
+/// A workspace binary: `$env_var` when set; else `<name>` in the profile dir of the running
+/// executable (`target/<profile>/`, where a test binary's dir is `target/<profile>/deps/`):
+/// for a tool run from there, when it exists (it was built with the tool); for a test, when
+/// it is also up to date with its sources (cargo does not rebuild another package's binary
+/// for a test). Otherwise it is built with `cargo build -p package --bin name` into that
+/// target dir and profile.
+///
+/// The suite builds every binary its tests spawn before the tests run (`scripts/test.sh`, and
+/// `cargo test` builds the binaries of a package with integration tests), so the build here
+/// is for a test run by hand after an edit. Within a `cargo test --workspace` run it would
+/// resolve features for one package only and could rewrite artifacts that crates compiled
+/// earlier in the run depend on (a cdylib's file name carries no hash, rust-lang/cargo#3951).
 pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
     if let Ok(bin) = std::env::var(env_var) {
         return PathBuf::from(bin);
@@ -383,24 +445,81 @@ pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
         dir
     };
     let candidate = profile_dir.join(name);
-    if candidate.exists() && !in_deps {
-        return candidate;
+    let usable = if in_deps {
+        up_to_date(&candidate)
+    } else {
+        candidate.exists()
+    };
+    if !usable {
+        cargo_build(package, name, profile_dir);
     }
+    candidate
+}
+
+/// Whether `bin` exists and no source file cargo built it from (listed in its dep-info file,
+/// `<bin>.d`, next to it) changed since. Without a dep-info file it counts as stale.
+fn up_to_date(bin: &Path) -> bool {
+    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
+        return false;
+    };
+    let Some(sources) = std::fs::read_to_string(bin.with_extension("d"))
+        .ok()
+        .and_then(|text| dep_info_sources(&text))
+    else {
+        return false;
+    };
+    sources.iter().all(|source| {
+        source
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|changed| changed <= built)
+    })
+}
+
+/// The prerequisites of the first rule of a Makefile-style dep-info file
+/// (`target: a.rs b\ c.rs`, a space in a path escaped with a backslash).
+fn dep_info_sources(text: &str) -> Option<Vec<PathBuf>> {
+    let (_, prerequisites) = text.lines().next()?.split_once(": ")?;
+    let mut sources = Vec::new();
+    let mut path = String::new();
+    let mut chars = prerequisites.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => path.extend(chars.next()),
+            ' ' => {
+                if !path.is_empty() {
+                    sources.push(PathBuf::from(std::mem::take(&mut path)));
+                }
+            }
+            c => path.push(c),
+        }
+    }
+    if !path.is_empty() {
+        sources.push(PathBuf::from(path));
+    }
+    Some(sources)
+}
+
+/// `cargo build -p package --bin name` into the target dir and profile of `profile_dir`,
+/// within [`BUILD_TIMEOUT`].
+fn cargo_build(package: &str, name: &str, profile_dir: &Path) {
     let target_dir = profile_dir.parent().expect("target dir");
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "-p", package, "--bin", name])
         .env("CARGO_TARGET_DIR", target_dir);
-    if release {
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    let status = cmd.status().expect("run cargo build");
+    let mut child = cmd.spawn().expect("run cargo build");
+    let status = wait_exit(&mut child, BUILD_TIMEOUT).unwrap_or_else(|e| {
+        let _ = kill_and_reap(&mut child);
+        panic!("cargo build -p {package} --bin {name}: {e}")
+    });
     assert!(
         status.success(),
         "cargo build -p {package} --bin {name} failed"
     );
-    candidate
 }
 
 /// A poisoned log is still a log.
@@ -422,5 +541,40 @@ mod tests {
         );
         assert_eq!(listening_line(r#"{"event":"store_opened"}"#), None);
         assert_eq!(listening_line("lock-server: cannot listen"), None);
+    }
+
+    #[test]
+    fn dep_info_lists_every_source_and_unescapes_spaces() {
+        let text = "/t/debug/lock-server: /w/a.rs /w/my\\ dir/b.rs\n\n/w/a.rs:\n";
+        assert_eq!(
+            dep_info_sources(text),
+            Some(vec![
+                PathBuf::from("/w/a.rs"),
+                PathBuf::from("/w/my dir/b.rs")
+            ])
+        );
+        assert_eq!(dep_info_sources("not a rule"), None);
+    }
+
+    #[test]
+    fn a_binary_older_than_a_source_or_without_dep_info_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("tool");
+        let source = dir.path().join("main.rs");
+        std::fs::write(&source, "fn main() {}").unwrap();
+        std::fs::write(&bin, "").unwrap();
+        assert!(!up_to_date(&bin), "no dep-info file");
+        let dep_info = format!("{}: {}\n", bin.display(), source.display());
+        std::fs::write(bin.with_extension("d"), dep_info).unwrap();
+        assert!(up_to_date(&bin));
+        let later = std::time::SystemTime::now() + Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&source)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert!(!up_to_date(&bin), "a source changed after the build");
+        assert!(!up_to_date(&dir.path().join("missing")));
     }
 }

@@ -12,9 +12,9 @@
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
-//! The binary is `LOCK_SERVER_BIN` when set, else built once per test process with
-//! `cargo build -p lock-server` into the target dir this test binary lives in
-//! ([`launcher::server_binary`]).
+//! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
+//! dir this test binary lives in, built first with `cargo build -p lock-server` only when it
+//! is missing or older than its sources ([`launcher::server_binary`]).
 
 pub mod auth_contract;
 pub mod client;

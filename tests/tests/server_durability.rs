@@ -14,6 +14,14 @@ use serde_json::json;
 const LOAD_KEYS: usize = 3;
 const WORKERS: usize = 6;
 
+/// How long a worker may take to notice `stop` (one request, bounded by the client's timeout).
+const WORKER_STOP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The server the workers load: `None` while it is being stopped and started again. Its port
+/// is free from the moment it dies and any process's bind to port 0 may get it, so requests
+/// sent to the old address in that window could reach (and wait on) another program.
+type Target = Arc<RwLock<Option<Api>>>;
+
 /// What the workers saw acknowledged, per key.
 #[derive(Default)]
 struct Seen {
@@ -22,11 +30,14 @@ struct Seen {
     fenced_while_holding: Vec<String>,
 }
 
-async fn worker(n: usize, api: Arc<RwLock<Api>>, stop: Arc<AtomicBool>, seen: Arc<Mutex<Seen>>) {
+async fn worker(n: usize, target: Target, stop: Arc<AtomicBool>, seen: Arc<Mutex<Seen>>) {
     let mut session: Option<String> = None;
     let mut round = 0usize;
     while !stop.load(Ordering::Relaxed) {
-        let api = api.read().unwrap().clone();
+        let Some(api) = target.read().unwrap().clone() else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
         round += 1;
         let key = format!("load-{}", (n + round) % LOAD_KEYS);
         let Some(id) = session.clone() else {
@@ -164,20 +175,22 @@ async fn assert_tokens_rise(api: &Api, seen: &Mutex<Seen>, round: usize) {
 async fn restarts_under_load_never_lose_tokens_sessions_or_locks() {
     let mut server = TestServer::start(ServerOptions::new());
     let sticky = sticky_locks(&server.api(), 4).await;
-    let api = Arc::new(RwLock::new(server.api()));
+    let target: Target = Arc::new(RwLock::new(Some(server.api())));
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Seen::default()));
     let workers: Vec<_> = (0..WORKERS)
-        .map(|n| tokio::spawn(worker(n, api.clone(), stop.clone(), seen.clone())))
+        .map(|n| tokio::spawn(worker(n, target.clone(), stop.clone(), seen.clone())))
         .collect();
     // 24 restarts: 20 by kill -9 and, every sixth, a graceful SIGTERM stop.
     for round in 0..24 {
         // Let load build up (wait for grants, not for time: no speed assumption).
-        let target = seen.lock().unwrap().grants + 20;
+        let wanted = seen.lock().unwrap().grants + 20;
         let deadline = Instant::now() + Duration::from_secs(30);
-        while seen.lock().unwrap().grants < target && Instant::now() < deadline {
+        while seen.lock().unwrap().grants < wanted && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        // Requests already sent are cut by the stop; new ones wait for the next address.
+        *target.write().unwrap() = None;
         if round % 6 == 5 {
             assert!(server.terminate(), "round {round}: graceful stop failed");
             server.restart();
@@ -185,14 +198,17 @@ async fn restarts_under_load_never_lose_tokens_sessions_or_locks() {
             server.kill9();
             server.restart();
         }
-        *api.write().unwrap() = server.api();
+        *target.write().unwrap() = Some(server.api());
         let current = server.api();
         assert_sticky_intact(&current, &sticky, round).await;
         assert_tokens_rise(&current, &seen, round).await;
     }
     stop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.await.unwrap();
+    for (n, w) in workers.into_iter().enumerate() {
+        tokio::time::timeout(WORKER_STOP_TIMEOUT, w)
+            .await
+            .unwrap_or_else(|_| panic!("worker {n} did not stop"))
+            .unwrap();
     }
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert!(seen.grants >= 400, "too little load: {}", seen.grants);
