@@ -20,6 +20,7 @@ use lock_api::{paths, LockState, SessionOpened, SessionStatus};
 use serde_json::{json, Value};
 
 use crate::client::{Api, Reply};
+use crate::contract::{eventually, EVENTUALLY};
 use crate::launcher::{server_binary, Launch};
 use crate::{ServerOptions, TestServer};
 
@@ -71,8 +72,6 @@ pub const GAMMA: TestClient = TestClient {
 pub const CLIENTS: [TestClient; 4] = [ALPHA, BETA, OPS, AUDITOR];
 /// `--admin-token` of the suite's server.
 pub const ADMIN_TOKEN: &str = "auth-admin-token-0d93";
-/// Bound on every "eventually" poll (generous: no test depends on speed).
-const EVENTUALLY: Duration = Duration::from_secs(20);
 /// An id of the right shape that no session has.
 const UNKNOWN_ID: &str = "0123456789abcdef0123456789abcdef";
 
@@ -204,21 +203,6 @@ fn scoped(prefix: &str, name: &str) -> String {
 
 fn as_client(server: &TestServer, client: TestClient) -> Api {
     server.api().with_token(client.token)
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + EVENTUALLY;
-    while Instant::now() < deadline {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never happened: {what}");
 }
 
 async fn find_log(server: &TestServer, event: &str, pred: impl Fn(&Value) -> bool) -> Value {

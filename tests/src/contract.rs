@@ -26,7 +26,7 @@ pub const MAX_WAITERS: u32 = 2;
 const REASON_MAX_BYTES: usize = 1024;
 const ENTRY_MAX_BYTES: usize = 1024;
 /// Bound on every "eventually" poll (generous: no test depends on speed).
-const EVENTUALLY: Duration = Duration::from_secs(20);
+pub(crate) const EVENTUALLY: Duration = Duration::from_secs(20);
 
 /// The options the suite expects: admin token, CORS origin, a small waiter cap, and the
 /// server's own debug lines logged (so the log checks cover them too).
@@ -49,7 +49,8 @@ pub fn unique_key(name: &str) -> String {
     format!("contract/{name} ü#{n}-{}", std::process::id())
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Polls `check` until it holds, for at most [`EVENTUALLY`].
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
