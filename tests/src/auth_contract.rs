@@ -149,14 +149,18 @@ fn hash_token(token: &str) -> String {
     hash_token_output(&format!("{token}\n")).expect("hash-token succeeds")
 }
 
-/// The options the suite expects: the auth file, the admin token, debug logs (so the checks
-/// that no line carries a token or session id cover them too).
+/// The options the suite expects: the auth file, the admin token, a CORS origin, debug logs
+/// (so the checks that no line carries a token or session id cover them too).
 pub fn options(file: &AuthFile) -> ServerOptions {
     ServerOptions::new()
         .admin_token(ADMIN_TOKEN)
         .args(["--auth-file".to_string(), file.path().display().to_string()])
+        .args(["--cors-origin", CORS_ORIGIN])
         .env("RUST_LOG", "info,lock_server=debug")
 }
+
+/// `--cors-origin` of the suite's server: the page a browser client with a token runs on.
+const CORS_ORIGIN: &str = "http://app.example";
 
 /// Every session id the suite opened, so that no answer, log line or metric may show one.
 static SESSION_IDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -226,6 +230,7 @@ async fn find_log(server: &TestServer, event: &str, pred: impl Fn(&Value) -> boo
 pub async fn run_all(server: &TestServer, file: &AuthFile) {
     hash_token_reads_one_line(server).await;
     ops_surfaces_need_a_known_token(server).await;
+    browser_preflights_need_no_token(server).await;
     every_v1_route_needs_a_known_token(server).await;
     hostile_authorization_headers_are_unauthorized(server).await;
     the_admin_token_is_for_r1_only(server).await;
@@ -261,6 +266,47 @@ pub async fn ops_surfaces_need_a_known_token(server: &TestServer) {
         for token in [ALPHA.token, ADMIN_TOKEN] {
             let reply = anyone.with_token(token).raw("GET", path, None, &[]).await;
             assert_eq!(reply.status, 200, "{path} with a known token: {reply:?}");
+        }
+    }
+}
+
+/// A browser sends no `Authorization` header on a CORS preflight, so the preflight of a
+/// request that will carry one is answered without a token, allowing that header to the
+/// configured origin only.
+pub async fn browser_preflights_need_no_token(server: &TestServer) {
+    let http = reqwest::Client::new();
+    for origin in [CORS_ORIGIN, "http://evil.example"] {
+        let answer = http
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{}{}", server.base_url(), paths::SESSIONS),
+            )
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type",
+            )
+            .send()
+            .await
+            .expect("preflight");
+        let header = |name: &str| {
+            answer
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_ascii_lowercase)
+        };
+        if origin == CORS_ORIGIN {
+            assert!(answer.status().is_success(), "preflight: {answer:?}");
+            assert_eq!(
+                header("access-control-allow-origin").as_deref(),
+                Some(origin)
+            );
+            let allowed = header("access-control-allow-headers").unwrap_or_default();
+            assert!(allowed.contains("authorization"), "{allowed}");
+        } else {
+            assert_eq!(header("access-control-allow-origin"), None, "{origin}");
         }
     }
 }
