@@ -6,7 +6,8 @@
 #   1. builds lock-server and starts it on 127.0.0.1 (random port, temp data dir) with CORS
 #      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
 #      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
-#      NOT_LEADER) for the rest of the run;
+#      NOT_LEADER) for the rest of the run, and a third with an auth file (the SDK's `token`
+#      option, UNAUTHORIZED/FORBIDDEN);
 #   2. wasm-bindgen-test suites of lock-wasm: its unit tests (the wire decoder) and tests/wasm_node.rs in Node, and in headless
 #      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
 #      with wasm-bindgen-test-runner as the target runner;
@@ -124,6 +125,19 @@ start_servers() {
   log "lock-server at $LOCK_URL; held-back server at $LOCK_TEST_HOLDBACK_URL; CORS origin $origin"
 }
 
+# A server with an auth file of one client, `node`, whose keys start with `node/`; its token
+# is random per run. Exports LOCK_AUTH_URL, LOCK_AUTH_TOKEN and LOCK_AUTH_PREFIX.
+start_auth_server() {
+  local token hash
+  token="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+  hash="$(printf '%s\n' "$token" | "$CARGO_TARGET_DIR/debug/lock-server" hash-token)" || return 1
+  printf '{"clients":[{"name":"node","tokenSha256":"%s","keyPrefixes":["node/"]}]}\n' "$hash" \
+    >"$work/auth.json"
+  launch --data-dir "$work/data-auth" --auth-file "$work/auth.json" || return 1
+  export LOCK_AUTH_URL="$url" LOCK_AUTH_TOKEN="$token" LOCK_AUTH_PREFIX="node/"
+  log "lock-server with an auth file at $LOCK_AUTH_URL"
+}
+
 wasm_bindgen_tests() {
   # LOCK_TEST_URL is read at compile time (option_env!) by the test crates.
   LOCK_TEST_URL="$LOCK_URL" CHROMEDRIVER=/usr/bin/chromedriver \
@@ -172,6 +186,7 @@ deno_example() {
 ensure_tools
 : >"$summary"
 start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
+start_auth_server || { echo "test-wasm: lock-server with an auth file did not start" >&2; exit 1; }
 step "wasm-bindgen-test (Node + headless Chromium)" '^ *Running tests/|^test result:' wasm_bindgen_tests
 step "build npm package" '^wasm size:|\.tgz$' bash scripts/build-npm.sh "$work/npm"
 tarball="$(ls "$work"/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"

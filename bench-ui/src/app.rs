@@ -37,15 +37,25 @@ pub fn install_panic_hook() {
     }));
 }
 
-/// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page).
-fn browser_env(base_url: &str) -> Env {
+/// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page),
+/// sending `token` as the bearer on every request when it is not empty (a server with an
+/// auth file). A token that cannot be one is an error for the banner.
+fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
     let base = base_url.trim();
-    Env {
-        transport: Arc::new(FetchTransport::new(base)),
+    let mut transport = FetchTransport::new(base);
+    let token = token.trim();
+    if !token.is_empty() {
+        transport = transport
+            .with_token(token)
+            .map_err(|e| format!("Fix the token first — {e}"))?;
+    }
+    let ledger = FetchLedger::new(base, transport.authorization());
+    Ok(Env {
+        transport: Arc::new(transport),
         clock: Arc::new(JsClock),
         spawner: Arc::new(LocalSpawner),
-        ledger: Rc::new(FetchLedger::new(base)),
-    }
+        ledger: Rc::new(ledger),
+    })
 }
 
 /// A run id unique per page load and click: the epoch milliseconds in base 36.
@@ -85,6 +95,9 @@ pub fn App(
     let config = RwSignal::new(ExperimentConfig::default());
     let sweep_config = RwSignal::new(SweepConfig::default());
     let base = RwSignal::new(base_url);
+    // The bearer token lives in this signal only: never in the URL, web storage or a cookie,
+    // so it is gone with the page.
+    let token = RwSignal::new(String::new());
     let record = RwSignal::new(None::<RunRecord>);
     let sweep = RwSignal::new(SweepResult::default());
     let running = RwSignal::new(None::<Mode>);
@@ -105,8 +118,11 @@ pub fn App(
             error.set(Some(format!("Fix the form first — {e}")));
             return;
         }
+        let env = match browser_env(&base.get_untracked(), &token.get_untracked()) {
+            Ok(env) => env,
+            Err(e) => return error.set(Some(e)),
+        };
         let flag = begin();
-        let env = browser_env(&base.get_untracked());
         let recorder = start_recorder(&env, &new_run_id(), &cfg);
         running.set(Some(Mode::Run));
         spawn_local(async move {
@@ -133,8 +149,11 @@ pub fn App(
             error.set(Some(format!("Fix the sweep form first — {e}")));
             return;
         }
+        let env = match browser_env(&base.get_untracked(), &token.get_untracked()) {
+            Ok(env) => env,
+            Err(e) => return error.set(Some(e)),
+        };
         let flag = begin();
-        let env = browser_env(&base.get_untracked());
         let state = SweepState::default();
         sweep_runs.set(cfg.runs().len());
         running.set(Some(Mode::Sweep));
@@ -221,6 +240,13 @@ pub fn App(
                 <input type="text" data-testid="field-base-url" placeholder="same origin (the server that served this page)"
                     prop:value=move || base.get()
                     on:input=move |ev| base.set(event_target_value(&ev))/>
+            </label>
+            <label class="field wide">
+                <span>"token"</span>
+                <input type="password" data-testid="field-token" autocomplete="off"
+                    placeholder="none (a server without an auth file); kept in this page only"
+                    prop:value=move || token.get()
+                    on:input=move |ev| token.set(event_target_value(&ev))/>
             </label>
             <div class="forms">
                 <ConfigForm config=config/>

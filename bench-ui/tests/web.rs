@@ -12,7 +12,7 @@ use bench_ui::components::plots::{HistogramPanel, TimelinePanel};
 use bench_ui::model::config::ExperimentConfig;
 use bench_ui::model::counters::Counters;
 use bench_ui::model::histogram::JitterHistogram;
-use bench_ui::model::record::{RunRecord, Sample, Sleep};
+use bench_ui::model::record::{Hold, RunRecord, Sample, Sleep};
 use bench_ui::plot::builders::histogram_chart;
 use leptos::mount::mount_to;
 use leptos::prelude::*;
@@ -236,7 +236,17 @@ async fn timeline_panel_draws_an_overlap_in_red() {
     };
     let mut clean = RunRecord::default();
     clean.config.sessions = 2;
-    clean.session_ids = vec!["a".into(), "b".into()];
+    // Lanes come from the client's own grants: token 1 went to contender 0, 2 to 1.
+    let hold = |session, fencing_token| Hold {
+        session,
+        key: "k".into(),
+        fencing_token,
+        attempts: 1,
+        granted_at: 0.0,
+        released_at: None,
+        ledger_accepted: true,
+    };
+    clean.holds = vec![hold(0, 1), hold(1, 2)];
     clean.samples = vec![sample(10.0, "a", 1), sample(20.0, "b", 2)];
     let record = RwSignal::new(Some(clean.clone()));
     let handle = mount_to(

@@ -50,7 +50,7 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
         // The shutdown signal never fires: the server lives as long as the bench.
         let (tx, rx) = tokio::sync::watch::channel(false);
         std::mem::forget(tx);
-        let state = lock_server::server::app_state(&config, store, rx);
+        let state = lock_server::server::app_state(&config, store, rx).expect("app state");
         spawn_serve(lock_server::routes::router(state, &config)).await
     })
 }

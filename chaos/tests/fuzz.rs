@@ -48,7 +48,8 @@ fn server() -> &'static InProcess {
             let (_tx, rx) = tokio::sync::watch::channel(false);
             // Keep the sender alive for the whole process: a dropped sender reads as shutdown.
             std::mem::forget(_tx);
-            lock_server::routes::router(lock_server::server::app_state(&config, store, rx), &config)
+            let state = lock_server::server::app_state(&config, store, rx).expect("app state");
+            lock_server::routes::router(state, &config)
         });
         InProcess {
             rt,

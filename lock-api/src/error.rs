@@ -24,9 +24,11 @@ pub enum ErrorCode {
     FencedOut,
     /// 413: body over the size limit.
     PayloadTooLarge,
-    /// 401: admin surface without a credential.
+    /// 401: no known credential (a missing, malformed or unknown bearer token; R1 without
+    /// one). Never retry: the configuration is wrong.
     Unauthorized,
-    /// 403: admin surface with a wrong credential.
+    /// 403: a known credential that does not cover this request (a key outside the client's
+    /// `keyPrefixes`, R1 without admin rights, a wrong admin token). Never retry.
     Forbidden,
     /// 404 for an unknown route.
     NotFound,
@@ -188,6 +190,8 @@ mod tests {
         assert!(!ErrorCode::ValidationFailed.retry_safe());
         assert!(!ErrorCode::SessionNotFound.retry_safe());
         assert!(!ErrorCode::LockLost.retry_safe());
+        assert!(!ErrorCode::Unauthorized.retry_safe());
+        assert!(!ErrorCode::Forbidden.retry_safe());
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub const DEFAULT_SESSION_TTL_MILLIS: u64 = 15_000;
 pub const OWNER_MAX_BYTES: usize = 128;
 /// Largest fencing token: 2^53 - 1, the largest integer a JS number holds exactly.
 pub const MAX_FENCING_TOKEN: u64 = (1 << 53) - 1;
+/// Longest bearer token, in bytes (ASSUMPTION: 1 KiB; `openssl rand -hex 32` gives 64).
+pub const TOKEN_MAX_BYTES: usize = 1024;
 
 /// Why a key is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +75,18 @@ pub fn validate_wait(wait_millis: u64) -> Result<(), String> {
     }
 }
 
+/// A bearer token (`Authorization: Bearer <token>`) is 1–[`TOKEN_MAX_BYTES`] bytes of
+/// visible ASCII: no spaces, nothing a header could not carry as it is.
+pub fn validate_token(token: &str) -> Result<(), String> {
+    if (1..=TOKEN_MAX_BYTES).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be 1 to {TOKEN_MAX_BYTES} bytes of visible ASCII (no spaces)"
+        ))
+    }
+}
+
 /// Percent-encodes a key for a path segment (`a/b` → `a%2Fb`): everything but the RFC 3986
 /// unreserved characters is escaped, so any valid key survives the trip.
 pub fn encode_key(key: &str) -> String {
@@ -107,6 +121,16 @@ mod tests {
         assert!(validate_ttl(TTL_MILLIS_MIN).is_ok());
         assert!(validate_ttl(TTL_MILLIS_MIN - 1).is_err());
         assert!(validate_ttl(TTL_MILLIS_MAX + 1).is_err());
+    }
+
+    #[test]
+    fn tokens_are_visible_ascii() {
+        assert!(validate_token("abc-123_~+/=").is_ok());
+        assert!(validate_token(&"a".repeat(TOKEN_MAX_BYTES)).is_ok());
+        assert!(validate_token(&"a".repeat(TOKEN_MAX_BYTES + 1)).is_err());
+        for bad in ["", "a b", "ü", "a\n", "a\t"] {
+            assert!(validate_token(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -36,11 +36,15 @@ pub struct ReleaseRequest {
     pub session_id: Option<String>,
 }
 
-/// The current holder in an L7 answer.
+/// The current holder in an L7 answer. It never names the holder's session id (the session's
+/// credential): `holderId` is the public name L1 gave the session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Holder {
-    pub session_id: String,
+    pub holder_id: String,
+    /// The `owner` label the holder's session was opened with, if any.
+    #[serde(default)]
+    pub owner: Option<String>,
     pub fencing_token: u64,
     pub remaining_millis: u64,
 }

@@ -18,8 +18,13 @@ pub struct OpenSessionRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionOpened {
-    /// 128-bit random id, hex encoded: the session's only credential, so it is unguessable.
+    /// 128-bit random id, hex encoded: the session's credential (with the client's token when
+    /// the server has an auth file), so it is unguessable and never shown to anyone else.
     pub session_id: String,
+    /// The session's public name: what L7 shows for its locks, and what logs carry. A keyed
+    /// hash of the id, so it cannot be turned back into it; the same from every replica and
+    /// after a restart.
+    pub holder_id: String,
     pub ttl_millis: u64,
     /// How often the client should heartbeat (a third of the TTL).
     pub heartbeat_millis: u64,

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use lock_api::limits::{DEFAULT_LOCK_TTL_MILLIS, DEFAULT_SESSION_TTL_MILLIS, TTL_MILLIS_MAX};
 
 /// Which [`crate::store::Store`] backs the server.
@@ -19,10 +19,22 @@ pub enum Backend {
 /// Default of `--header-read-timeout-ms`.
 pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 
+/// What to do instead of serving.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Read a bearer token from stdin (one line) and print its SHA-256 in hex, the
+    /// `tokenSha256` of an auth-file client.
+    HashToken,
+}
+
 /// lock-server configuration.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "lock-server", version, about = "Fencing-token lock service")]
 pub struct Config {
+    /// Without a subcommand the server runs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Address to listen on; port 0 picks a free port (printed in the `listening` line).
     #[arg(long, env = "LOCK_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -62,10 +74,28 @@ pub struct Config {
           value_parser = parse_ttl)]
     pub default_session_ttl_ms: u64,
 
-    /// Bearer token for the admin surface (R1). Unset: R1 is disabled and answers 403.
+    /// Bearer token for the admin surface (R1). Unset: R1 is disabled and answers 403
+    /// (with an auth file, admin clients may still call it).
     #[arg(long, env = "LOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    // --- Client authentication (see the README's "Security" and C3) ---
+    /// JSON file of the clients allowed to call `/v1`: names, SHA-256 hashes of their bearer
+    /// tokens, key prefixes, admin rights. Re-read on SIGHUP (a bad file is logged and the
+    /// clients in force stay). Unset: no client authentication.
+    #[arg(long, env = "LOCK_AUTH_FILE")]
+    pub auth_file: Option<PathBuf>,
+
+    /// Protected mode's opt-out: listen on a non-loopback address without an auth file, so
+    /// that anyone who can reach it may use and end every session.
+    #[arg(long, env = "LOCK_ALLOW_UNAUTHENTICATED")]
+    pub allow_unauthenticated: bool,
+
+    /// With an auth file, serve `/metrics` and `/openapi.json` without a token (they need
+    /// any known token otherwise). Without an auth file they are always public.
+    #[arg(long, env = "LOCK_PUBLIC_OPS")]
+    pub public_ops: bool,
+    // --- end of client authentication ---
     /// Origins allowed by CORS (comma separated or repeated). None by default: no CORS.
     #[arg(long = "cors-origin", env = "LOCK_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
@@ -142,6 +172,24 @@ mod tests {
         assert_eq!(c.default_lock_ttl_ms, 10_000);
         assert_eq!(c.default_session_ttl_ms, 15_000);
         assert_eq!(c.max_waiters_per_key, 64);
+        assert_eq!(c.command, None);
+        assert_eq!(c.auth_file, None);
+        assert!(!c.allow_unauthenticated && !c.public_ops);
+    }
+
+    #[test]
+    fn hash_token_is_a_subcommand() {
+        let c = Config::parse_from(["lock-server", "hash-token"]);
+        assert_eq!(c.command, Some(Command::HashToken));
+        let c = Config::parse_from([
+            "lock-server",
+            "--auth-file",
+            "a.json",
+            "--public-ops",
+            "--allow-unauthenticated",
+        ]);
+        assert_eq!(c.auth_file, Some(PathBuf::from("a.json")));
+        assert!(c.public_ops && c.allow_unauthenticated);
     }
 
     #[test]

@@ -72,7 +72,14 @@ impl IntoResponse for ApiError {
             StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = self.0.retry_after_millis;
         let close = self.0.code == ErrorCode::PayloadTooLarge;
+        let challenge = self.0.code == ErrorCode::Unauthorized;
         let mut response = (status, axum::Json(*self.0)).into_response();
+        if challenge {
+            // RFC 6750: a 401 names the scheme that would be accepted.
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
         if close {
             // The rest of the body stays unread, so the connection cannot carry another
             // request; saying so keeps the client from sending its next one into it.

@@ -1,7 +1,8 @@
 //! lock-server: the HTTP lock service (contract C3, `docs/contracts/C3-http-surfaces.md`).
 //!
 //! Layout (one concept per module):
-//! - [`config`]: CLI flags and environment variables (C5).
+//! - [`config`]: CLI flags and environment variables (C5), the `hash-token` subcommand.
+//! - [`auth`]: clients, bearer tokens, key scopes, protected mode; the guard on every route.
 //! - [`server`]: pick and open the configured store, bind, serve, graceful shutdown.
 //! - [`connections`]: the accept loop; header read timeout (slow-loris guard), head size cap.
 //! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`.
@@ -16,6 +17,7 @@
 //!   folder: `store/sqlite/` (writer thread, fencing-token reservation, start-up recovery,
 //!   ...) and `store/etcd/`.
 
+pub mod auth;
 pub mod config;
 pub mod connections;
 pub mod contention;

@@ -1,6 +1,6 @@
-//! `/metrics` in the Prometheus text format, hand-written: a histogram, a counter and two
-//! gauges do not justify a metrics stack. No metric carries a key, session or token label
-//! (cardinality budget, C4); `outcome` is the only label and its values are a closed set.
+//! `/metrics` in the Prometheus text format, hand-written: a histogram, two counters and two
+//! gauges do not justify a metrics stack. No metric carries a key, session, client or token
+//! label (cardinality budget, C4); `outcome` is the only label and its values are closed sets.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,17 +23,20 @@ pub enum Outcome {
     NotLeader,
     SessionNotFound,
     ValidationFailed,
+    /// The key is outside the client's `keyPrefixes` (403).
+    Forbidden,
     Error,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 7] = [
+    const ALL: [Outcome; 8] = [
         Outcome::Granted,
         Outcome::Contended,
         Outcome::ContentionExceeded,
         Outcome::NotLeader,
         Outcome::SessionNotFound,
         Outcome::ValidationFailed,
+        Outcome::Forbidden,
         Outcome::Error,
     ];
 
@@ -45,7 +48,29 @@ impl Outcome {
             Outcome::NotLeader => "not_leader",
             Outcome::SessionNotFound => "session_not_found",
             Outcome::ValidationFailed => "validation_failed",
+            Outcome::Forbidden => "forbidden",
             Outcome::Error => "error",
+        }
+    }
+}
+
+/// A refused request, on any route; the closed set of `lock_requests_refused_total`'s
+/// `outcome` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// 401: no known credential.
+    Unauthorized,
+    /// 403: a known credential without the right (key scope, R1).
+    Forbidden,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 2] = [Refusal::Unauthorized, Refusal::Forbidden];
+
+    fn label(self) -> &'static str {
+        match self {
+            Refusal::Unauthorized => "unauthorized",
+            Refusal::Forbidden => "forbidden",
         }
     }
 }
@@ -57,6 +82,7 @@ pub struct Metrics {
     count: AtomicU64,
     sum_micros: AtomicU64,
     outcomes: [AtomicU64; Outcome::ALL.len()],
+    refusals: [AtomicU64; Refusal::ALL.len()],
 }
 
 impl Metrics {
@@ -73,6 +99,12 @@ impl Metrics {
             .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
         let index = Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
         self.outcomes[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records one refused request.
+    pub fn count_refusal(&self, refusal: Refusal) {
+        let index = Refusal::ALL.iter().position(|r| *r == refusal).unwrap_or(0);
+        self.refusals[index].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The exposition text; `counts` is `None` when the store could not be read.
@@ -107,6 +139,18 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        out.push_str(
+            "# HELP lock_requests_refused_total Requests refused for their credentials (401, 403).\n",
+        );
+        out.push_str("# TYPE lock_requests_refused_total counter\n");
+        for (refusal, value) in Refusal::ALL.iter().zip(&self.refusals) {
+            let _ = writeln!(
+                out,
+                "lock_requests_refused_total{{outcome=\"{}\"}} {}",
+                refusal.label(),
+                value.load(Ordering::Relaxed)
+            );
+        }
         if let Some(counts) = counts {
             out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
             let _ = writeln!(out, "lock_sessions {}", counts.sessions);
@@ -126,6 +170,7 @@ mod tests {
         let m = Metrics::default();
         m.observe_acquire(Duration::from_micros(300), Outcome::Granted);
         m.observe_acquire(Duration::from_millis(20), Outcome::Contended);
+        m.count_refusal(Refusal::Forbidden);
         let text = m.render(Some(StoreCounts {
             sessions: 3,
             locks: 1,
@@ -135,6 +180,8 @@ mod tests {
         assert!(text.contains("lock_acquire_duration_seconds_count 2\n"));
         assert!(text.contains("lock_acquire_total{outcome=\"granted\"} 1\n"));
         assert!(text.contains("lock_acquire_total{outcome=\"contended\"} 1\n"));
+        assert!(text.contains("lock_requests_refused_total{outcome=\"forbidden\"} 1\n"));
+        assert!(text.contains("lock_requests_refused_total{outcome=\"unauthorized\"} 0\n"));
         assert!(text.contains("lock_sessions 3\n"));
         assert!(text.contains("lock_locks 1\n"));
     }

@@ -1,7 +1,11 @@
-//! The OpenAPI 3.0 description of every route, written by hand in this one place. A unit
-//! test checks that its paths and methods are exactly `routes::table()`.
+//! The OpenAPI 3.0 description of every route, written by hand in this one place, except
+//! what a route's access adds (security requirement, 401 and 403 answers), which comes from
+//! `routes::table()` itself. A unit test checks that its paths and methods are exactly the
+//! table's.
 
 use serde_json::{json, Value};
+
+use crate::auth::guard::Access;
 
 fn error_ref() -> Value {
     json!({ "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } })
@@ -38,7 +42,9 @@ fn schemas() -> Value {
             "retryAfterMillis": int, "highestToken": int } },
         "OpenSessionRequest": { "type": "object", "additionalProperties": false, "properties": {
             "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 }, "owner": { "type": "string", "maxLength": 128 } } },
-        "SessionOpened": { "type": "object", "properties": { "sessionId": { "type": "string" }, "ttlMillis": int, "heartbeatMillis": int } },
+        "SessionOpened": { "type": "object", "properties": { "sessionId": { "type": "string", "description": "The session's credential: never shown to anyone else." },
+            "holderId": { "type": "string", "description": "The session's public name (L7, logs): a keyed hash of the id, 32 hex characters." },
+            "ttlMillis": int, "heartbeatMillis": int } },
         "HeartbeatResponse": { "type": "object", "properties": { "ttlMillis": int, "locks": { "type": "array", "items": {
             "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int } } } } },
         "SessionStatus": { "type": "object", "properties": { "sessionId": { "type": "string" }, "remainingMillis": int, "locks": { "type": "array", "items": {
@@ -50,7 +56,8 @@ fn schemas() -> Value {
         "ReleaseRequest": { "type": "object", "additionalProperties": false, "required": ["fencingToken"], "properties": {
             "fencingToken": int, "sessionId": { "type": "string" } } },
         "LockState": { "type": "object", "properties": { "key": { "type": "string" }, "waiterCount": int, "holder": {
-            "nullable": true, "type": "object", "properties": { "sessionId": { "type": "string" }, "fencingToken": int, "remainingMillis": int } } } },
+            "nullable": true, "type": "object", "description": "Never the holder's session id.", "properties": {
+                "holderId": { "type": "string" }, "owner": { "type": "string", "nullable": true }, "fencingToken": int, "remainingMillis": int } } } },
         "RevokeRequest": { "type": "object", "additionalProperties": false, "required": ["reason"], "properties": { "reason": { "type": "string" } } },
         "LockOutcome": { "type": "object", "properties": { "key": { "type": "string" }, "revokedToken": { "type": "integer", "nullable": true }, "reason": { "type": "string" } } },
         "LedgerAppend": { "type": "object", "additionalProperties": false, "required": ["fencingToken", "entry"], "properties": {
@@ -62,12 +69,47 @@ fn schemas() -> Value {
 
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
+    let mut doc = described();
+    add_access(&mut doc);
+    doc
+}
+
+/// What each route's access adds to its operation, from the route table, so the document
+/// cannot disagree with the guard.
+fn add_access(doc: &mut Value) {
+    let anyone_or_bearer = json!([{}, { "bearer": [] }]);
+    for route in crate::routes::table() {
+        let op = &mut doc["paths"][route.path][route.method.as_str().to_lowercase()];
+        match route.access {
+            Access::Public => {}
+            Access::Ops => {
+                op["security"] = anyone_or_bearer.clone();
+                op["responses"]["401"] = err("UNAUTHORIZED: with an auth file and without --public-ops, a client's token or the admin token is required");
+            }
+            Access::Client => {
+                op["security"] = anyone_or_bearer.clone();
+                op["responses"]["401"] =
+                    err("UNAUTHORIZED: with an auth file, no known client token");
+                op["responses"]["403"] = err("FORBIDDEN: the key is outside the client's keyPrefixes, or the token is the admin token (R1 only)");
+            }
+            Access::Admin => {
+                op["security"] = json!([{ "bearer": [] }]);
+                op["responses"]["401"] =
+                    err("UNAUTHORIZED: no credential (with an auth file: no known token)");
+                op["responses"]["403"] = err("FORBIDDEN: neither the admin token nor an admin client whose keyPrefixes cover the key (without an admin token and auth file, always)");
+            }
+        }
+    }
+}
+
+/// The hand-written part of the document.
+fn described() -> Value {
     let bad = err("VALIDATION_FAILED");
     let no_session = err("SESSION_NOT_FOUND");
     json!({
         "openapi": "3.0.3",
         "info": { "title": "lock-server", "version": env!("CARGO_PKG_VERSION"),
-                  "description": "Fencing-token lock service (contract C3). Every error body is `Error`." },
+                  "description": "Fencing-token lock service (contract C3). Every error body is `Error`. Without an auth file `/v1` needs no credential; with one, every `/v1` call carries `Authorization: Bearer <token>` (see C3, Authentication and authorisation)." },
         "paths": {
             "/v1/sessions": { "post": { "operationId": "openSession", "summary": "L1 open session",
                 "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OpenSessionRequest" } } } },
@@ -90,7 +132,7 @@ pub fn document() -> Value {
                 "parameters": [key_param()], "responses": { "200": ok("LockState"), "400": bad } } },
             "/v1/admin/locks/{key}/revoke": { "post": { "operationId": "revoke", "summary": "R1 force revoke (Authorization: Bearer <admin token>)",
                 "parameters": [key_param()], "requestBody": body("RevokeRequest"),
-                "responses": { "200": ok("LockOutcome"), "400": bad, "401": err("UNAUTHORIZED"), "403": err("FORBIDDEN") } } },
+                "responses": { "200": ok("LockOutcome"), "400": bad } } },
             "/v1/demo/ledger/{key}": {
                 "post": { "operationId": "ledgerAppend", "summary": "Demo fenced resource: append if fencingToken ≥ highest seen",
                     "parameters": [key_param()], "requestBody": body("LedgerAppend"),
@@ -106,7 +148,8 @@ pub fn document() -> Value {
         },
         "components": {
             "schemas": schemas(),
-            "securitySchemes": { "adminBearer": { "type": "http", "scheme": "bearer" } }
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer",
+                "description": "An auth-file client's token, or the --admin-token (R1, /metrics, /openapi.json)." } }
         }
     })
 }
@@ -129,5 +172,34 @@ mod tests {
             .map(|r| (r.method.to_string(), r.path.to_string()))
             .collect();
         assert_eq!(described, routed);
+    }
+
+    #[test]
+    fn guarded_operations_declare_their_refusals() {
+        use crate::auth::guard::Access;
+        let doc = super::document();
+        for route in crate::routes::table() {
+            let op = &doc["paths"][route.path][route.method.as_str().to_lowercase()];
+            let declares = |status: &str| op["responses"].get(status).is_some();
+            let (unauthorized, forbidden) = match route.access {
+                Access::Public => (false, false),
+                Access::Ops => (true, false),
+                Access::Client | Access::Admin => (true, true),
+            };
+            assert_eq!(
+                declares("401"),
+                unauthorized,
+                "{} {}",
+                route.method,
+                route.path
+            );
+            assert_eq!(
+                declares("403"),
+                forbidden,
+                "{} {}",
+                route.method,
+                route.path
+            );
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::auth::{self, Auth, AuthFileError};
 use crate::config::{Backend, Config};
 use crate::connections;
 use crate::contention::Waiters;
@@ -19,6 +20,10 @@ use crate::store::{sqlite, Store, StoreError};
 /// Fatal start-up failures.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    #[error("{0}")]
+    ProtectedMode(String),
+    #[error("{0}")]
+    AuthFile(#[from] AuthFileError),
     #[error("cannot open store: {0}")]
     Store(#[from] OpenError),
     #[error("cannot listen on {addr}: {source}")]
@@ -84,11 +89,34 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
     }
 }
 
-/// Builds the shared state around an opened store.
+/// Builds the shared state around an opened store; reads the auth file, if any.
 pub fn app_state(
     config: &Config,
     store: Arc<dyn Store>,
     shutdown: watch::Receiver<bool>,
+) -> Result<AppState, AuthFileError> {
+    Ok(state_with(
+        config,
+        store,
+        shutdown,
+        Arc::new(load_auth(config)?),
+    ))
+}
+
+/// The credentials the configuration names.
+fn load_auth(config: &Config) -> Result<Auth, AuthFileError> {
+    Auth::load(
+        config.auth_file.clone(),
+        config.admin_token.as_deref(),
+        config.public_ops,
+    )
+}
+
+fn state_with(
+    config: &Config,
+    store: Arc<dyn Store>,
+    shutdown: watch::Receiver<bool>,
+    auth: Arc<Auth>,
 ) -> AppState {
     AppState {
         store,
@@ -96,14 +124,25 @@ pub fn app_state(
         metrics: Arc::new(Metrics::default()),
         default_lock_ttl_ms: config.default_lock_ttl_ms,
         default_session_ttl_ms: config.default_session_ttl_ms,
-        admin_token: config.admin_token.as_deref().map(Arc::from),
+        auth,
         shutdown,
     }
 }
 
 /// Runs until a shutdown signal; returns after the store is closed.
 pub async fn run(config: Config) -> Result<(), ServeError> {
+    auth::check_protected_mode(
+        config.listen,
+        config.auth_file.is_some(),
+        config.allow_unauthenticated,
+    )
+    .map_err(ServeError::ProtectedMode)?;
+    // Read before the store opens, so a broken file fails the start before anything else.
+    let auth = Arc::new(load_auth(&config)?);
     let store = open_store(&config).await?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(auth::reload_on_hangup(auth.clone()));
+    let state = state_with(&config, store.clone(), stop_rx, auth);
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -111,8 +150,7 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             source,
         })?;
     let addr = listener.local_addr()?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let app = routes::router(app_state(&config, store.clone(), stop_rx), &config);
+    let app = routes::router(state, &config);
     // The one line tools wait for; printed directly so it is there whatever the log filter.
     {
         let mut out = std::io::stdout().lock();

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::auth::Auth;
 use crate::contention::Waiters;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -21,8 +22,8 @@ pub struct AppState {
     pub default_lock_ttl_ms: u64,
     /// Default session TTL for L1 without `ttlMillis`.
     pub default_session_ttl_ms: u64,
-    /// R1 bearer token; `None` disables R1.
-    pub admin_token: Option<Arc<str>>,
+    /// Clients and the admin token: who may call what.
+    pub auth: Arc<Auth>,
     /// Flips to `true` on shutdown so waiting L4 requests end (503) instead of holding the
     /// graceful shutdown up for up to 30 s.
     pub shutdown: watch::Receiver<bool>,

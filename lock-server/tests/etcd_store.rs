@@ -61,27 +61,30 @@ async fn single_member_semantics() {
 }
 
 async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
-    let a = store.open_session(5_000, Some("a".into())).await.unwrap();
-    let b = store.open_session(5_000, None).await.unwrap();
+    let a = store
+        .open_session(5_000, Some("a".into()), None)
+        .await
+        .unwrap();
+    let b = store.open_session(5_000, None, None).await.unwrap();
     assert_eq!(a.session_id.len(), 32);
     assert_ne!(a.session_id, b.session_id);
 
     let first = granted(
         store
-            .try_acquire("k/1", &a.session_id, 4_000)
+            .try_acquire("k/1", &a.session_id, None, 4_000)
             .await
             .unwrap(),
     );
     let again = granted(
         store
-            .try_acquire("k/1", &a.session_id, 4_000)
+            .try_acquire("k/1", &a.session_id, None, 4_000)
             .await
             .unwrap(),
     );
     assert_eq!(first, again, "L4 is idempotent for the holding session");
     assert_eq!(
         store
-            .try_acquire("k/1", &b.session_id, 4_000)
+            .try_acquire("k/1", &b.session_id, None, 4_000)
             .await
             .unwrap(),
         Acquired::Contended
@@ -90,11 +93,11 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     assert_eq!(holder.fencing_token, first.fencing_token);
     assert!(holder.remaining_millis <= 4_000);
 
-    let beat = store.heartbeat(&a.session_id).await.unwrap();
+    let beat = store.heartbeat(&a.session_id, None).await.unwrap();
     assert_eq!(beat.ttl_millis, 5_000);
     assert_eq!(beat.locks.len(), 1);
     assert_eq!(beat.locks[0].fencing_token, first.fencing_token);
-    let status = store.session_status(&a.session_id).await.unwrap();
+    let status = store.session_status(&a.session_id, None).await.unwrap();
     assert_eq!(status.locks.len(), 1);
     assert!(status.remaining_millis <= 5_000 && status.remaining_millis > 0);
     assert_eq!(store.counts().await.unwrap().locks, 1);
@@ -111,46 +114,51 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     );
     let second = granted(
         store
-            .try_acquire("k/1", &b.session_id, 4_000)
+            .try_acquire("k/1", &b.session_id, None, 4_000)
             .await
             .unwrap(),
     );
     assert!(second.fencing_token > first.fencing_token);
     assert!(store
-        .heartbeat(&a.session_id)
+        .heartbeat(&a.session_id, None)
         .await
         .unwrap()
         .locks
         .is_empty());
 
-    store.close_session(&b.session_id).await.unwrap();
+    store.close_session(&b.session_id, None).await.unwrap();
     assert_eq!(
         store.holder("k/1").await.unwrap(),
         None,
         "L3 releases its locks"
     );
     assert_eq!(
-        store.heartbeat(&b.session_id).await,
+        store.heartbeat(&b.session_id, None).await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
-        store.close_session(&b.session_id).await,
+        store.close_session(&b.session_id, None).await,
         Err(StoreError::SessionNotFound)
     );
-    store.close_session(&a.session_id).await.unwrap();
+    store.close_session(&a.session_id, None).await.unwrap();
 }
 
 async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
-    let a = store.open_session(10_000, None).await.unwrap();
-    let b = store.open_session(10_000, None).await.unwrap();
-    let short = granted(store.try_acquire("ttl", &a.session_id, 300).await.unwrap());
+    let a = store.open_session(10_000, None, None).await.unwrap();
+    let b = store.open_session(10_000, None, None).await.unwrap();
+    let short = granted(
+        store
+            .try_acquire("ttl", &a.session_id, None, 300)
+            .await
+            .unwrap(),
+    );
     eventually("a 300 ms lock expires", || async {
         store.holder("ttl").await.unwrap().is_none()
     })
     .await;
     assert!(
         store
-            .heartbeat(&a.session_id)
+            .heartbeat(&a.session_id, None)
             .await
             .unwrap()
             .locks
@@ -163,21 +171,21 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
     );
     let next = granted(
         store
-            .try_acquire("ttl", &b.session_id, 5_000)
+            .try_acquire("ttl", &b.session_id, None, 5_000)
             .await
             .unwrap(),
     );
     assert!(next.fencing_token > short.fencing_token);
-    store.close_session(&a.session_id).await.unwrap();
-    store.close_session(&b.session_id).await.unwrap();
+    store.close_session(&a.session_id, None).await.unwrap();
+    store.close_session(&b.session_id, None).await.unwrap();
 }
 
 async fn session_expiry_frees_its_locks(store: &EtcdStore) {
-    let a = store.open_session(500, None).await.unwrap();
-    let b = store.open_session(10_000, None).await.unwrap();
+    let a = store.open_session(500, None, None).await.unwrap();
+    let b = store.open_session(10_000, None, None).await.unwrap();
     let lost = granted(
         store
-            .try_acquire("sess", &a.session_id, 60_000)
+            .try_acquire("sess", &a.session_id, None, 60_000)
             .await
             .unwrap(),
     );
@@ -186,16 +194,16 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     })
     .await;
     assert_eq!(
-        store.heartbeat(&a.session_id).await,
+        store.heartbeat(&a.session_id, None).await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
-        store.try_acquire("other", &a.session_id, 1_000).await,
+        store.try_acquire("other", &a.session_id, None, 1_000).await,
         Err(StoreError::SessionNotFound)
     );
     let next = granted(
         store
-            .try_acquire("sess", &b.session_id, 5_000)
+            .try_acquire("sess", &b.session_id, None, 5_000)
             .await
             .unwrap(),
     );
@@ -205,12 +213,17 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
         store.counts().await.unwrap().sessions == 1
     })
     .await;
-    store.close_session(&b.session_id).await.unwrap();
+    store.close_session(&b.session_id, None).await.unwrap();
 }
 
 async fn wait_change_wakes_on_release(store: &EtcdStore) {
-    let a = store.open_session(10_000, None).await.unwrap();
-    let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
+    let a = store.open_session(10_000, None, None).await.unwrap();
+    let grant = granted(
+        store
+            .try_acquire("w", &a.session_id, None, 30_000)
+            .await
+            .unwrap(),
+    );
     let waiter = {
         let store = store.clone();
         tokio::spawn(async move { store.wait_change("w", Duration::from_secs(25)).await })
@@ -223,16 +236,21 @@ async fn wait_change_wakes_on_release(store: &EtcdStore) {
         .await
         .expect("wait_change woke on the release, long before its 25 s timeout")
         .unwrap();
-    store.close_session(&a.session_id).await.unwrap();
+    store.close_session(&a.session_id, None).await.unwrap();
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
-    let a = store.open_session(10_000, None).await.unwrap();
-    let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
+    let a = store.open_session(10_000, None, None).await.unwrap();
+    let grant = granted(
+        store
+            .try_acquire("r", &a.session_id, None, 10_000)
+            .await
+            .unwrap(),
+    );
     assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
     assert_eq!(store.revoke("r").await.unwrap(), None);
     assert!(store
-        .heartbeat(&a.session_id)
+        .heartbeat(&a.session_id, None)
         .await
         .unwrap()
         .locks
@@ -263,18 +281,21 @@ async fn revoke_and_ledger(store: &EtcdStore) {
     let texts: Vec<&str> = entries.entries.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(texts, ["five", "five again", "nine"]);
     assert_eq!(store.ledger_read("none").await.unwrap().highest_token, None);
-    store.close_session(&a.session_id).await.unwrap();
+    store.close_session(&a.session_id, None).await.unwrap();
 }
 
 async fn bad_session_ids_are_not_found(store: &EtcdStore) {
     for id in ["", "nope", "../../s", "0123456789abcdef0123456789abcdef"] {
-        assert_eq!(store.heartbeat(id).await, Err(StoreError::SessionNotFound));
         assert_eq!(
-            store.session_status(id).await,
+            store.heartbeat(id, None).await,
             Err(StoreError::SessionNotFound)
         );
         assert_eq!(
-            store.try_acquire("k", id, 1_000).await,
+            store.session_status(id, None).await,
+            Err(StoreError::SessionNotFound)
+        );
+        assert_eq!(
+            store.try_acquire("k", id, None, 1_000).await,
             Err(StoreError::SessionNotFound)
         );
     }
@@ -287,10 +308,10 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let etcd = EtcdCluster::single();
     let replica_a = store_on(&etcd, "/t2/").await;
     let replica_b = store_on(&etcd, "/t2/").await;
-    let session = replica_a.open_session(1_500, None).await.unwrap();
+    let session = replica_a.open_session(1_500, None, None).await.unwrap();
     let grant = granted(
         replica_a
-            .try_acquire("k", &session.session_id, 1_500)
+            .try_acquire("k", &session.session_id, None, 1_500)
             .await
             .unwrap(),
     );
@@ -298,7 +319,10 @@ async fn sessions_survive_the_replica_that_opened_them() {
     // Heartbeat through B for longer than both TTLs: the session and lock must stay.
     let until = Instant::now() + Duration::from_millis(3_500);
     while Instant::now() < until {
-        let beat = replica_b.heartbeat(&session.session_id).await.unwrap();
+        let beat = replica_b
+            .heartbeat(&session.session_id, None)
+            .await
+            .unwrap();
         assert_eq!(beat.locks.len(), 1);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -314,14 +338,14 @@ async fn stale_replica_hints_never_change_answers() {
     let etcd = EtcdCluster::single();
     let a = store_on(&etcd, "/t5/").await;
     let b = store_on(&etcd, "/t5/").await;
-    let s1 = a.open_session(10_000, None).await.unwrap().session_id;
-    let s2 = b.open_session(10_000, None).await.unwrap().session_id;
+    let s1 = a.open_session(10_000, None, None).await.unwrap().session_id;
+    let s2 = b.open_session(10_000, None, None).await.unwrap().session_id;
     // A's session hint goes stale (B renewed it); A's acquire must still grant.
-    b.heartbeat(&s1).await.unwrap();
-    let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
+    b.heartbeat(&s1, None).await.unwrap();
+    let first = granted(a.try_acquire("h", &s1, None, 10_000).await.unwrap());
     // A's holder hint goes stale: B releases and B's session takes the key.
     b.release("h", first.fencing_token).await.unwrap();
-    let second = granted(b.try_acquire("h", &s2, 10_000).await.unwrap());
+    let second = granted(b.try_acquire("h", &s2, None, 10_000).await.unwrap());
     assert_eq!(
         a.release("h", first.fencing_token).await,
         Err(StoreError::LockLost),
@@ -333,13 +357,13 @@ async fn stale_replica_hints_never_change_answers() {
         "the stale release touched nothing"
     );
     assert_eq!(
-        a.try_acquire("h", &s1, 10_000).await.unwrap(),
+        a.try_acquire("h", &s1, None, 10_000).await.unwrap(),
         Acquired::Contended
     );
     // A session closed through B is gone for A too, whatever A remembers.
-    b.close_session(&s1).await.unwrap();
+    b.close_session(&s1, None).await.unwrap();
     assert_eq!(
-        a.try_acquire("other", &s1, 10_000).await,
+        a.try_acquire("other", &s1, None, 10_000).await,
         Err(StoreError::SessionNotFound)
     );
     a.release("h", second.fencing_token).await.unwrap();
@@ -366,14 +390,20 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
     for task in 0..TASKS {
         let (busy, other, keys) = (busy.clone(), other.clone(), keys.clone());
         tasks.push(tokio::spawn(async move {
-            let session = busy.open_session(30_000, None).await.unwrap().session_id;
+            let session = busy
+                .open_session(30_000, None, None)
+                .await
+                .unwrap()
+                .session_id;
             for round in 0..ROUNDS {
                 let key = (task + round) % KEYS;
                 // Every sixth task loses its session halfway, closed through the other replica.
                 if task % 6 == 0 && round == ROUNDS / 2 {
-                    other.close_session(&session).await.unwrap();
+                    other.close_session(&session, None).await.unwrap();
                 }
-                let outcome = busy.try_acquire(&format!("k{key}"), &session, 30_000).await;
+                let outcome = busy
+                    .try_acquire(&format!("k{key}"), &session, None, 30_000)
+                    .await;
                 if task % 6 == 0 && round >= ROUNDS / 2 {
                     assert_eq!(outcome, Err(StoreError::SessionNotFound), "task {task}");
                     continue;
@@ -422,13 +452,13 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
 async fn unreachable_etcd_is_unavailable_and_recovers() {
     let mut etcd = EtcdCluster::single();
     let store = store_on(&etcd, "/t3/").await;
-    let session = store.open_session(30_000, None).await.unwrap();
+    let session = store.open_session(30_000, None, None).await.unwrap();
     etcd.kill(0);
     for result in [
-        store.open_session(1_000, None).await.map(|_| ()),
-        store.heartbeat(&session.session_id).await.map(|_| ()),
+        store.open_session(1_000, None, None).await.map(|_| ()),
+        store.heartbeat(&session.session_id, None).await.map(|_| ()),
         store
-            .try_acquire("k", &session.session_id, 1_000)
+            .try_acquire("k", &session.session_id, None, 1_000)
             .await
             .map(|_| ()),
         store.holder("k").await.map(|_| ()),
@@ -441,12 +471,12 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
     }
     etcd.restart(0);
     eventually("the store recovers once etcd is back", || async {
-        store.heartbeat(&session.session_id).await.is_ok()
+        store.heartbeat(&session.session_id, None).await.is_ok()
     })
     .await;
     granted(
         store
-            .try_acquire("k", &session.session_id, 5_000)
+            .try_acquire("k", &session.session_id, None, 5_000)
             .await
             .unwrap(),
     );
@@ -530,7 +560,10 @@ async fn contend(
     while stop_at.lock().unwrap().is_none() {
         let id = match &session {
             Some(id) => id.clone(),
-            None => match store.open_session(5_000, Some(format!("w{worker}"))).await {
+            None => match store
+                .open_session(5_000, Some(format!("w{worker}")), None)
+                .await
+            {
                 Ok(opened) => {
                     session = Some(opened.session_id.clone());
                     opened.session_id
@@ -544,8 +577,8 @@ async fn contend(
             },
         };
         // Keep the session alive as the SDK would; its errors surface on the acquire.
-        let _ = store.heartbeat(&id).await;
-        match store.try_acquire("hot", &id, 5_000).await {
+        let _ = store.heartbeat(&id, None).await;
+        match store.try_acquire("hot", &id, None, 5_000).await {
             Ok(Acquired::Granted(grant)) => {
                 tokens.push((grant.fencing_token, id.clone()));
                 for n in 0..2 {
@@ -571,4 +604,61 @@ async fn contend(
         }
     }
     (tokens, unavailable)
+}
+
+/// A session belongs to the client that opened it: another client's requests, and
+/// unauthenticated ones, find nothing on any replica, whether the replica remembers the
+/// session (hint) or reads it; its owner is unaffected. Holder ids come from a key stored
+/// once per deployment prefix: every replica, and a replica started later, agrees on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
+    let etcd = EtcdCluster::single();
+    let opener = store_on(&etcd, "/t7/").await;
+    let other = store_on(&etcd, "/t7/").await;
+    let opened = opener
+        .open_session(10_000, Some("w".into()), Some("alice"))
+        .await
+        .unwrap();
+    let id = opened.session_id.as_str();
+    for client in [Some("mallory"), None] {
+        for store in [&opener, &other] {
+            assert_eq!(
+                store.heartbeat(id, client).await,
+                Err(StoreError::SessionNotFound)
+            );
+            assert_eq!(
+                store.session_status(id, client).await,
+                Err(StoreError::SessionNotFound)
+            );
+            assert_eq!(
+                store.try_acquire("own", id, client, 5_000).await,
+                Err(StoreError::SessionNotFound)
+            );
+            assert_eq!(
+                store.close_session(id, client).await,
+                Err(StoreError::SessionNotFound)
+            );
+        }
+    }
+    let grant = granted(
+        other
+            .try_acquire("own", id, Some("alice"), 5_000)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        opener.heartbeat(id, Some("alice")).await.unwrap().locks[0].fencing_token,
+        grant.fencing_token
+    );
+    for store in [&opener, &other] {
+        let holder = store.holder("own").await.unwrap().expect("held");
+        assert_eq!(holder.holder_id, opened.holder_id);
+        assert_eq!(holder.owner.as_deref(), Some("w"));
+    }
+    assert_ne!(opened.holder_id, opened.session_id);
+    let later = store_on(&etcd, "/t7/").await;
+    assert_eq!(later.holder_id(id).await.unwrap(), opened.holder_id);
+    let elsewhere = store_on(&etcd, "/t8/").await;
+    assert_ne!(elsewhere.holder_id(id).await.unwrap(), opened.holder_id);
+    opener.close_session(id, Some("alice")).await.unwrap();
 }

@@ -63,6 +63,11 @@ export interface ClientDefaults {
 export interface LockClientOptions {
   /** Where lock-server listens, e.g. `http://127.0.0.1:7878`. */
   baseUrl: string;
+  /**
+   * Bearer token of a client of the server's auth file, sent as `Authorization: Bearer`
+   * with every request; 1–1024 bytes of visible ASCII. Omit it for a server without one.
+   */
+  token?: string;
   defaults?: ClientDefaults;
   /** Receives the events of every session this client opens. */
   onEvent?: (event: LockEvent) => void;
@@ -132,6 +137,10 @@ export declare class LockLostError extends LockError {
  * resource refuses a write.
  */
 export declare class FencedOutError extends LockError {}
+/** UNAUTHORIZED (401): the `token` option is missing or unknown to the server. Never retryable. */
+export declare class UnauthorizedError extends LockError {}
+/** FORBIDDEN (403): the token does not cover the request (a key outside its prefixes). Never retryable. */
+export declare class ForbiddenError extends LockError {}
 
 /** A held lock. */
 export declare class LockHandle implements AsyncDisposable {
@@ -159,7 +168,10 @@ export declare class LockHandle implements AsyncDisposable {
 /** A session: the lease that keeps its locks alive through heartbeats. */
 export declare class Session implements AsyncDisposable {
   private constructor();
+  /** The server's session id: the session's credential. Never log or show it. */
   readonly id: string;
+  /** The session's public name: what L7 shows as its locks' holder, and what server logs say. */
+  readonly holderId: string;
   readonly isClosed: boolean;
   /** `undefined` when the acquire budget ran out without a grant. */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
@@ -196,6 +208,8 @@ declare const api: {
   SessionLostError: typeof SessionLostError;
   LockLostError: typeof LockLostError;
   FencedOutError: typeof FencedOutError;
+  UnauthorizedError: typeof UnauthorizedError;
+  ForbiddenError: typeof ForbiddenError;
   ErrorCode: typeof ErrorCode;
 };
 export default api;

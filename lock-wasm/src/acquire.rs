@@ -344,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn credential_refusals_are_not_retried() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::Forbidden)));
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::Unauthorized)));
+        let s = session.clone();
+        let first = f.run(async move { s.acquire_default("k").await });
+        assert!(
+            matches!(first, Err(LockError::Forbidden { .. })),
+            "{first:?}"
+        );
+        let second = f.run(async move { session.acquire_default("k").await });
+        assert!(
+            matches!(second, Err(LockError::Unauthorized { .. })),
+            "{second:?}"
+        );
+        assert_eq!(f.transport.acquire_calls(), 2, "one L4 each");
+    }
+
+    #[test]
     fn validation_and_other_errors_are_not_retried() {
         let f = Fixture::new();
         let session = f.session();

@@ -9,6 +9,8 @@
 //! | 404 SESSION_NOT_FOUND | `Status` | `SessionLost` | never: the session's locks are gone |
 //! | 409 LOCK_LOST | `Status` | `LockLost` | never (benign on release) |
 //! | 409 FENCED_OUT | `Status` | `FencedOut` | **never**: another worker may own the side effect |
+//! | 401 UNAUTHORIZED | `Status` | `Unauthorized` | never: the token is missing or unknown |
+//! | 403 FORBIDDEN | `Status` | `Forbidden` | never: the key is outside the client's prefixes |
 //! | no answer in time | `Timeout` | `Timeout` | L4 only (see below) |
 //! | connection failed | `Network` | `Network` | L4 only (see below) |
 //!
@@ -137,6 +139,20 @@ pub enum LockError {
         /// The highest token the resource has seen, when it said.
         highest_token: Option<u64>,
     },
+    /// 401: the server has an auth file and the client's token (the `token` option) is
+    /// missing or unknown to it. Never retried: a configuration error.
+    #[error("unauthorized: {message}")]
+    Unauthorized {
+        /// The server's reason.
+        message: String,
+    },
+    /// 403: the token is known but does not cover the request (a key outside the client's
+    /// `keyPrefixes`). Never retried.
+    #[error("forbidden: {message}")]
+    Forbidden {
+        /// The server's reason.
+        message: String,
+    },
     /// No answer within the per-request timeout; the request may have taken effect.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
@@ -188,6 +204,12 @@ impl LockError {
                 ErrorCode::FencedOut => LockError::FencedOut {
                     highest_token: body.highest_token,
                 },
+                ErrorCode::Unauthorized => LockError::Unauthorized {
+                    message: body.message,
+                },
+                ErrorCode::Forbidden => LockError::Forbidden {
+                    message: body.message,
+                },
                 code => LockError::Unexpected {
                     status,
                     code,
@@ -208,6 +230,8 @@ impl LockError {
             LockError::SessionLost | LockError::Closed => ErrorCode::SessionNotFound.as_str(),
             LockError::LockLost { .. } => ErrorCode::LockLost.as_str(),
             LockError::FencedOut { .. } => ErrorCode::FencedOut.as_str(),
+            LockError::Unauthorized { .. } => ErrorCode::Unauthorized.as_str(),
+            LockError::Forbidden { .. } => ErrorCode::Forbidden.as_str(),
             LockError::Timeout(_) | LockError::Network(_) => TRANSPORT,
             LockError::Unexpected { code, .. } => code.as_str(),
         }
@@ -266,6 +290,14 @@ mod tests {
         assert!(matches!(
             map(ErrorCode::FencedOut),
             LockError::FencedOut { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::Unauthorized),
+            LockError::Unauthorized { .. }
+        ));
+        assert!(matches!(
+            map(ErrorCode::Forbidden),
+            LockError::Forbidden { .. }
         ));
         assert!(matches!(
             map(ErrorCode::Internal),

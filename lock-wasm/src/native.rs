@@ -12,11 +12,12 @@ use lock_api::{
 };
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use reqwest::header::{HeaderValue, AUTHORIZATION};
 use serde::de::DeserializeOwned;
 
 use crate::backoff::RngSource;
 use crate::clock::Clock;
-use crate::error::TransportError;
+use crate::error::{LockError, TransportError};
 use crate::session::LockClient;
 use crate::spawn::{BoxFuture, Spawner};
 use crate::transport::{http_answer, Transport};
@@ -82,6 +83,8 @@ impl RngSource for OsRngSource {
 pub struct HttpTransport {
     base_url: String,
     http: reqwest::Client,
+    /// `Bearer <token>`, marked sensitive so no debug output of a request shows it.
+    authorization: Option<HeaderValue>,
 }
 
 impl HttpTransport {
@@ -90,7 +93,21 @@ impl HttpTransport {
         HttpTransport {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             http: reqwest::Client::new(),
+            authorization: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request: the token of a client of
+    /// the server's auth file. A token that cannot be one (see
+    /// [`lock_api::limits::validate_token`]) is refused here, before anything is sent.
+    pub fn with_token(mut self, token: &str) -> Result<Self, LockError> {
+        let invalid = |message: String| LockError::validation("token", message);
+        lock_api::limits::validate_token(token).map_err(invalid)?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|e| invalid(e.to_string()))?;
+        value.set_sensitive(true);
+        self.authorization = Some(value);
+        Ok(self)
     }
 
     fn url(&self, path: &str) -> String {
@@ -103,6 +120,10 @@ impl HttpTransport {
         request: reqwest::RequestBuilder,
         timeout: Duration,
     ) -> Result<Option<T>, TransportError> {
+        let request = match &self.authorization {
+            Some(value) => request.header(AUTHORIZATION, value.clone()),
+            None => request,
+        };
         let response = request
             .timeout(timeout)
             .send()
@@ -218,8 +239,22 @@ impl LockClient {
     /// A client for the server at `base_url` on the current tokio runtime: reqwest transport,
     /// tokio clock and spawner, OS-seeded RNG.
     pub fn native(base_url: impl Into<String>) -> Self {
+        LockClient::native_over(HttpTransport::new(base_url))
+    }
+
+    /// [`LockClient::native`] for a server with an auth file: every request carries
+    /// `Authorization: Bearer <token>`. A malformed token is a `Validation` error on `token`;
+    /// an unknown one makes every call fail with [`LockError::Unauthorized`].
+    pub fn native_with_token(base_url: impl Into<String>, token: &str) -> Result<Self, LockError> {
+        Ok(LockClient::native_over(
+            HttpTransport::new(base_url).with_token(token)?,
+        ))
+    }
+
+    /// A client over a configured [`HttpTransport`] with the other native seams.
+    pub fn native_over(transport: HttpTransport) -> Self {
         LockClient::new(
-            Arc::new(HttpTransport::new(base_url)),
+            Arc::new(transport),
             Arc::new(TokioClock::new()),
             Arc::new(TokioSpawner),
             Arc::new(OsRngSource),

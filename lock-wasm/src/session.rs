@@ -101,6 +101,7 @@ impl LockClient {
         .map_err(|e| LockError::from_transport(e, ""))?;
         let state = Arc::new(SessionState::new(
             opened.session_id,
+            opened.holder_id,
             Duration::from_millis(opened.ttl_millis),
             Duration::from_millis(opened.heartbeat_millis.max(1)),
             sent_at,
@@ -120,9 +121,16 @@ pub struct LockClientSession {
 }
 
 impl LockClientSession {
-    /// The server's session id.
+    /// The server's session id: the session's credential, for this client only (never log
+    /// or show it; [`LockClientSession::holder_id`] is its public name).
     pub fn id(&self) -> &str {
         self.state.id()
+    }
+
+    /// The session's public name, L1's `holderId`: what L7 shows as the holder of this
+    /// session's locks, and what the server's logs call it. Safe to log and display.
+    pub fn holder_id(&self) -> &str {
+        self.state.holder_id()
     }
 
     /// Acquires `key` for `ttl` under `policy`: `Ok(Some(handle))` when granted (or already

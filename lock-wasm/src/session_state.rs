@@ -28,6 +28,8 @@ use crate::transport::call;
 /// One server session's shared state (see the module docs).
 pub(crate) struct SessionState {
     id: String,
+    /// The session's public name (L1's `holderId`), what L7 shows for its locks.
+    holder_id: String,
     parts: Arc<ClientParts>,
     heartbeat_every: Duration,
     inner: Mutex<Inner>,
@@ -70,6 +72,7 @@ impl SessionState {
     /// The state of a session L1 opened with `ttl`, its request sent at `sent_at`.
     pub(crate) fn new(
         id: String,
+        holder_id: String,
         ttl: Duration,
         heartbeat_every: Duration,
         sent_at: Duration,
@@ -77,6 +80,7 @@ impl SessionState {
     ) -> Self {
         SessionState {
             id,
+            holder_id,
             heartbeat_every,
             inner: Mutex::new(Inner {
                 status: Status::Open,
@@ -97,6 +101,11 @@ impl SessionState {
     /// The server's session id.
     pub(crate) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The session's holder id.
+    pub(crate) fn holder_id(&self) -> &str {
+        &self.holder_id
     }
 
     /// The client's seams and settings.

@@ -4,13 +4,17 @@
 //   node tests/browser/e2e.mjs --server target/debug/lock-server --web-root www \
 //        [--screenshot target/bench-ui-e2e.png]
 //
-// Runs a 10-session experiment and checks: the histogram and the timeline rendered with
-// non-zero data; the L7 timeline shows no overlap; no ledger write was FENCED_OUT (every
-// grant's write was accepted, in token order, as the server's ledger confirms); no error
-// banner, no page error, no panic in the console. Saves a screenshot and prints its path.
-// Exits non-zero on any failure.
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, openSync } from "node:fs";
+// The server has an auth file with one client, `dashboard`, whose keys start with `bench/`.
+// A first Run without a token must end in the error banner (401); then the token goes into
+// the token field and a 10-session experiment runs. Checks: the histogram and the timeline
+// rendered with non-zero data; the L7 timeline shows no overlap; no ledger write was
+// FENCED_OUT (every grant's write was accepted, in token order, as the server's ledger
+// confirms); no error banner, no page error, no panic in the console; the token is nowhere
+// but in the page's memory (not in the URL, web storage or cookies). Saves a screenshot and
+// prints its path. Exits non-zero on any failure.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -41,9 +45,23 @@ const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const log = join(scratch, "server.log");
 const logFd = openSync(log, "w");
+// The dashboard's client of the auth file; the hash comes from `lock-server hash-token`.
+const token = randomBytes(16).toString("hex");
+const hashed = spawnSync(serverBin, ["hash-token"], { input: `${token}\n`, encoding: "utf8" });
+if (hashed.status !== 0) throw new Error(`hash-token failed: ${hashed.stderr}`);
+const authFile = join(scratch, "auth.json");
+writeFileSync(
+  authFile,
+  JSON.stringify({ clients: [{ name: "dashboard", tokenSha256: hashed.stdout.trim(), keyPrefixes: ["bench/"] }] }),
+);
 const server = spawn(
   serverBin,
-  ["--listen", `127.0.0.1:${port}`, "--data-dir", join(scratch, "data"), "--web-root", webRoot],
+  [
+    "--listen", `127.0.0.1:${port}`,
+    "--data-dir", join(scratch, "data"),
+    "--web-root", webRoot,
+    "--auth-file", authFile,
+  ],
   { stdio: ["ignore", logFd, logFd] },
 );
 let browser;
@@ -61,6 +79,13 @@ try {
   await page.waitForSelector("[data-testid=run]", { timeout: 30_000 });
   // Timings for docs/BENCHMARKS.md ("time to first plot"); reported, never asserted.
   const mountedAt = await page.evaluate(() => performance.now());
+  // Without the token the server refuses the run's first request: the banner says so.
+  await page.click("[data-testid=run]");
+  const refused = await page.waitForSelector("[data-testid=error]", { timeout: 60_000 });
+  const refusal = await refused.textContent();
+  check(/unauthorized/i.test(refusal), `a run without the token is refused (${refusal})`);
+  await page.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: 60_000 });
+  await page.fill("[data-testid=field-token]", token);
   await page.fill("[data-testid=field-sessions]", String(SESSIONS));
   const clickedAt = await page.evaluate(() => performance.now());
   await page.click("[data-testid=run]");
@@ -97,10 +122,17 @@ try {
   // The ledger itself, read from the server: one accepted entry per grant, tokens in order.
   const runId = await page.getAttribute("[data-testid=status]", "data-run-id");
   const key = encodeURIComponent(`bench/${runId}/k0`);
-  const ledger = await (await fetch(`${base}/v1/demo/ledger/${key}`)).json();
+  const auth = { headers: { authorization: `Bearer ${token}` } };
+  const ledger = await (await fetch(`${base}/v1/demo/ledger/${key}`, auth)).json();
   const tokens = (ledger.entries ?? []).map((e) => e.fencingToken);
   check(tokens.length === grants, `the ledger holds one entry per grant (${tokens.length})`);
   check(tokens.every((t, i) => i === 0 || t >= tokens[i - 1]), "ledger tokens never go backwards");
+
+  // The token lives in the page's memory only.
+  const kept = await page.evaluate(() =>
+    [location.href, document.cookie, JSON.stringify({ ...localStorage }), JSON.stringify({ ...sessionStorage })].join(" "),
+  );
+  check(!kept.includes(token), "the token is not in the URL, cookies or web storage");
 
   check(!consoleErrors.some((e) => /panic/i.test(e)), "no panic in the console");
   check(consoleErrors.length === 0, `no console errors (${consoleErrors.join(" | ") || "none"})`);

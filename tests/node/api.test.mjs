@@ -23,7 +23,11 @@ test("acquire, read the grant, release", async () => {
   assert.ok(Number.isSafeInteger(handle.fencingToken) && handle.fencingToken > 0);
   assert.equal(handle.isLost, false);
   assert.ok(handle.deadline > Date.now() && handle.deadline <= Date.now() + 5000);
-  assert.equal((await lockState(key)).holder.fencingToken, handle.fencingToken);
+  const state = await lockState(key);
+  assert.equal(state.holder.fencingToken, handle.fencingToken);
+  // L7 names the holder by the session's public holderId, never by its id.
+  assert.equal(state.holder.holderId, session.holderId);
+  assert.ok(!JSON.stringify(state).includes(session.id), "L7 never shows a session id");
   await session.release(handle);
   assert.equal((await lockState(key)).holder, null);
   await session.close();

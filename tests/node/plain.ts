@@ -1,6 +1,6 @@
 // Type-checked with a plain `lib` (ES2022 + DOM, no disposable lib): the package's types
 // must not demand extra compiler settings from projects that do not use `await using`.
-import { LockClient, type LockHandle } from "lock-wasm";
+import { LockClient, ForbiddenError, UnauthorizedError, ErrorCode, type LockHandle } from "lock-wasm";
 
 const client = new LockClient({ baseUrl: "http://127.0.0.1:7878" });
 
@@ -11,4 +11,22 @@ export async function token(key: string): Promise<number | undefined> {
   if (handle) await session.release(handle);
   await session.close();
   return result;
+}
+
+// A server with an auth file: the `token` option, the public `holderId`, and the classes of
+// the two credential refusals.
+export async function holderOf(baseUrl: string, bearer: string, key: string): Promise<string> {
+  const session = await new LockClient({ baseUrl, token: bearer }).openSession();
+  try {
+    await session.acquire(key);
+    return session.holderId;
+  } catch (err) {
+    if (err instanceof ForbiddenError || err instanceof UnauthorizedError) {
+      const code: "FORBIDDEN" | "UNAUTHORIZED" = err.code === ErrorCode.FORBIDDEN ? "FORBIDDEN" : "UNAUTHORIZED";
+      throw new Error(`refused: ${code}`);
+    }
+    throw err;
+  } finally {
+    await session.close();
+  }
 }

@@ -22,6 +22,7 @@ pub struct Reply {
     pub retry_after: Option<String>,
     pub allow: Option<String>,
     pub connection: Option<String>,
+    pub www_authenticate: Option<String>,
 }
 
 impl Reply {
@@ -82,6 +83,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Api {
     base: String,
     admin_token: Option<String>,
+    /// Sent as `Authorization: Bearer` on every request that sets no `authorization` of its
+    /// own (a client of the server's auth file).
+    token: Option<String>,
     http: reqwest::Client,
 }
 
@@ -107,7 +111,16 @@ impl Api {
         Api {
             base,
             admin_token,
+            token: None,
             http,
+        }
+    }
+
+    /// The same client, calling as the auth-file client whose bearer token is `token`.
+    pub fn with_token(&self, token: &str) -> Api {
+        Api {
+            token: Some(token.to_string()),
+            ..self.clone()
         }
     }
 
@@ -140,6 +153,12 @@ impl Api {
     ) -> Result<Reply, reqwest::Error> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.http.request(method, format!("{}{}", self.base, path));
+        let own_auth = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let (Some(token), false) = (&self.token, own_auth) {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -158,6 +177,7 @@ impl Api {
         let retry_after = header("retry-after");
         let allow = header("allow");
         let connection = header("connection");
+        let www_authenticate = header("www-authenticate");
         let text = resp.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
         Ok(Reply {
@@ -168,6 +188,7 @@ impl Api {
             retry_after,
             allow,
             connection,
+            www_authenticate,
         })
     }
 
@@ -261,9 +282,14 @@ impl Api {
         self.json("POST", &paths::release(key), &body).await
     }
 
-    /// L7.
+    /// L7, any answer.
+    pub async fn lock_state_reply(&self, key: &str) -> Reply {
+        self.raw("GET", &paths::lock(key), None, &[]).await
+    }
+
+    /// L7; panics unless 200.
     pub async fn lock_state(&self, key: &str) -> LockState {
-        let reply = self.raw("GET", &paths::lock(key), None, &[]).await;
+        let reply = self.lock_state_reply(key).await;
         assert_eq!(reply.status, 200, "{reply:?}");
         reply.parse()
     }
@@ -296,9 +322,14 @@ impl Api {
         .await
     }
 
+    /// Demo ledger read, any answer.
+    pub async fn ledger_read_reply(&self, key: &str) -> Reply {
+        self.raw("GET", &paths::ledger(key), None, &[]).await
+    }
+
     /// Demo ledger read; panics unless 200.
     pub async fn ledger_read(&self, key: &str) -> LedgerEntries {
-        let reply = self.raw("GET", &paths::ledger(key), None, &[]).await;
+        let reply = self.ledger_read_reply(key).await;
         assert_eq!(reply.status, 200, "{reply:?}");
         reply.parse()
     }

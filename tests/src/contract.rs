@@ -26,16 +26,20 @@ pub const MAX_WAITERS: u32 = 2;
 const REASON_MAX_BYTES: usize = 1024;
 const ENTRY_MAX_BYTES: usize = 1024;
 /// Bound on every "eventually" poll (generous: no test depends on speed).
-const EVENTUALLY: Duration = Duration::from_secs(20);
+pub(crate) const EVENTUALLY: Duration = Duration::from_secs(20);
 
-/// The options the suite expects: admin token, CORS origin, a small waiter cap.
+/// The options the suite expects: admin token, CORS origin, a small waiter cap, and the
+/// server's own debug lines logged (so the log checks cover them too).
 pub fn options() -> ServerOptions {
-    ServerOptions::new().admin_token(ADMIN_TOKEN).args([
-        "--cors-origin".to_string(),
-        CORS_ORIGIN.to_string(),
-        "--max-waiters-per-key".to_string(),
-        MAX_WAITERS.to_string(),
-    ])
+    ServerOptions::new()
+        .admin_token(ADMIN_TOKEN)
+        .args([
+            "--cors-origin".to_string(),
+            CORS_ORIGIN.to_string(),
+            "--max-waiters-per-key".to_string(),
+            MAX_WAITERS.to_string(),
+        ])
+        .env("RUST_LOG", "info,lock_server=debug")
 }
 
 /// A key no other check uses, with characters that need percent-encoding.
@@ -45,7 +49,8 @@ pub fn unique_key(name: &str) -> String {
     format!("contract/{name} ü#{n}-{}", std::process::id())
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Polls `check` until it holds, for at most [`EVENTUALLY`].
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -96,6 +101,11 @@ pub async fn sessions_lifecycle(server: &TestServer) {
     assert_eq!(reply.body["heartbeatMillis"], 5_000);
     let id = reply.body["sessionId"].as_str().unwrap().to_string();
     assert_eq!(id.len(), 32, "128-bit hex id");
+    let holder_id = reply.body["holderId"]
+        .as_str()
+        .expect("L1 names the holder id");
+    assert_eq!(holder_id.len(), 32, "128-bit hex holder id");
+    assert_ne!(holder_id, id, "the holder id is not the session id");
 
     let reply = api
         .open_session_with(json!({"ttlMillis": 4000, "owner": "worker-1"}))
@@ -148,9 +158,18 @@ pub async fn acquire_release_and_idempotence(server: &TestServer) {
     let reply = api.acquire(&key, &b.session_id, Some(5_000), None).await;
     reply.assert_error(409, "LOCK_CONTENDED");
 
-    let state = api.lock_state(&key).await;
+    let reply = api.lock_state_reply(&key).await;
+    assert!(
+        !reply.text.contains(&a.session_id),
+        "L7 shows no session id: {reply:?}"
+    );
+    let state: lock_api::LockState = reply.parse();
     let holder = state.holder.expect("held");
-    assert_eq!(holder.session_id, a.session_id);
+    assert_eq!(
+        holder.holder_id, a.holder_id,
+        "L7 names the holder by holderId"
+    );
+    assert_eq!(holder.owner, None, "opened without an owner label");
     assert_eq!(holder.fencing_token, grant.fencing_token);
     assert!(holder.remaining_millis > 0 && holder.remaining_millis <= 5_000);
     assert_eq!(state.waiter_count, 0);
@@ -1241,12 +1260,17 @@ pub async fn observability_surfaces(server: &TestServer) {
     api.acquire(&key, &b.session_id, None, None)
         .await
         .assert_error(409, "LOCK_CONTENDED");
+    api.release(&key, grant.fencing_token + 1, Some(&a.session_id))
+        .await
+        .assert_error(409, "LOCK_LOST");
     let metrics = api.metrics().await;
     for needle in [
         "lock_acquire_duration_seconds_bucket{le=\"+Inf\"}",
         "lock_acquire_duration_seconds_count",
         "lock_acquire_total{outcome=\"granted\"}",
         "lock_acquire_total{outcome=\"contended\"}",
+        "lock_requests_refused_total{outcome=\"unauthorized\"}",
+        "lock_requests_refused_total{outcome=\"forbidden\"}",
         "lock_sessions ",
         "lock_locks ",
     ] {
@@ -1266,12 +1290,25 @@ pub async fn observability_surfaces(server: &TestServer) {
             );
         }
         assert!(!line.contains("contract/"), "per-key label: {line}");
+        assert!(
+            !line.contains(&a.session_id),
+            "session id in a metric: {line}"
+        );
     }
     let token = grant.fencing_token;
     let token_value = json!(token);
     let granted = find_log(server, "lock_granted", |v| v["fencingToken"] == token_value).await;
     assert_eq!(granted["key"], key.as_str());
-    assert_eq!(granted["sessionId"], a.session_id.as_str());
+    assert_eq!(granted["holderId"], a.holder_id.as_str());
+    let released = find_log(server, "lock_released", |v| v["key"] == key.as_str()).await;
+    assert_eq!(released["holderId"], a.holder_id.as_str());
+    // C4: no log line carries a session id (the id is a credential; holderId names it).
+    for line in server.logs() {
+        assert!(
+            !line.contains(&a.session_id) && !line.contains(&b.session_id),
+            "session id in a log line: {line}"
+        );
+    }
     assert!(granted["attempts"].as_u64().is_some());
     assert!(granted["waitedMillis"].as_u64().is_some());
     let contention = find_log(server, "contention", |v| v["key"] == key.as_str()).await;

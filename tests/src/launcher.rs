@@ -1,6 +1,7 @@
 //! The one way tests, chaos runs and tools start a real `lock-server` process: spawn the
-//! binary on 127.0.0.1, read its `{"event":"listening","addr":...}` line, wait for `/healthz`;
-//! then kill -9, SIGTERM or restart it on the same data directory.
+//! binary on 127.0.0.1 (or [`Launch::host`]), read its `{"event":"listening","addr":...}`
+//! line, wait for `/healthz`; then kill -9, SIGTERM, SIGHUP or restart it on the same data
+//! directory.
 //!
 //! The first start always listens on port 0, so the kernel picks a free port and no other
 //! process can take it first. A restart takes a new port, unless [`Launch::keep_port`] asked
@@ -48,6 +49,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(20);
 pub struct Launch {
     bin: PathBuf,
     data_dir: PathBuf,
+    host: String,
     args: Vec<String>,
     env: Vec<(String, String)>,
     keep_port: bool,
@@ -60,6 +62,7 @@ impl Launch {
         Launch {
             bin: bin.to_owned(),
             data_dir: data_dir.to_owned(),
+            host: "127.0.0.1".to_owned(),
             args: Vec::new(),
             env: Vec::new(),
             keep_port: false,
@@ -80,6 +83,13 @@ impl Launch {
     /// Sets an environment variable of the child (`RUST_LOG` overrides the default `info`).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Launch {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Listens on `host` (an IP address) instead of 127.0.0.1; the port is still picked by
+    /// the kernel.
+    pub fn host(mut self, host: &str) -> Launch {
+        self.host = host.to_owned();
         self
     }
 
@@ -158,6 +168,16 @@ impl ServerProcess {
         self.try_kill9().unwrap_or_else(|e| panic!("{e}"));
     }
 
+    /// SIGHUP (the server re-reads its auth file).
+    pub fn hangup(&self) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on a pid we own and have not reaped yet.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGHUP);
+            }
+        }
+    }
+
     /// SIGTERM, then waits for the graceful exit; whether it exited successfully. A process
     /// still running after the stop timeout is killed (and `false` returned).
     pub fn terminate(&mut self) -> bool {
@@ -221,7 +241,7 @@ impl ServerProcess {
         };
         let mut child = Command::new(&launch.bin)
             .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
+            .arg(format!("{}:{port}", launch.host))
             .arg("--data-dir")
             .arg(&launch.data_dir)
             .args(&launch.args)

@@ -6,6 +6,8 @@
 //! - [`launcher`]: the one way anything in the workspace (tests, chaos runs) starts a
 //!   lock-server process: spawn, `listening` line, `/healthz`, kill -9, SIGTERM, restart.
 //! - [`client`]: [`client::Api`], a small typed async HTTP client for the surfaces of C3.
+//! - [`auth_contract`]: the authentication and authorisation rules (auth file, key scopes,
+//!   session ownership, holder ids, protected mode), likewise for any backend.
 //! - [`contract`]: the HTTP contract suite (every surface, every error code, the bad-input
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
@@ -14,6 +16,7 @@
 //! dir this test binary lives in, built first with `cargo build -p lock-server` only when it
 //! is missing or older than its sources ([`launcher::server_binary`]).
 
+pub mod auth_contract;
 pub mod client;
 pub mod contract;
 pub mod etcd;
@@ -125,6 +128,11 @@ impl TestServer {
     /// Every stdout/stderr line the server printed so far, across restarts.
     pub fn logs(&self) -> Vec<String> {
         self.process.logs()
+    }
+
+    /// Sends SIGHUP: the server re-reads its auth file.
+    pub fn hangup(&self) {
+        self.process.hangup();
     }
 
     /// Kills the process with SIGKILL and reaps it (no clean-shutdown marker is written).

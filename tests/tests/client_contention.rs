@@ -39,7 +39,7 @@ impl EventSink for AttemptCounter {
 /// One client-side hold: from the grant's return to just before its release was sent.
 #[derive(Debug, Clone)]
 struct Hold {
-    session: String,
+    holder_id: String,
     token: u64,
     from: Instant,
     to: Instant,
@@ -68,7 +68,7 @@ async fn ten_sessions_contend_and_exactly_one_holds_at_a_time() {
                 assert!(!handle.is_lost(), "a 10 s lock cannot be lost after 30 ms");
                 let to = Instant::now();
                 holds.lock().unwrap().push(Hold {
-                    session: session.id().to_owned(),
+                    holder_id: session.holder_id().to_owned(),
                     token: handle.fencing_token(),
                     from,
                     to,
@@ -107,7 +107,7 @@ async fn ten_sessions_contend_and_exactly_one_holds_at_a_time() {
             inside += 1;
             assert_eq!(
                 holder.as_ref(),
-                Some(&(h.session.clone(), h.token)),
+                Some(&(h.holder_id.clone(), h.token)),
                 "an L7 read inside a hold must name exactly that holder"
             );
         }
@@ -134,7 +134,7 @@ async fn sample_l7(
         let sent = Instant::now();
         let state = api.lock_state(KEY).await;
         let answered = Instant::now();
-        let holder = state.holder.map(|h| (h.session_id, h.fencing_token));
+        let holder = state.holder.map(|h| (h.holder_id, h.fencing_token));
         samples.push((sent, answered, holder));
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -163,7 +163,7 @@ async fn nested_holds_release_once_and_keys_are_encoded() {
         .holder
         .expect("still held by the outer hold");
     assert_eq!(held.fencing_token, outer.fencing_token());
-    assert_eq!(held.session_id, session.id());
+    assert_eq!(held.holder_id, session.holder_id());
     session.release(&outer).await.unwrap();
     assert_eq!(api.lock_state(key).await.holder, None);
     // Releasing again is a no-op; a fresh acquire gets a higher token.

@@ -2,7 +2,7 @@
 //! backend runs (`lock_e2e::contract`), on a real lock-server over a real etcd member.
 
 use lock_e2e::etcd::EtcdCluster;
-use lock_e2e::{contract, ServerOptions, TestServer};
+use lock_e2e::{auth_contract, contract, ServerOptions, TestServer};
 
 fn on_etcd(options: ServerOptions, etcd: &EtcdCluster, prefix: &str) -> ServerOptions {
     options
@@ -25,4 +25,17 @@ async fn contract_suite_passes_on_etcd_unconfigured() {
     let options = on_etcd(contract::unconfigured_options(), &etcd, "/unconfigured/");
     let server = TestServer::start(options);
     contract::run_unconfigured(&server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_contract_passes_on_etcd() {
+    let etcd = EtcdCluster::single();
+    let file = auth_contract::AuthFile::new(&auth_contract::CLIENTS);
+    let options = on_etcd(auth_contract::options(&file), &etcd, "/auth/");
+    let mut server = TestServer::start(options.clone());
+    auth_contract::run_all(&server, &file).await;
+    auth_contract::holder_ids_survive_a_restart(&mut server).await;
+    auth_contract::public_ops(options).await;
+    let backend = on_etcd(ServerOptions::new(), &etcd, "/auth-protected/");
+    tokio::task::block_in_place(|| auth_contract::protected_mode(&backend));
 }

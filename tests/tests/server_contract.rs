@@ -1,6 +1,6 @@
 //! C3 contract suite against the embedded (SQLite) backend.
 
-use lock_e2e::{contract, TestServer};
+use lock_e2e::{auth_contract, contract, ServerOptions, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_backend_meets_the_http_contract() {
@@ -13,4 +13,14 @@ async fn sqlite_backend_meets_the_http_contract() {
 async fn sqlite_backend_meets_the_contract_unconfigured() {
     let server = TestServer::start(contract::unconfigured_options());
     contract::run_unconfigured(&server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_backend_meets_the_auth_contract() {
+    let file = auth_contract::AuthFile::new(&auth_contract::CLIENTS);
+    let mut server = TestServer::start(auth_contract::options(&file));
+    auth_contract::run_all(&server, &file).await;
+    auth_contract::holder_ids_survive_a_restart(&mut server).await;
+    auth_contract::public_ops(auth_contract::options(&file)).await;
+    tokio::task::block_in_place(|| auth_contract::protected_mode(&ServerOptions::new()));
 }

@@ -93,28 +93,43 @@ async fn worker(n: usize, target: Target, stop: Arc<AtomicBool>, seen: Arc<Mutex
 }
 
 /// Long-lived sessions each holding one lock; they must survive every restart.
-async fn sticky_locks(api: &Api, count: usize) -> Vec<(String, String, u64)> {
+async fn sticky_locks(api: &Api, count: usize) -> Vec<Sticky> {
     let mut out = Vec::new();
     for i in 0..count {
         let s = api.open_session(120_000).await;
         let key = format!("sticky-{i}");
         let grant = api.acquire_ok(&key, &s.session_id, 120_000).await;
-        out.push((s.session_id, key, grant.fencing_token));
+        out.push(Sticky {
+            session_id: s.session_id,
+            holder_id: s.holder_id,
+            key,
+            token: grant.fencing_token,
+        });
     }
     out
 }
 
-async fn assert_sticky_intact(api: &Api, sticky: &[(String, String, u64)], round: usize) {
-    for (sid, key, token) in sticky {
-        let reply = api.session_status(sid).await;
+/// A long-lived session holding one lock through every restart.
+struct Sticky {
+    session_id: String,
+    holder_id: String,
+    key: String,
+    token: u64,
+}
+
+async fn assert_sticky_intact(api: &Api, sticky: &[Sticky], round: usize) {
+    for s in sticky {
+        let reply = api.session_status(&s.session_id).await;
         assert_eq!(reply.status, 200, "round {round}: session lost: {reply:?}");
         let status: SessionStatus = reply.parse();
         assert_eq!(status.locks.len(), 1, "round {round}: {status:?}");
-        let holder = api.lock_state(key).await.holder;
+        let holder = api.lock_state(&s.key).await.holder;
+        // The holder id is the same after every restart: its key is in the store.
         assert_eq!(
-            holder.map(|h| (h.session_id, h.fencing_token)),
-            Some((sid.clone(), *token)),
-            "round {round}: lock {key} lost"
+            holder.map(|h| (h.holder_id, h.fencing_token)),
+            Some((s.holder_id.clone(), s.token)),
+            "round {round}: lock {} lost",
+            s.key
         );
     }
 }

@@ -48,11 +48,11 @@ pub fn run_csv(record: &RunRecord) -> String {
     }
     for s in &record.samples {
         let (session, token) = match &s.holder {
-            Some((id, token)) => (
+            Some((holder_id, token)) => (
                 record
-                    .session_index(id)
+                    .holder_index(&s.key, *token)
                     .map(|i| i.to_string())
-                    .unwrap_or_else(|| csv_field(id)),
+                    .unwrap_or_else(|| csv_field(holder_id)),
                 token.to_string(),
             ),
             None => (String::new(), String::new()),
@@ -115,7 +115,6 @@ mod tests {
 
     fn record() -> RunRecord {
         let mut r = RunRecord::new("r1", Default::default());
-        r.session_ids = vec!["sid0".into()];
         r.sleeps.push(Sleep {
             session: 0,
             attempt: 2,
@@ -124,7 +123,6 @@ mod tests {
         });
         r.holds.push(Hold {
             session: 0,
-            session_id: "sid0".into(),
             key: "bench/r1,k0".into(),
             fencing_token: 7,
             attempts: 3,
@@ -135,7 +133,7 @@ mod tests {
         r.samples.push(Sample {
             at: 20.0,
             key: "bench/r1,k0".into(),
-            holder: Some(("sid0".into(), 7)),
+            holder: Some(("holder0".into(), 7)),
             waiter_count: 2,
         });
         r.counters.grants = 1;

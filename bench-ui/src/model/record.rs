@@ -27,8 +27,6 @@ pub struct Sleep {
 pub struct Hold {
     /// Contender index (0-based).
     pub session: u32,
-    /// The session id the server gave it, to match L7 samples.
-    pub session_id: String,
     /// Key name.
     pub key: String,
     /// The grant's fencing token.
@@ -51,7 +49,7 @@ pub struct Sample {
     pub at: f64,
     /// Key name.
     pub key: String,
-    /// `(sessionId, fencingToken)` of the holder, if any.
+    /// `(holderId, fencingToken)` of the holder, if any (L7 never shows a session id).
     pub holder: Option<(String, u64)>,
     /// The server's waiter count.
     pub waiter_count: u32,
@@ -73,7 +71,9 @@ pub struct RunRecord {
     pub holds: Vec<Hold>,
     /// Every L7 read.
     pub samples: Vec<Sample>,
-    /// Session ids by contender index, to name timeline lanes.
+    /// Session ids by contender index, to close a cancelled run's sessions. Never exported:
+    /// a session id is its owner's credential, and an export may be shared.
+    #[serde(skip)]
     pub session_ids: Vec<String>,
     /// Wall time of the whole run, ms; `None` while running.
     pub completed_millis: Option<f64>,
@@ -102,12 +102,14 @@ impl RunRecord {
         (f64::from(self.finished_acquisitions()) / f64::from(planned)).min(1.0)
     }
 
-    /// Contender index of a session id, if it belongs to this run.
-    pub fn session_index(&self, session_id: &str) -> Option<u32> {
-        self.session_ids
+    /// Contender index of the session granted `fencing_token` on `key`, if one of this
+    /// run's contenders was: tokens are unique per key, so they name the holder an L7 sample
+    /// shows without the session id L7 never reveals.
+    pub fn holder_index(&self, key: &str, fencing_token: u64) -> Option<u32> {
+        self.holds
             .iter()
-            .position(|s| s == session_id)
-            .and_then(|i| u32::try_from(i).ok())
+            .find(|h| h.key == key && h.fencing_token == fencing_token)
+            .map(|h| h.session)
     }
 }
 
@@ -134,10 +136,20 @@ mod tests {
     }
 
     #[test]
-    fn sessions_are_found_by_id() {
+    fn holders_are_found_by_key_and_token() {
         let mut r = RunRecord::new("r", ExperimentConfig::default());
-        r.session_ids = vec!["a".into(), "b".into()];
-        assert_eq!(r.session_index("b"), Some(1));
-        assert_eq!(r.session_index("z"), None);
+        let hold = |session, key: &str, fencing_token| Hold {
+            session,
+            key: key.into(),
+            fencing_token,
+            attempts: 1,
+            granted_at: 0.0,
+            released_at: None,
+            ledger_accepted: true,
+        };
+        r.holds = vec![hold(0, "a", 7), hold(1, "b", 7)];
+        assert_eq!(r.holder_index("b", 7), Some(1));
+        assert_eq!(r.holder_index("a", 7), Some(0));
+        assert_eq!(r.holder_index("a", 8), None);
     }
 }

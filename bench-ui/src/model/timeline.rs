@@ -1,8 +1,9 @@
 //! The holder timeline: who held which key when, as L7's advisory samples saw it, next to
 //! the client's own grant and release marks.
 //!
-//! A bar runs from the first to the last sample that showed the same `(session, token)`
-//! holder on a key without another holder in between. Two bars on one key that overlap in
+//! A bar runs from the first to the last sample that showed the same `(holderId, token)`
+//! holder on a key without another holder in between; its lane is the contender that was
+//! granted that token on that key (L7 never shows session ids). Two bars on one key that overlap in
 //! time would mean two holders at once: the service must never show that, so overlaps are
 //! computed (and drawn in red) rather than assumed away.
 
@@ -142,8 +143,8 @@ fn bars_from_samples(record: &RunRecord) -> Vec<Bar> {
             continue;
         }
         bars.extend(open.take());
-        open = sample.holder.as_ref().map(|(session_id, token)| Bar {
-            session: record.session_index(session_id),
+        open = sample.holder.as_ref().map(|(_, token)| Bar {
+            session: record.holder_index(&sample.key, *token),
             key: sample.key.clone(),
             fencing_token: *token,
             start: sample.at,
@@ -216,7 +217,6 @@ mod tests {
     fn hold(session: u32, token: u64, granted: f64, released: f64) -> Hold {
         Hold {
             session,
-            session_id: format!("s{session}"),
             key: "k".into(),
             fencing_token: token,
             attempts: 1,
@@ -228,7 +228,6 @@ mod tests {
 
     fn record(samples: Vec<Sample>, holds: Vec<Hold>) -> RunRecord {
         let mut r = RunRecord::new("r", Default::default());
-        r.session_ids = vec!["s0".into(), "s1".into()];
         r.samples = samples;
         r.holds = holds;
         r

@@ -222,7 +222,7 @@ pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric) -> Chart {
 mod tests {
     use super::*;
     use crate::model::counters::Counters;
-    use crate::model::record::{RunRecord, Sample, Sleep};
+    use crate::model::record::{Hold, RunRecord, Sample, Sleep};
     use crate::model::sweep::SweepPoint;
 
     fn rects(chart: &Chart, class: &str) -> usize {
@@ -267,11 +267,24 @@ mod tests {
         assert!(chart.titles.title.contains("n = 30"));
     }
 
+    fn hold(session: u32, fencing_token: u64) -> Hold {
+        Hold {
+            session,
+            key: "k".into(),
+            fencing_token,
+            attempts: 1,
+            granted_at: 0.0,
+            released_at: None,
+            ledger_accepted: true,
+        }
+    }
+
     #[test]
     fn timeline_draws_holds_in_lanes_and_overlaps_in_red() {
         let mut r = RunRecord::new("r", Default::default());
         r.config.sessions = 2;
-        r.session_ids = vec!["a".into(), "b".into()];
+        // Lanes come from the client's own grants: token 1 went to contender 0, 2 to 1.
+        r.holds = vec![hold(0, 1), hold(1, 2)];
         let s = |at, holder: &str, token| Sample {
             at,
             key: "k".into(),

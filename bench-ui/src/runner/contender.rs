@@ -175,7 +175,6 @@ async fn on_granted(env: &Env, recorder: &Recorder, held: &Held, index: u32, rou
         record.counters.grants += 1;
         record.holds.push(Hold {
             session: index,
-            session_id: grant.session_id.clone(),
             key: grant.key.clone(),
             fencing_token: grant.fencing_token,
             attempts: held.attempts,

@@ -19,18 +19,23 @@ pub trait Ledger {
     ) -> LocalBoxFuture<'static, Result<(), TransportError>>;
 }
 
-/// The ledger over `fetch`, at the same base URL as the lock API.
+/// The ledger over `fetch`, at the same base URL and with the same credentials as the lock
+/// API.
 #[cfg(target_arch = "wasm32")]
 pub struct FetchLedger {
     base: String,
+    /// The `Authorization` value of the SDK transport, if it has one.
+    authorization: Option<String>,
 }
 
 #[cfg(target_arch = "wasm32")]
 impl FetchLedger {
-    /// A ledger client for the server at `base_url` (empty: same origin).
-    pub fn new(base_url: &str) -> Self {
+    /// A ledger client for the server at `base_url` (empty: same origin), sending
+    /// `authorization` (`Bearer <token>`) when given.
+    pub fn new(base_url: &str, authorization: Option<&str>) -> Self {
         FetchLedger {
             base: base_url.trim_end_matches('/').to_owned(),
+            authorization: authorization.map(str::to_owned),
         }
     }
 }
@@ -45,15 +50,15 @@ impl Ledger for FetchLedger {
         use lock_wasm::wasm::fetch::{exchange, FetchError};
         let url = format!("{}{}", self.base, lock_api::paths::ledger(key));
         let json = serde_json::to_string(body).unwrap_or_default();
+        let authorization = self.authorization.clone();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;
-            let reply =
-                exchange("POST", &url, Some(&json), timeout)
-                    .await
-                    .map_err(|e| match e {
-                        FetchError::Timeout => TransportError::Timeout(timeout),
-                        FetchError::Network(m) => TransportError::Network(m),
-                    })?;
+            let reply = exchange("POST", &url, Some(&json), authorization.as_deref(), timeout)
+                .await
+                .map_err(|e| match e {
+                    FetchError::Timeout => TransportError::Timeout(timeout),
+                    FetchError::Network(m) => TransportError::Network(m),
+                })?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {

@@ -31,7 +31,7 @@ pub async fn sample_forever(
                 record.samples.push(Sample {
                     at,
                     key: state.key,
-                    holder: state.holder.map(|h| (h.session_id, h.fencing_token)),
+                    holder: state.holder.map(|h| (h.holder_id, h.fencing_token)),
                     waiter_count: state.waiter_count,
                 });
             }

@@ -1,13 +1,19 @@
-//! R1 force revoke, behind `Authorization: Bearer <admin token>`.
+//! R1 force revoke.
 //!
-//! No header: 401. Wrong token: 403. No admin token configured: the surface is disabled and
-//! every call is 403, so an unconfigured server can never be revoked from the network.
+//! Without an auth file it sits behind `Authorization: Bearer <admin token>`: no header is
+//! 401, anything else 403, and with no admin token configured the surface is disabled (every
+//! call 403), so an unconfigured server can never be revoked from the network. With an auth
+//! file the guard has already refused unknown tokens (401); R1 then accepts the admin token
+//! and clients with `"admin": true` for keys within their prefixes, and refuses every other
+//! client (403).
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use axum::Json;
 use lock_api::{ErrorCode, LockOutcome, RevokeRequest};
 
+use crate::auth::bearer::{self, Presented};
+use crate::auth::{Auth, Caller};
 use crate::error::ApiError;
 use crate::extract::{JsonBody, KeyParam};
 use crate::state::AppState;
@@ -18,11 +24,12 @@ pub const REASON_MAX_BYTES: usize = 1024;
 /// R1 `POST /v1/admin/locks/{key}/revoke`.
 pub async fn revoke(
     State(state): State<AppState>,
+    caller: Caller,
     headers: HeaderMap,
     KeyParam(key): KeyParam,
     JsonBody(req): JsonBody<RevokeRequest>,
 ) -> Result<Json<LockOutcome>, ApiError> {
-    authorize(state.admin_token.as_deref(), &headers)?;
+    authorize(&state.auth, &caller, &headers, &key)?;
     if req.reason.len() > REASON_MAX_BYTES {
         return Err(ApiError::validation(
             "reason",
@@ -30,7 +37,13 @@ pub async fn revoke(
         ));
     }
     let revoked_token = state.store.revoke(&key).await?;
-    tracing::warn!(event = "lock_revoked", key = %key, revokedToken = revoked_token, reason = %req.reason);
+    tracing::warn!(
+        event = "lock_revoked",
+        key = %key,
+        revokedToken = revoked_token,
+        client = caller.log_name(),
+        reason = %req.reason,
+    );
     Ok(Json(LockOutcome {
         key,
         revoked_token,
@@ -38,45 +51,43 @@ pub async fn revoke(
     }))
 }
 
-fn authorize(expected: Option<&str>, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = expected else {
+fn authorize(auth: &Auth, caller: &Caller, headers: &HeaderMap, key: &str) -> Result<(), ApiError> {
+    match caller {
+        Caller::Anonymous => authorize_admin_token(auth, headers),
+        Caller::AdminToken => Ok(()),
+        Caller::Client(client) if client.admin => caller.check_key(key),
+        Caller::Client(_) => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "R1 needs an admin client or the admin token",
+        )),
+    }
+}
+
+/// Without an auth file: the admin token alone.
+fn authorize_admin_token(auth: &Auth, headers: &HeaderMap) -> Result<(), ApiError> {
+    if !auth.has_admin_token() {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             "the admin surface is disabled (no admin token configured)",
         ));
-    };
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
-        return Err(ApiError::new(
+    }
+    match bearer::presented(headers) {
+        Presented::Nothing => Err(ApiError::new(
             ErrorCode::Unauthorized,
             "missing admin credentials",
-        ));
-    };
-    let presented = value
-        .to_str()
-        .ok()
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(presented.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
+        )),
+        Presented::Token(token) if auth.is_admin_token(token) => Ok(()),
+        Presented::Token(_) | Presented::Malformed => Err(ApiError::new(
             ErrorCode::Forbidden,
             "wrong admin credentials",
-        ))
+        )),
     }
-}
-
-/// Compares without an early exit, so response timing does not leak a matching prefix.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header;
 
     fn with(auth: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -87,24 +98,24 @@ mod tests {
     }
 
     #[test]
-    fn bearer_rules() {
-        let code = |r: Result<(), ApiError>| r.err().map(|e| e.code());
+    fn bearer_rules_without_an_auth_file() {
+        let configured = Auth::load(None, Some("t"), false).unwrap();
+        let disabled = Auth::load(None, None, false).unwrap();
+        let code = |auth: &Auth, header: Option<&str>| {
+            authorize(auth, &Caller::Anonymous, &with(header), "k")
+                .err()
+                .map(|e| e.code())
+        };
+        assert_eq!(code(&configured, None), Some(ErrorCode::Unauthorized));
         assert_eq!(
-            code(authorize(Some("t"), &with(None))),
-            Some(ErrorCode::Unauthorized)
-        );
-        assert_eq!(
-            code(authorize(Some("t"), &with(Some("Bearer x")))),
+            code(&configured, Some("Bearer x")),
             Some(ErrorCode::Forbidden)
         );
+        assert_eq!(code(&configured, Some("t")), Some(ErrorCode::Forbidden));
         assert_eq!(
-            code(authorize(Some("t"), &with(Some("t")))),
+            code(&disabled, Some("Bearer t")),
             Some(ErrorCode::Forbidden)
         );
-        assert_eq!(
-            code(authorize(None, &with(Some("Bearer t")))),
-            Some(ErrorCode::Forbidden)
-        );
-        assert_eq!(code(authorize(Some("t"), &with(Some("Bearer t")))), None);
+        assert_eq!(code(&configured, Some("Bearer t")), None);
     }
 }

@@ -1,11 +1,13 @@
 //! The demo fenced resource (stands for the payment rail): appends only with a token ≥ the
-//! highest seen for the key, else 409 FENCED_OUT with `highestToken`.
+//! highest seen for the key, else 409 FENCED_OUT with `highestToken`. Keys outside the
+//! caller's scope are 403 FORBIDDEN, as for locks.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use lock_api::{LedgerAppend, LedgerEntries};
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, KeyParam};
 use crate::state::AppState;
@@ -16,9 +18,11 @@ pub const ENTRY_MAX_BYTES: usize = 1024;
 /// `POST /v1/demo/ledger/{key}`: 204 when accepted.
 pub async fn append(
     State(state): State<AppState>,
+    caller: Caller,
     KeyParam(key): KeyParam,
     JsonBody(req): JsonBody<LedgerAppend>,
 ) -> Result<StatusCode, ApiError> {
+    caller.check_key(&key)?;
     if req.entry.len() > ENTRY_MAX_BYTES {
         return Err(ApiError::validation(
             "entry",
@@ -43,7 +47,9 @@ pub async fn append(
 /// `GET /v1/demo/ledger/{key}`: every accepted entry in order.
 pub async fn read(
     State(state): State<AppState>,
+    caller: Caller,
     KeyParam(key): KeyParam,
 ) -> Result<Json<LedgerEntries>, ApiError> {
+    caller.check_key(&key)?;
     Ok(Json(state.store.ledger_read(&key).await?))
 }

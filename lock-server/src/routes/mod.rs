@@ -1,5 +1,6 @@
-//! The HTTP surface: one table of every route (also what the OpenAPI test compares against),
-//! the router built from it, and the layers that keep every error a JSON contract body.
+//! The HTTP surface: one table of every route with who may call it (also what the OpenAPI
+//! test compares against), the router built from it with the auth guard on every route, and
+//! the layers that keep every error a JSON contract body.
 //!
 //! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `admin` (R1), `ledger` (demo
 //! fenced resource), `ops` (healthz, metrics, openapi).
@@ -21,80 +22,125 @@ use lock_api::ErrorCode;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::auth::guard::{guard, Access, Guard};
 use crate::config::Config;
 use crate::error::{code_for_status, ApiError};
 use crate::state::AppState;
 
-/// One route: method, axum path pattern, handler.
+/// One route: method, axum path pattern, who may call it, handler.
 pub struct Route {
     /// HTTP method.
     pub method: Method,
     /// Path pattern in axum syntax (`{key}`); the OpenAPI document uses the same spelling.
     pub path: &'static str,
+    /// Who may call it (enforced by the auth guard around the handler).
+    pub access: Access,
     /// The handler.
     pub handler: MethodRouter<AppState>,
 }
 
-fn route(method: Method, path: &'static str, handler: MethodRouter<AppState>) -> Route {
+fn route(
+    method: Method,
+    path: &'static str,
+    access: Access,
+    handler: MethodRouter<AppState>,
+) -> Route {
     Route {
         method,
         path,
+        access,
         handler,
     }
 }
 
 /// Every route the server answers (static files under `--web-root` aside).
 pub fn table() -> Vec<Route> {
+    use Access::{Admin, Client, Ops, Public};
     vec![
-        route(Method::POST, "/v1/sessions", post(sessions::open)),
+        route(Method::POST, "/v1/sessions", Client, post(sessions::open)),
         route(
             Method::POST,
             "/v1/sessions/{id}/heartbeat",
+            Client,
             post(sessions::heartbeat),
         ),
-        route(Method::DELETE, "/v1/sessions/{id}", delete(sessions::close)),
-        route(Method::GET, "/v1/sessions/{id}", get(sessions::status)),
+        route(
+            Method::DELETE,
+            "/v1/sessions/{id}",
+            Client,
+            delete(sessions::close),
+        ),
+        route(
+            Method::GET,
+            "/v1/sessions/{id}",
+            Client,
+            get(sessions::status),
+        ),
         route(
             Method::POST,
             "/v1/locks/{key}/acquire",
+            Client,
             post(locks::acquire),
         ),
         route(
             Method::POST,
             "/v1/locks/{key}/release",
+            Client,
             post(locks::release),
         ),
-        route(Method::GET, "/v1/locks/{key}", get(locks::read)),
+        route(Method::GET, "/v1/locks/{key}", Client, get(locks::read)),
         route(
             Method::POST,
             "/v1/admin/locks/{key}/revoke",
+            Admin,
             post(admin::revoke),
         ),
-        route(Method::POST, "/v1/demo/ledger/{key}", post(ledger::append)),
-        route(Method::GET, "/v1/demo/ledger/{key}", get(ledger::read)),
-        route(Method::GET, "/healthz", get(ops::healthz)),
-        route(Method::GET, "/metrics", get(ops::metrics)),
-        route(Method::GET, "/openapi.json", get(ops::openapi)),
+        route(
+            Method::POST,
+            "/v1/demo/ledger/{key}",
+            Client,
+            post(ledger::append),
+        ),
+        route(
+            Method::GET,
+            "/v1/demo/ledger/{key}",
+            Client,
+            get(ledger::read),
+        ),
+        route(Method::GET, "/healthz", Public, get(ops::healthz)),
+        route(Method::GET, "/metrics", Ops, get(ops::metrics)),
+        route(Method::GET, "/openapi.json", Ops, get(ops::openapi)),
     ]
 }
 
 /// The whole application: routes, JSON errors, body limit, panic guard, CORS, static files.
 pub fn router(state: AppState, config: &Config) -> Router {
     let mut router = Router::new();
+    let guard_for = |path: &'static str, access: Access| {
+        let guard_state = Guard {
+            auth: state.auth.clone(),
+            metrics: state.metrics.clone(),
+            access,
+            route: path,
+        };
+        middleware::from_fn_with_state(guard_state, guard)
+    };
     // Routes sharing a path are merged by axum when added with the same pattern.
     for r in table() {
-        router = router.route(r.path, r.handler);
+        let handler = r.handler.route_layer(guard_for(r.path, r.access));
+        router = router.route(r.path, handler);
     }
     // An empty key (`/v1/locks//acquire`) would otherwise fall through to 404; it is a bad
-    // key, so it gets the key rule's 400.
-    for path in [
-        "/v1/locks//acquire",
-        "/v1/locks//release",
-        "/v1/locks/",
-        "/v1/admin/locks//revoke",
-        "/v1/demo/ledger/",
+    // key, so it gets the key rule's 400 (after the same guard as the route it stands for).
+    for (path, access) in [
+        ("/v1/locks//acquire", Access::Client),
+        ("/v1/locks//release", Access::Client),
+        ("/v1/locks/", Access::Client),
+        ("/v1/admin/locks//revoke", Access::Admin),
+        ("/v1/demo/ledger/", Access::Client),
     ] {
-        router = router.route(path, axum::routing::any(empty_key));
+        let handler = axum::routing::any(empty_key).layer(guard_for(path, access));
+        router = router.route(path, handler);
     }
     let router = match &config.web_root {
         Some(root) => router.fallback_service(tower_http::services::ServeDir::new(root)),

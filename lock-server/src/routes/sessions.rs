@@ -1,4 +1,5 @@
-//! L1 open, L2 heartbeat, L3 close, L5 status.
+//! L1 open, L2 heartbeat, L3 close, L5 status. The store checks that the session belongs to
+//! the caller's client (another client's session is SESSION_NOT_FOUND, like an unknown id).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -7,13 +8,15 @@ use axum::Json;
 use lock_api::limits::{validate_ttl, OWNER_MAX_BYTES};
 use lock_api::OpenSessionRequest;
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, SessionParam};
 use crate::state::AppState;
 
-/// L1 `POST /v1/sessions`: 201 with the new session.
+/// L1 `POST /v1/sessions`: 201 with the new session, which belongs to the caller.
 pub async fn open(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(req): JsonBody<OpenSessionRequest>,
 ) -> Result<Response, ApiError> {
     let ttl = req.ttl_millis.unwrap_or(state.default_session_ttl_ms);
@@ -26,31 +29,37 @@ pub async fn open(
             ));
         }
     }
-    let opened = state.store.open_session(ttl, req.owner).await?;
+    let opened = state
+        .store
+        .open_session(ttl, req.owner, caller.client())
+        .await?;
     Ok((StatusCode::CREATED, Json(opened)).into_response())
 }
 
 /// L2 `POST /v1/sessions/{id}/heartbeat`: renews the session and all its locks.
 pub async fn heartbeat(
     State(state): State<AppState>,
+    caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.store.heartbeat(&id).await?).into_response())
+    Ok(Json(state.store.heartbeat(&id, caller.client()).await?).into_response())
 }
 
 /// L3 `DELETE /v1/sessions/{id}`: 204; releases every lock of the session.
 pub async fn close(
     State(state): State<AppState>,
+    caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<StatusCode, ApiError> {
-    state.store.close_session(&id).await?;
+    state.store.close_session(&id, caller.client()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// L5 `GET /v1/sessions/{id}`.
 pub async fn status(
     State(state): State<AppState>,
+    caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.store.session_status(&id).await?).into_response())
+    Ok(Json(state.store.session_status(&id, caller.client()).await?).into_response())
 }

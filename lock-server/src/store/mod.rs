@@ -6,11 +6,12 @@
 //! out, whether or not a reaper has deleted it yet.
 //!
 //! Layout: this file (the trait, its outcomes and errors), what every backend shares
-//! (`session`: ids and heartbeat cadence; `lease`: wall-clock deadlines; `wakeup`: waking
-//! server-side waiters), and one folder per backend with its private modules (`sqlite/`,
+//! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session;
+//! `lease`: wall-clock deadlines; `wakeup`: waking server-side waiters), and one folder per backend with its private modules (`sqlite/`,
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
+pub mod holder_id;
 pub mod lease;
 pub mod session;
 pub mod sqlite;
@@ -69,23 +70,39 @@ pub struct StoreCounts {
 
 /// A lock backend. Implementations: `sqlite::SqliteStore` (embedded default) and
 /// `etcd::EtcdStore` (scale-out).
+///
+/// Sessions belong to clients. `client` is the auth-file client a request authenticated as
+/// (`None` on a server without an auth file); it is stored with the session at L1, and every
+/// operation naming a session checks it inside the same step that finds the session: a
+/// session of another client is [`StoreError::SessionNotFound`], exactly as an unknown id,
+/// so an id learnt somehow is worth nothing to anyone but its owner.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// L1: creates a session with a fresh 128-bit random id.
+    /// L1: creates a session of `client` with a fresh 128-bit random id and its holder id.
     async fn open_session(
         &self,
         ttl_millis: u64,
         owner: Option<String>,
+        client: Option<&str>,
     ) -> Result<SessionOpened, StoreError>;
 
     /// L2: renews the session and every lock it holds; lists the locks it still holds.
-    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError>;
+    async fn heartbeat(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError>;
 
     /// L3: deletes the session and releases all its locks.
-    async fn close_session(&self, session_id: &str) -> Result<(), StoreError>;
+    async fn close_session(&self, session_id: &str, client: Option<&str>)
+        -> Result<(), StoreError>;
 
     /// L5: the session's remaining TTL and its locks.
-    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError>;
+    async fn session_status(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<SessionStatus, StoreError>;
 
     /// L4, one attempt, no waiting: grant if the key is free (minting a token strictly
     /// greater than every token ever issued for it); if this session holds it, return the
@@ -95,13 +112,18 @@ pub trait Store: Send + Sync + 'static {
         &self,
         key: &str,
         session_id: &str,
+        client: Option<&str>,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError>;
+
+    /// The public holder id of `session_id` (see [`holder_id`]), for log lines. Any string
+    /// has one; it says nothing about whether the session exists.
+    async fn holder_id(&self, session_id: &str) -> Result<String, StoreError>;
 
     /// L6: compare-and-delete on `(key, fencing_token)` and nothing else.
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError>;
 
-    /// L7: the live holder, if any.
+    /// L7: the live holder, if any, named by its holder id (never its session id).
     async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError>;
 
     /// R1: deletes the key's lock whoever holds it; returns the revoked token.

@@ -1,8 +1,9 @@
 //! What every backend's sessions share: the id and the heartbeat cadence.
 //!
-//! The id is the session's only credential (anyone who knows it can heartbeat the session,
-//! close it and so release its locks), so it is 128 bits from the OS random source; a counter
-//! or a fast PRNG would not do.
+//! The id is the session's credential (without an auth file, anyone who knows it can heartbeat
+//! the session, close it and so release its locks; with one, its client can), so it is 128
+//! bits from the OS random source; a counter or a fast PRNG would not do. It is never shown
+//! to anyone else: L7, logs and metrics name a session by its holder id (`holder_id`).
 
 use lock_api::SessionOpened;
 
@@ -32,9 +33,10 @@ pub fn heartbeat_interval(ttl_millis: u64) -> u64 {
 }
 
 /// L1's answer for a session just opened.
-pub fn opened(session_id: String, ttl_millis: u64) -> SessionOpened {
+pub fn opened(session_id: String, holder_id: String, ttl_millis: u64) -> SessionOpened {
     SessionOpened {
         session_id,
+        holder_id,
         ttl_millis,
         heartbeat_millis: heartbeat_interval(ttl_millis),
     }
@@ -63,7 +65,10 @@ mod tests {
 
     #[test]
     fn heartbeats_come_three_times_per_ttl() {
-        assert_eq!(opened("s".into(), 15_000).heartbeat_millis, 5_000);
+        assert_eq!(
+            opened("s".into(), "h".into(), 15_000).heartbeat_millis,
+            5_000
+        );
         assert_eq!(heartbeat_interval(1), 1);
     }
 }

@@ -73,6 +73,11 @@ class FencedOutError extends LockError {
   }
 }
 
+/** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
+class UnauthorizedError extends LockError {}
+/** FORBIDDEN: the token does not cover the request (a key outside the client's prefixes). */
+class ForbiddenError extends LockError {}
+
 const ERROR_CLASSES = {
   LOCK_CONTENDED: ContentionError,
   CONTENTION_EXCEEDED: ContentionError,
@@ -81,6 +86,8 @@ const ERROR_CLASSES = {
   SESSION_NOT_FOUND: SessionLostError,
   LOCK_LOST: LockLostError,
   FENCED_OUT: FencedOutError,
+  UNAUTHORIZED: UnauthorizedError,
+  FORBIDDEN: ForbiddenError,
 };
 
 function lockError(code, message, extra = {}) {
@@ -204,9 +211,13 @@ class Session {
     if (clientListener) this.#listeners.add(clientListener);
     raw.setListener((event) => this.#dispatch(event));
   }
-  /** The server's session id. */
+  /** The server's session id: the session's credential; never log or show it. */
   get id() {
     return this.#raw.id;
+  }
+  /** The session's public name: what L7 shows as its locks' holder. Safe to log. */
+  get holderId() {
+    return this.#raw.holderId;
   }
   /** True once the session is closed or lost. */
   get isClosed() {
@@ -301,7 +312,7 @@ function grantId(raw) {
   return `${raw.key}\u0000${raw.fencingToken}`;
 }
 
-/** Entry point: `new LockClient({ baseUrl, defaults })`. */
+/** Entry point: `new LockClient({ baseUrl, token, defaults })`. */
 class LockClient {
   #raw;
   #listener;
@@ -349,6 +360,8 @@ export function createApi(raw) {
     SessionLostError,
     LockLostError,
     FencedOutError,
+    UnauthorizedError,
+    ForbiddenError,
     ErrorCode,
   };
 }

@@ -142,6 +142,7 @@ impl SimService {
         let expires = self.clock.now() + ttl;
         s.sessions.insert(id.clone(), SimSession { ttl, expires });
         SessionOpened {
+            holder_id: sim_holder_id(&id),
             session_id: id,
             ttl_millis: ttl.as_millis() as u64,
             heartbeat_millis: ttl.as_millis() as u64 / 3,
@@ -254,13 +255,19 @@ impl SimService {
         LockState {
             key: key.to_owned(),
             holder: s.locks.get(key).map(|l| Holder {
-                session_id: l.session.clone(),
+                holder_id: sim_holder_id(&l.session),
+                owner: None,
                 fencing_token: l.token,
                 remaining_millis: (l.expires - now).as_millis() as u64,
             }),
             waiter_count: 0,
         }
     }
+}
+
+/// The simulated server's public name of a session (the real one is a keyed hash).
+fn sim_holder_id(session_id: &str) -> String {
+    format!("holder-of-{session_id}")
 }
 
 fn grant(key: &str, lock: &SimLock) -> LockGrant {

@@ -129,6 +129,7 @@ impl Transport for ScriptedTransport {
         s.calls.push(Call::OpenSession(request.clone()));
         Ok(SessionOpened {
             session_id: "s1".into(),
+            holder_id: "h1".into(),
             ttl_millis: request.ttl_millis.unwrap_or(15_000),
             heartbeat_millis: request.ttl_millis.unwrap_or(15_000) / 3,
         })

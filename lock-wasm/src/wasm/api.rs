@@ -41,7 +41,7 @@ struct Defaults {
     request_timeout: Duration,
 }
 
-/// `new RawClient({ baseUrl, defaults })`: validated options, no I/O.
+/// `new RawClient({ baseUrl, token, defaults })`: validated options, no I/O.
 #[wasm_bindgen]
 pub struct RawClient {
     defaults: Defaults,
@@ -62,9 +62,13 @@ impl RawClient {
         let config = ClientConfig::default();
         let policy = d.policy.unwrap_or_default().over(PolicySettings::default());
         options::policy(policy, "defaults.policy")?;
+        let mut transport = FetchTransport::new(base_url);
+        if let Some(token) = &opts.token {
+            transport = transport.with_token(token)?;
+        }
         Ok(RawClient {
             defaults: Defaults {
-                transport: Arc::new(FetchTransport::new(base_url)),
+                transport: Arc::new(transport),
                 lock_ttl: options::lock_ttl(
                     d.ttl_ms,
                     options::default_lock_ttl(),
@@ -136,6 +140,12 @@ impl RawSession {
     #[wasm_bindgen(getter)]
     pub fn id(&self) -> String {
         self.session.id().to_owned()
+    }
+
+    /// The session's public name (L1's `holderId`), what L7 shows as its locks' holder.
+    #[wasm_bindgen(getter, js_name = holderId)]
+    pub fn holder_id(&self) -> String {
+        self.session.holder_id().to_owned()
     }
 
     /// True once closed by its owner or lost.

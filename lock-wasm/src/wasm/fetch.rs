@@ -48,23 +48,31 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Sends `method url` with an optional JSON body and waits for status and body text.
+/// Sends `method url` with an optional JSON body and an optional `Authorization` header
+/// value, and waits for status and body text.
 pub async fn exchange(
     method: &str,
     url: &str,
     json_body: Option<&str>,
+    authorization: Option<&str>,
     timeout: Duration,
 ) -> Result<Reply, FetchError> {
     let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
     let init = RequestInit::new();
     init.set_method(method);
     init.set_signal(Some(&controller.signal()));
+    let headers = js_sys::Object::new();
+    let header = |name: &str, value: &str| {
+        let _ = js_sys::Reflect::set(&headers, &name.into(), &value.into());
+    };
+    if let Some(value) = authorization {
+        header("authorization", value);
+    }
     if let Some(body) = json_body {
-        let headers = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&headers, &"content-type".into(), &"application/json".into());
-        init.set_headers(&headers);
+        header("content-type", "application/json");
         init.set_body(&JsValue::from_str(body));
     }
+    init.set_headers(&headers);
     let mut guard = AbortOnDrop(Some(controller));
     let request = Box::pin(send(url, init));
     // A foreground timer even for a heartbeat's request: it lives only while the request is

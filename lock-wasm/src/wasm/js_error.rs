@@ -24,6 +24,8 @@ fn message(err: &LockError) -> String {
         LockError::FencedOut {
             highest_token: None,
         } => "fenced out".to_owned(),
+        LockError::Unauthorized { message } => format!("unauthorized: {message}"),
+        LockError::Forbidden { message } => format!("forbidden: {message}"),
         LockError::Timeout(after) => format!("no answer within {} ms", after.as_millis() as u64),
         LockError::Network(message) => format!("network error: {message}"),
         LockError::Closed => "session closed".to_owned(),

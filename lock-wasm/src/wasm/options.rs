@@ -13,11 +13,13 @@ use crate::policy::{AcquirePolicy, PolicySettings};
 
 use super::wire::FromJs;
 
-/// `new LockClient({ baseUrl, defaults })`.
-#[derive(Debug, Clone)]
+/// `new LockClient({ baseUrl, token, defaults })`.
+#[derive(Clone)]
 pub struct ClientOptions {
     /// Where lock-server listens.
     pub base_url: String,
+    /// Bearer token of a client of the server's auth file.
+    pub token: Option<String>,
     /// Per-client defaults.
     pub defaults: DefaultOptions,
 }
@@ -196,8 +198,13 @@ impl ClientOptions {
                 defaults
             }
         };
+        let token = f.get("token")?;
         f.finish()?;
-        Ok(ClientOptions { base_url, defaults })
+        Ok(ClientOptions {
+            base_url,
+            token,
+            defaults,
+        })
     }
 }
 

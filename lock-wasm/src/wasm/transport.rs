@@ -13,7 +13,7 @@ use lock_api::{
     ReleaseRequest, SessionOpened, SessionStatus,
 };
 
-use crate::error::TransportError;
+use crate::error::{LockError, TransportError};
 use crate::transport::{http_answer, Transport};
 
 use super::fetch::{exchange, FetchError, Reply};
@@ -22,9 +22,21 @@ use super::wire::{FromJs, JsObject};
 /// Speaks contract C3 to one lock-server base URL (`http://127.0.0.1:7878`, no trailing
 /// slash needed). Each call is one `fetch` with its own timeout; statuses map through
 /// [`http_answer`] like the native transport's.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FetchTransport {
     base: String,
+    /// `Bearer <token>` for a server with an auth file.
+    authorization: Option<String>,
+}
+
+impl std::fmt::Debug for FetchTransport {
+    /// Never prints the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchTransport")
+            .field("base", &self.base)
+            .field("token", &self.authorization.as_ref().map(|_| ".."))
+            .finish()
+    }
 }
 
 impl FetchTransport {
@@ -32,7 +44,25 @@ impl FetchTransport {
     pub fn new(base_url: &str) -> Self {
         FetchTransport {
             base: base_url.trim_end_matches('/').to_owned(),
+            authorization: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request: the token of a client of
+    /// the server's auth file. A token that cannot be one (see
+    /// [`lock_api::limits::validate_token`]) is a VALIDATION_FAILED on `token`.
+    pub fn with_token(mut self, token: &str) -> Result<Self, LockError> {
+        lock_api::limits::validate_token(token).map_err(|message| LockError::Validation {
+            field: "token".to_owned(),
+            message,
+        })?;
+        self.authorization = Some(format!("Bearer {token}"));
+        Ok(self)
+    }
+
+    /// The `Authorization` header value it sends, if any (for the dashboard's own requests).
+    pub fn authorization(&self) -> Option<&str> {
+        self.authorization.as_deref()
     }
 
     async fn call(
@@ -43,12 +73,18 @@ impl FetchTransport {
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
         let url = format!("{}{path}", self.base);
-        let reply = exchange(method, &url, body.as_deref(), timeout)
-            .await
-            .map_err(|err| match err {
-                FetchError::Timeout => TransportError::Timeout(timeout),
-                FetchError::Network(message) => TransportError::Network(message),
-            })?;
+        let reply = exchange(
+            method,
+            &url,
+            body.as_deref(),
+            self.authorization.as_deref(),
+            timeout,
+        )
+        .await
+        .map_err(|err| match err {
+            FetchError::Timeout => TransportError::Timeout(timeout),
+            FetchError::Network(message) => TransportError::Network(message),
+        })?;
         http_answer(reply.status, &reply.body, wire_error)?;
         Ok(reply)
     }

@@ -103,6 +103,7 @@ impl FromJs for SessionOpened {
     fn from_js(v: &JsValue) -> Option<Self> {
         Some(SessionOpened {
             session_id: field(v, "sessionId")?,
+            holder_id: field(v, "holderId")?,
             ttl_millis: field(v, "ttlMillis")?,
             heartbeat_millis: field(v, "heartbeatMillis")?,
         })
@@ -161,7 +162,8 @@ impl FromJs for LockGrant {
 impl FromJs for Holder {
     fn from_js(v: &JsValue) -> Option<Self> {
         Some(Holder {
-            session_id: field(v, "sessionId")?,
+            holder_id: field(v, "holderId")?,
+            owner: field(v, "owner")?,
             fencing_token: field(v, "fencingToken")?,
             remaining_millis: field(v, "remainingMillis")?,
         })

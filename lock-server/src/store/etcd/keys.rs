@@ -7,6 +7,7 @@
 //! <prefix>h/<sessionId>/<encKey>   LockRecord     (same lease; written in the same txns as l/)
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
+//! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
 //! ```
 //!
 //! Lock keys are percent-encoded with [`lock_api::limits::encode_key`], which escapes `/`, so
@@ -53,6 +54,11 @@ impl Keys {
 
     pub(super) fn held_by(&self, session_id: &str) -> String {
         format!("{}h/{session_id}/", self.prefix)
+    }
+
+    /// The HMAC key of holder ids, shared by every replica of the deployment.
+    pub(super) fn holder_id_key(&self) -> String {
+        format!("{}k/holder-id", self.prefix)
     }
 
     pub(super) fn ledger_head(&self, key: &str) -> String {

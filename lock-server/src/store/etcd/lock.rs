@@ -29,19 +29,21 @@ impl EtcdStore {
         &self,
         key: &str,
         session_id: &str,
+        client: Option<&str>,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError> {
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let mut session = self.hinted_session(session_id);
+        let mut session = self.hinted_session(session_id, client);
         let mut current: Option<(KeyValue, LockRecord)> = None;
         for _ in 0..CAS_ATTEMPTS {
             let live = match session.take() {
                 Some(live) => live,
                 None => {
                     let lock_read = TxnOp::get(self.keys.lock(key), None);
-                    let (live, kvs, _) = self.read_session_and(session_id, lock_read).await?;
+                    let (live, kvs, _) =
+                        self.read_session_and(session_id, client, lock_read).await?;
                     current = decode_lock(kvs.into_iter().next())?;
                     live
                 }
@@ -56,6 +58,7 @@ impl EtcdStore {
                         ttl_millis,
                         deadline_ms: now + ttl_millis,
                         session_deadline_ms: live.record.deadline_ms,
+                        owner: live.record.owner.clone(),
                     },
                     Compare::create_revision(lock_key, CompareOp::Equal, 0),
                 ),
@@ -85,7 +88,7 @@ impl EtcdStore {
                 Written::Granted(granted) => return Ok(Acquired::Granted(granted)),
                 Written::Conflict { session: kv, lock } => {
                     // Both read in the failed transaction: no extra round trip.
-                    session = Some(self.live_session(session_id, kv.as_ref())?);
+                    session = Some(self.live_session(session_id, client, kv.as_ref())?);
                     current = decode_lock(lock)?;
                 }
             }
@@ -162,13 +165,15 @@ impl EtcdStore {
         }))
     }
 
-    /// L7.
+    /// L7: the holder named by its holder id, never its session id.
     pub(super) async fn read_holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
+        let holder_ids = self.holder_ids().await?;
         let Some((kv, lock)) = self.lock_kv(key).await? else {
             return Ok(None);
         };
         Ok(lock.remaining(now_millis()).map(|remaining_millis| Holder {
-            session_id: lock.session_id,
+            holder_id: holder_ids.of(&lock.session_id),
+            owner: lock.owner,
             fencing_token: kv.create_revision() as u64,
             remaining_millis,
         }))

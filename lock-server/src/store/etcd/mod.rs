@@ -37,15 +37,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse,
+    TxnResponse,
 };
 use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
 use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
 
 use self::batch::Batcher;
 use self::cache::Hints;
 use self::error::from_etcd;
 use self::keys::Keys;
+use crate::store::holder_id::HolderIds;
 use crate::store::{Acquired, Store, StoreCounts, StoreError};
 
 /// Default key prefix (`--etcd-prefix`).
@@ -94,6 +97,8 @@ pub struct EtcdStore {
     batcher: Arc<Batcher>,
     keys: Keys,
     timeout: Duration,
+    /// The deployment's holder-id key, once read (see [`EtcdStore::holder_ids`]).
+    holder_ids: Arc<OnceCell<HolderIds>>,
 }
 
 impl EtcdStore {
@@ -126,7 +131,37 @@ impl EtcdStore {
             batcher: Arc::new(Batcher::default()),
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
+            holder_ids: Arc::new(OnceCell::new()),
         })
+    }
+
+    /// The deployment's holder-id key: read once per replica, created by the first replica
+    /// that finds none (the put compares `create_revision` = 0, so replicas starting together
+    /// all end with the first key written). Read lazily, like the connections are made: a
+    /// replica started while etcd is down answers 503 until it can read it.
+    async fn holder_ids(&self) -> Result<&HolderIds, StoreError> {
+        self.holder_ids
+            .get_or_try_init(|| async {
+                let key = self.keys.holder_id_key();
+                let fresh = HolderIds::new_key()?;
+                let txn = Txn::new()
+                    .when(vec![Compare::create_revision(
+                        key.clone(),
+                        CompareOp::Equal,
+                        0,
+                    )])
+                    .and_then(vec![TxnOp::put(key.clone(), fresh.to_vec(), None)])
+                    .or_else(vec![TxnOp::get(key, None)]);
+                let response = self.txn(txn).await?;
+                if response.succeeded() {
+                    return Ok(HolderIds::new(fresh));
+                }
+                match range_results(&response).into_iter().flatten().next() {
+                    Some(kv) => HolderIds::from_stored(kv.value()),
+                    None => Err(StoreError::Internal("holder-id key vanished".into())),
+                }
+            })
+            .await
     }
 
     /// Runs one etcd call on the pinned endpoint under the per-request timeout. When the
@@ -220,11 +255,15 @@ fn range_results(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
 }
 
 /// Parses a stored JSON value; a value we cannot read is corruption, hence Internal.
+///
+/// The error names the record type and revision, not the key: session keys hold session
+/// ids, and this message is logged.
 fn decode<T: DeserializeOwned>(kv: &KeyValue) -> Result<T, StoreError> {
     serde_json::from_slice(kv.value()).map_err(|e| {
+        let record = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
         StoreError::Internal(format!(
-            "corrupt value at {}: {e}",
-            String::from_utf8_lossy(kv.key())
+            "corrupt {record} at revision {}: {e}",
+            kv.mod_revision()
         ))
     })
 }
@@ -248,29 +287,47 @@ impl Store for EtcdStore {
         &self,
         ttl_millis: u64,
         owner: Option<String>,
+        client: Option<&str>,
     ) -> Result<SessionOpened, StoreError> {
-        self.open(ttl_millis, owner).await
+        self.open(ttl_millis, owner, client).await
     }
 
-    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
-        self.renew(session_id).await
+    async fn heartbeat(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError> {
+        self.renew(session_id, client).await
     }
 
-    async fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
-        self.close(session_id).await
+    async fn close_session(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.close(session_id, client).await
     }
 
-    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
-        self.status(session_id).await
+    async fn session_status(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<SessionStatus, StoreError> {
+        self.status(session_id, client).await
     }
 
     async fn try_acquire(
         &self,
         key: &str,
         session_id: &str,
+        client: Option<&str>,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError> {
-        self.acquire_once(key, session_id, ttl_millis).await
+        self.acquire_once(key, session_id, client, ttl_millis).await
+    }
+
+    async fn holder_id(&self, session_id: &str) -> Result<String, StoreError> {
+        Ok(self.holder_ids().await?.of(session_id))
     }
 
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {

@@ -18,6 +18,10 @@ pub(super) struct SessionRecord {
     pub ttl_millis: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The auth-file client that opened the session; only its requests find it. Absent
+    /// without an auth file (and in records written before clients existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The etcd lease every key of this session is attached to.
     pub lease: i64,
     /// Wall-clock ms after which the session is dead, whatever the lease says.
@@ -45,6 +49,9 @@ pub(super) struct LockRecord {
     /// The holder's session deadline when this record was written; a lock never outlives its
     /// session, and copying it here spares every reader a second read.
     pub session_deadline_ms: u64,
+    /// The holder session's `owner` label, copied for L7 for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl LockRecord {
@@ -95,6 +102,7 @@ mod tests {
             ttl_millis: 100,
             deadline_ms: 1_000,
             session_deadline_ms: 800,
+            owner: None,
         };
         assert_eq!(lock.remaining(700), Some(100));
         assert_eq!(lock.remaining(800), None);

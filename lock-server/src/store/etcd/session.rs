@@ -4,6 +4,11 @@
 //! keep-alive for the lease (no replica keeps a stream open) and then, in one transaction,
 //! moves the millisecond deadlines of the session and of every lock it still holds; locks
 //! whose own TTL ran out are deleted in the same transaction, so a heartbeat never revives one.
+//!
+//! The record names the auth-file client that opened the session. Every read that finds a
+//! session for a request (`live_session`, `hinted_session`, L3's) compares it with the
+//! request's client, and a mismatch is SESSION_NOT_FOUND after the same round trips as an
+//! unknown id: no extra read, no different answer.
 
 use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
 use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionStatus};
@@ -49,7 +54,9 @@ impl EtcdStore {
         &self,
         ttl_millis: u64,
         owner: Option<String>,
+        client: Option<&str>,
     ) -> Result<SessionOpened, StoreError> {
+        let holder_ids = self.holder_ids().await?;
         let seconds = lease_seconds(ttl_millis);
         let lease = self
             .call(|mut client| async move { client.lease_grant(seconds, None).await })
@@ -60,6 +67,7 @@ impl EtcdStore {
         let record = SessionRecord {
             ttl_millis,
             owner,
+            client: client.map(str::to_owned),
             lease,
             deadline_ms: now_millis() + ttl_millis,
         };
@@ -89,13 +97,18 @@ impl EtcdStore {
             };
             self.hints.remember_session(&session_id, hint);
         }
-        Ok(session::opened(session_id, ttl_millis))
+        let holder_id = holder_ids.of(&session_id);
+        Ok(session::opened(session_id, holder_id, ttl_millis))
     }
 
     /// L2.
-    pub(super) async fn renew(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
+    pub(super) async fn renew(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError> {
         for _ in 0..CAS_ATTEMPTS {
-            let view = self.read_session(session_id).await?;
+            let view = self.read_session(session_id, client).await?;
             self.keep_alive(view.record.lease).await?;
             if let Some(locks) = self.write_renewal(&view).await? {
                 return Ok(HeartbeatResponse {
@@ -108,11 +121,16 @@ impl EtcdStore {
     }
 
     /// L3: revoking the lease deletes the session, its locks and its index atomically.
-    pub(super) async fn close(&self, session_id: &str) -> Result<(), StoreError> {
-        self.hints.forget_session(session_id);
-        let Some((record, _)) = self.session_record(session_id).await? else {
-            return Err(StoreError::SessionNotFound);
+    pub(super) async fn close(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let record = match self.session_record(session_id).await? {
+            Some((record, _)) if record.client.as_deref() == client => record,
+            _ => return Err(StoreError::SessionNotFound),
         };
+        self.hints.forget_session(session_id);
         match self.revoke_lease(record.lease).await {
             Ok(_) => match record.remaining(now_millis()) {
                 Some(_) => Ok(()),
@@ -125,8 +143,12 @@ impl EtcdStore {
     }
 
     /// L5.
-    pub(super) async fn status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
-        let view = self.read_session(session_id).await?;
+    pub(super) async fn status(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<SessionStatus, StoreError> {
+        let view = self.read_session(session_id, client).await?;
         let now = now_millis();
         let remaining_millis = view
             .record
@@ -150,10 +172,15 @@ impl EtcdStore {
         })
     }
 
-    /// The live session `session_id` with its lock index, or SESSION_NOT_FOUND.
-    pub(super) async fn read_session(&self, session_id: &str) -> Result<SessionView, StoreError> {
+    /// The live session `session_id` of `client` with its lock index, or SESSION_NOT_FOUND.
+    pub(super) async fn read_session(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<SessionView, StoreError> {
         let held_by = TxnOp::get(self.keys.held_by(session_id), prefix());
-        let (session, held_kvs, revision) = self.read_session_and(session_id, held_by).await?;
+        let (session, held_kvs, revision) =
+            self.read_session_and(session_id, client, held_by).await?;
         let held = held_kvs
             .into_iter()
             .map(|kv| decode(&kv).map(|lock| (kv, lock)))
@@ -172,6 +199,7 @@ impl EtcdStore {
     pub(super) async fn read_session_and(
         &self,
         session_id: &str,
+        client: Option<&str>,
         other: TxnOp,
     ) -> Result<(LiveSession, Vec<KeyValue>, i64), StoreError> {
         if !session::is_id(session_id) {
@@ -182,15 +210,16 @@ impl EtcdStore {
             .await?;
         let other_kvs = reads.pop().unwrap_or_default();
         let session_kv = reads.pop().unwrap_or_default().into_iter().next();
-        let session = self.live_session(session_id, session_kv.as_ref())?;
+        let session = self.live_session(session_id, client, session_kv.as_ref())?;
         Ok((session, other_kvs, revision))
     }
 
-    /// Parses a read of `s/<id>` into a live session and refreshes the hint; a missing or
-    /// expired record is SESSION_NOT_FOUND.
+    /// Parses a read of `s/<id>` into a live session of `client` and refreshes the hint; a
+    /// missing or expired record, or another client's, is SESSION_NOT_FOUND.
     pub(super) fn live_session(
         &self,
         session_id: &str,
+        client: Option<&str>,
         session_kv: Option<&KeyValue>,
     ) -> Result<LiveSession, StoreError> {
         let Some(session_kv) = session_kv else {
@@ -198,6 +227,10 @@ impl EtcdStore {
             return Err(StoreError::SessionNotFound);
         };
         let record: SessionRecord = decode(session_kv)?;
+        if record.client.as_deref() != client {
+            // The owner's hint stays: another client's request must not cost it anything.
+            return Err(StoreError::SessionNotFound);
+        }
         if record.remaining(now_millis()).is_none() {
             self.hints.forget_session(session_id);
             return Err(StoreError::SessionNotFound);
@@ -210,10 +243,18 @@ impl EtcdStore {
         Ok(session)
     }
 
-    /// The live session from this replica's hint, if it has one that has not expired. The
-    /// caller's transaction must compare `mod_revision`.
-    pub(super) fn hinted_session(&self, session_id: &str) -> Option<LiveSession> {
-        let hint = self.hints.session(session_id)?;
+    /// The live session from this replica's hint, if it has one of `client` that has not
+    /// expired. The caller's transaction must compare `mod_revision`. Another client's
+    /// session has no hint for it: its request takes the read path an unknown id takes.
+    pub(super) fn hinted_session(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Option<LiveSession> {
+        let hint = self
+            .hints
+            .session(session_id)
+            .filter(|hint| hint.record.client.as_deref() == client)?;
         hint.record.remaining(now_millis())?;
         Some(LiveSession {
             record: hint.record,

@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, Params};
+use rusqlite::{Connection, OptionalExtension, Params};
 
 use super::fencing::TokenAllocator;
+use crate::store::holder_id::HolderIds;
 use crate::store::StoreError;
 
 /// Database file name inside the data dir.
@@ -40,10 +41,26 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 );
 ";
 
+/// Changes to [`SCHEMA`] (the first release's, kept as it was), applied in order to every
+/// file whose `user_version` is below their number, each in one transaction with the version
+/// bump: a fresh file and a data dir of any older release end with the same schema, and an
+/// older one keeps its data.
+const MIGRATIONS: [&str; 1] = [
+    // 1: a session belongs to the auth-file client that opened it (NULL without an auth
+    // file; sessions from before have none); `secrets` holds the holder-id key.
+    "ALTER TABLE sessions ADD COLUMN client TEXT;
+     CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);",
+];
+
+/// The `secrets` row of the holder-id key.
+const HOLDER_ID_KEY: &str = "holder_id_key";
+
 /// Everything the writer thread owns.
 pub(super) struct Db {
     pub conn: Connection,
     pub tokens: TokenAllocator,
+    /// Names holders in L7 answers.
+    pub holder_ids: HolderIds,
     /// Grants are refused until this wall-clock millisecond (see `recovery`).
     pub holdback_until: u64,
     /// One clock reading per batch, so every job of a batch sees the same instant.
@@ -92,5 +109,87 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     )
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;
+    migrate(&conn)?;
     Ok(conn)
+}
+
+/// Applies the [`MIGRATIONS`] the file has not seen yet.
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql)?;
+    for (done, migration) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.unchecked_transaction().map_err(sql)?;
+        tx.execute_batch(migration).map_err(sql)?;
+        tx.pragma_update(None, "user_version", done + 1)
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+    }
+    Ok(())
+}
+
+/// The holder-id key, created on the first start. Its commit reaches the file before any
+/// session could be named with it, and WAL commits are durable in order: whatever a crash
+/// keeps of later sessions, it keeps this key too.
+pub(super) fn holder_ids(conn: &Connection) -> Result<HolderIds, StoreError> {
+    let stored: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT value FROM secrets WHERE name = ?1",
+            [HOLDER_ID_KEY],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    if let Some(bytes) = stored {
+        return HolderIds::from_stored(&bytes);
+    }
+    let ids = HolderIds::new(HolderIds::new_key()?);
+    conn.execute(
+        "INSERT INTO secrets (name, value) VALUES (?1, ?2)",
+        rusqlite::params![HOLDER_ID_KEY, ids.key().as_slice()],
+    )
+    .map_err(sql)?;
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_from_before_the_migrations_opens_with_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DB_FILE);
+        {
+            // What the first release wrote: its schema, verbatim, and user_version 0.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(SCHEMA).unwrap();
+            old.execute_batch(
+                "INSERT INTO sessions (id, owner, ttl_ms, expires_at) VALUES ('s1', 'w', 1000, 99);
+                 INSERT INTO locks (key, session_id, token, ttl_ms, expires_at)
+                 VALUES ('k', 's1', 7, 1000, 99);",
+            )
+            .unwrap();
+        }
+        let conn = open_connection(&path).unwrap();
+        let session: (String, Option<String>, Option<String>) = conn
+            .query_row("SELECT id, owner, client FROM sessions", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(session, ("s1".into(), Some("w".into()), None));
+        let token: u64 = conn
+            .query_row("SELECT token FROM locks WHERE key = 'k'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(token, 7);
+        let ids = holder_ids(&conn).unwrap();
+        drop(conn);
+        // A second open migrates nothing and finds the same holder-id key.
+        let again = open_connection(&path).unwrap();
+        let version: usize = again
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len());
+        assert_eq!(holder_ids(&again).unwrap().of("s1"), ids.of("s1"));
+    }
 }

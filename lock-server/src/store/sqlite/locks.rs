@@ -5,7 +5,7 @@ use lock_api::{Holder, LockGrant};
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{sql, Db};
-use super::sessions::live_session;
+use super::sessions::{live_session, SessionOf};
 use crate::store::lease::remaining;
 use crate::store::{Acquired, StoreError};
 
@@ -13,9 +13,10 @@ use crate::store::{Acquired, StoreError};
 pub(super) fn acquire(
     db: &mut Db,
     key: &str,
-    session_id: &str,
+    session: &SessionOf,
     ttl: u64,
 ) -> Result<Acquired, StoreError> {
+    let session_id = session.id.as_str();
     if db.now < db.holdback_until {
         let wait = db.holdback_until - db.now;
         return Err(StoreError::Unavailable {
@@ -27,8 +28,14 @@ pub(super) fn acquire(
             retry_after_millis: Some(wait.min(5_000)),
         });
     }
-    live_session(db, session_id)?;
-    if let Some((holder, token, held_ttl, _)) = live_lock(db, key)? {
+    live_session(db, session)?;
+    if let Some(LiveLock {
+        session_id: holder,
+        token,
+        ttl: held_ttl,
+        ..
+    }) = live_lock(db, key)?
+    {
         if holder != session_id {
             return Ok(Acquired::Contended);
         }
@@ -70,40 +77,55 @@ pub(super) fn acquire(
 /// L6: compare-and-delete on `(key, token)`.
 pub(super) fn release(db: &mut Db, key: &str, fencing_token: u64) -> Result<(), StoreError> {
     match live_lock(db, key)? {
-        Some((_, token, _, _)) if token == fencing_token => delete_lock(db, key),
+        Some(lock) if lock.token == fencing_token => delete_lock(db, key),
         _ => Err(StoreError::LockLost),
     }
 }
 
-/// L7.
+/// L7: the holder named by its holder id, never its session id.
 pub(super) fn holder(db: &mut Db, key: &str) -> Result<Option<Holder>, StoreError> {
-    Ok(
-        live_lock(db, key)?.map(|(session_id, fencing_token, _, deadline)| Holder {
-            session_id,
-            fencing_token,
-            remaining_millis: remaining(deadline, db.now),
-        }),
-    )
+    Ok(live_lock(db, key)?.map(|lock| Holder {
+        holder_id: db.holder_ids.of(&lock.session_id),
+        owner: lock.owner,
+        fencing_token: lock.token,
+        remaining_millis: remaining(lock.deadline, db.now),
+    }))
 }
 
 /// R1: deletes whatever lock row is there; the token only if it was live.
 pub(super) fn revoke(db: &mut Db, key: &str) -> Result<Option<u64>, StoreError> {
-    let token = live_lock(db, key)?.map(|(_, token, _, _)| token);
+    let token = live_lock(db, key)?.map(|lock| lock.token);
     delete_lock(db, key)?;
     Ok(token)
 }
 
-/// The key's lock row if it is live: `(session_id, token, ttl_ms, effective deadline)`.
-fn live_lock(db: &Db, key: &str) -> Result<Option<(String, u64, u64, u64)>, StoreError> {
+/// A live lock row, with its session's `owner` label.
+struct LiveLock {
+    session_id: String,
+    token: u64,
+    ttl: u64,
+    /// The earlier of the lock's and its session's deadlines.
+    deadline: u64,
+    owner: Option<String>,
+}
+
+/// The key's lock row if it is live.
+fn live_lock(db: &Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
     db.conn
         .prepare_cached(
-            "SELECT l.session_id, l.token, l.ttl_ms, MIN(l.expires_at, s.expires_at)
+            "SELECT l.session_id, l.token, l.ttl_ms, MIN(l.expires_at, s.expires_at), s.owner
              FROM locks l JOIN sessions s ON s.id = l.session_id
              WHERE l.key = ?1 AND l.expires_at > ?2 AND s.expires_at > ?2",
         )
         .map_err(sql)?
         .query_row(params![key, db.now], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok(LiveLock {
+                session_id: r.get(0)?,
+                token: r.get(1)?,
+                ttl: r.get(2)?,
+                deadline: r.get(3)?,
+                owner: r.get(4)?,
+            })
         })
         .optional()
         .map_err(sql)

@@ -33,7 +33,9 @@ use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionS
 
 use self::db::{sql, Db};
 use self::fencing::TokenAllocator;
+use self::sessions::SessionOf;
 use self::writer::Writer;
+use super::holder_id::HolderIds;
 use super::lease::now_millis;
 use super::wakeup::{until_expiry, KeyWakeups};
 use super::{session, Acquired, Store, StoreCounts, StoreError};
@@ -57,6 +59,8 @@ pub struct SqliteStore {
     writer: Writer,
     wakeups: Arc<KeyWakeups>,
     start: StartState,
+    /// The key stored in `lock.db`, kept here too so L1 and log lines need no writer job.
+    holder_ids: HolderIds,
 }
 
 impl SqliteStore {
@@ -83,9 +87,12 @@ impl SqliteStore {
             start.holdback_until_millis,
         )
         .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let conn = db::open_connection(&db_file)?;
+        let holder_ids = db::holder_ids(&conn)?;
         let db = Db {
-            conn: db::open_connection(&db_file)?,
+            conn,
             tokens,
+            holder_ids: holder_ids.clone(),
             holdback_until: start.holdback_until_millis,
             now,
             changed: Vec::new(),
@@ -96,6 +103,7 @@ impl SqliteStore {
             writer,
             wakeups,
             start,
+            holder_ids,
         });
         reaper::spawn(Arc::downgrade(&store));
         Ok(store)
@@ -113,40 +121,65 @@ impl Store for SqliteStore {
         &self,
         ttl_millis: u64,
         owner: Option<String>,
+        client: Option<&str>,
     ) -> Result<SessionOpened, StoreError> {
         let id = session::new_id()?;
+        let holder_id = self.holder_ids.of(&id);
+        let opened = session::opened(id, holder_id, ttl_millis);
+        let client = client.map(str::to_string);
         self.writer
-            .run(move |db| sessions::open(db, id, owner, ttl_millis))
+            .run(move |db| sessions::open(db, opened, owner, client))
             .await
     }
 
-    async fn heartbeat(&self, session_id: &str) -> Result<HeartbeatResponse, StoreError> {
-        let id = session_id.to_string();
+    async fn heartbeat(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError> {
+        let session = SessionOf::new(session_id, client);
         self.writer
-            .run(move |db| sessions::heartbeat(db, &id))
+            .run(move |db| sessions::heartbeat(db, &session))
             .await
     }
 
-    async fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
-        let id = session_id.to_string();
-        self.writer.run(move |db| sessions::close(db, &id)).await
+    async fn close_session(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let session = SessionOf::new(session_id, client);
+        self.writer
+            .run(move |db| sessions::close(db, &session))
+            .await
     }
 
-    async fn session_status(&self, session_id: &str) -> Result<SessionStatus, StoreError> {
-        let id = session_id.to_string();
-        self.writer.run(move |db| sessions::status(db, &id)).await
+    async fn session_status(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<SessionStatus, StoreError> {
+        let session = SessionOf::new(session_id, client);
+        self.writer
+            .run(move |db| sessions::status(db, &session))
+            .await
     }
 
     async fn try_acquire(
         &self,
         key: &str,
         session_id: &str,
+        client: Option<&str>,
         ttl_millis: u64,
     ) -> Result<Acquired, StoreError> {
-        let (key, id) = (key.to_string(), session_id.to_string());
+        let (key, session) = (key.to_string(), SessionOf::new(session_id, client));
         self.writer
-            .run(move |db| locks::acquire(db, &key, &id, ttl_millis))
+            .run(move |db| locks::acquire(db, &key, &session, ttl_millis))
             .await
+    }
+
+    async fn holder_id(&self, session_id: &str) -> Result<String, StoreError> {
+        Ok(self.holder_ids.of(session_id))
     }
 
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {

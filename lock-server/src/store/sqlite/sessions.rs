@@ -6,28 +6,53 @@ use rusqlite::{params, OptionalExtension};
 
 use super::db::{sql, Db};
 use crate::store::lease::remaining;
-use crate::store::{session, StoreError};
+use crate::store::StoreError;
 
-/// L1, with an id minted by the caller (off the writer thread).
+/// A session as a request names it: its id, and the client the request authenticated as
+/// (`None` without an auth file). Only that client finds it.
+pub(super) struct SessionOf {
+    pub id: String,
+    pub client: Option<String>,
+}
+
+impl SessionOf {
+    pub(super) fn new(id: &str, client: Option<&str>) -> SessionOf {
+        SessionOf {
+            id: id.to_string(),
+            client: client.map(str::to_string),
+        }
+    }
+}
+
+/// L1, with the id and holder id made by the caller (off the writer thread).
 pub(super) fn open(
     db: &mut Db,
-    id: String,
+    opened: SessionOpened,
     owner: Option<String>,
-    ttl_millis: u64,
+    client: Option<String>,
 ) -> Result<SessionOpened, StoreError> {
+    let ttl_millis = opened.ttl_millis;
     db.conn
         .prepare_cached(
-            "INSERT INTO sessions (id, owner, ttl_ms, expires_at) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO sessions (id, owner, client, ttl_ms, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )
         .map_err(sql)?
-        .execute(params![id, owner, ttl_millis, db.now + ttl_millis])
+        .execute(params![
+            opened.session_id,
+            owner,
+            client,
+            ttl_millis,
+            db.now + ttl_millis
+        ])
         .map_err(sql)?;
-    Ok(session::opened(id, ttl_millis))
+    Ok(opened)
 }
 
 /// L2.
-pub(super) fn heartbeat(db: &mut Db, id: &str) -> Result<HeartbeatResponse, StoreError> {
-    let (ttl, _) = live_session(db, id)?;
+pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatResponse, StoreError> {
+    let (ttl, _) = live_session(db, session)?;
+    let id = session.id.as_str();
     db.conn
         .prepare_cached("UPDATE sessions SET expires_at = ?2 WHERE id = ?1")
         .map_err(sql)?
@@ -53,8 +78,9 @@ pub(super) fn heartbeat(db: &mut Db, id: &str) -> Result<HeartbeatResponse, Stor
 }
 
 /// L3: deletes the session and its locks.
-pub(super) fn close(db: &mut Db, id: &str) -> Result<(), StoreError> {
-    live_session(db, id)?;
+pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<(), StoreError> {
+    live_session(db, session)?;
+    let id = session.id.as_str();
     db.delete_locks(
         "DELETE FROM locks WHERE session_id = ?1 RETURNING key",
         [id],
@@ -68,8 +94,9 @@ pub(super) fn close(db: &mut Db, id: &str) -> Result<(), StoreError> {
 }
 
 /// L5.
-pub(super) fn status(db: &mut Db, id: &str) -> Result<SessionStatus, StoreError> {
-    let (_, session_deadline) = live_session(db, id)?;
+pub(super) fn status(db: &mut Db, session: &SessionOf) -> Result<SessionStatus, StoreError> {
+    let (_, session_deadline) = live_session(db, session)?;
+    let id = session.id.as_str();
     let locks = session_locks(db, id)?
         .into_iter()
         .map(|(key, fencing_token, deadline)| LockStatus {
@@ -85,12 +112,19 @@ pub(super) fn status(db: &mut Db, id: &str) -> Result<SessionStatus, StoreError>
     })
 }
 
-/// A live session's `(ttl_ms, expires_at)`.
-pub(super) fn live_session(db: &Db, id: &str) -> Result<(u64, u64), StoreError> {
+/// A live session's `(ttl_ms, expires_at)`. One query for an unknown id and for another
+/// client's session alike (`IS` also matches NULL, a session without a client), so both
+/// answer SESSION_NOT_FOUND the same way.
+pub(super) fn live_session(db: &Db, session: &SessionOf) -> Result<(u64, u64), StoreError> {
     db.conn
-        .prepare_cached("SELECT ttl_ms, expires_at FROM sessions WHERE id = ?1 AND expires_at > ?2")
+        .prepare_cached(
+            "SELECT ttl_ms, expires_at FROM sessions
+             WHERE id = ?1 AND expires_at > ?2 AND client IS ?3",
+        )
         .map_err(sql)?
-        .query_row(params![id, db.now], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![session.id, db.now, session.client], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()
         .map_err(sql)?
         .ok_or(StoreError::SessionNotFound)
