@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
 use lock_server::store::etcd::{EtcdOptions, EtcdStore};
-use lock_server::store::{Acquired, Store, StoreError};
+use lock_server::store::{Acquired, Queueing, Store, StoreError};
 
 /// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
 const EXPIRY_BOUND: Duration = Duration::from_secs(10);
@@ -27,9 +27,35 @@ async fn store_on(cluster: &EtcdCluster, prefix: &str) -> EtcdStore {
 
 fn granted(outcome: Acquired) -> lock_api::LockGrant {
     match outcome {
-        Acquired::Granted(grant) => grant,
-        Acquired::Contended => panic!("expected a grant, got Contended"),
+        Acquired::Granted(granted) => granted.grant,
+        Acquired::Contended { .. } => panic!("expected a grant, got Contended"),
     }
+}
+
+/// The store-level L4 with `waitMillis` 0, as most of these checks use it.
+trait TryAcquire {
+    async fn try_acquire(&self, key: &str, session: &str, ttl: u64)
+        -> Result<Acquired, StoreError>;
+    async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError>;
+}
+
+impl<S: Store> TryAcquire for S {
+    async fn try_acquire(
+        &self,
+        key: &str,
+        session: &str,
+        ttl: u64,
+    ) -> Result<Acquired, StoreError> {
+        self.acquire(key, session, ttl, None).await
+    }
+
+    async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError> {
+        Ok(self.lock_state(key).await?.holder)
+    }
+}
+
+fn contended(outcome: Result<Acquired, StoreError>) -> bool {
+    matches!(outcome, Ok(Acquired::Contended { .. }))
 }
 
 /// Polls `check` until it holds or the bound passes.
@@ -55,7 +81,7 @@ async fn single_member_semantics() {
     sessions_and_idempotent_acquire(&store).await;
     lock_ttl_expires_and_is_not_revived(&store).await;
     session_expiry_frees_its_locks(&store).await;
-    wait_change_wakes_on_release(&store).await;
+    a_release_hands_the_lock_to_the_waiter(&store).await;
     revoke_and_ledger(&store).await;
     bad_session_ids_are_not_found(&store).await;
 }
@@ -79,13 +105,9 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
             .unwrap(),
     );
     assert_eq!(first, again, "L4 is idempotent for the holding session");
-    assert_eq!(
-        store
-            .try_acquire("k/1", &b.session_id, 4_000)
-            .await
-            .unwrap(),
-        Acquired::Contended
-    );
+    assert!(contended(
+        store.try_acquire("k/1", &b.session_id, 4_000).await
+    ));
     let holder = store.holder("k/1").await.unwrap().expect("held");
     assert_eq!(holder.fencing_token, first.fencing_token);
     assert!(holder.remaining_millis <= 4_000);
@@ -208,22 +230,43 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     store.close_session(&b.session_id).await.unwrap();
 }
 
-async fn wait_change_wakes_on_release(store: &EtcdStore) {
+async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
     let a = store.open_session(10_000, None).await.unwrap();
+    let b = store.open_session(10_000, None).await.unwrap();
     let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
     let waiter = {
-        let store = store.clone();
-        tokio::spawn(async move { store.wait_change("w", Duration::from_secs(25)).await })
+        let (store, id) = (store.clone(), b.session_id.clone());
+        tokio::spawn(async move {
+            let queue = Queueing {
+                open_until: lock_server::store::lease::now_millis() + 25_000,
+                grace: 1_000,
+                cap: 64,
+            };
+            store.acquire("w", &id, 5_000, Some(queue)).await
+        })
     };
-    // Give the watch a moment to be created; correctness does not depend on it (the watch
-    // starts at the revision of its read), only that the release comes after the read.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    eventually("the waiter's ticket is in the queue", || async {
+        store.lock_state("w").await.unwrap().waiters == 1
+    })
+    .await;
     store.release("w", grant.fencing_token).await.unwrap();
-    tokio::time::timeout(EXPIRY_BOUND, waiter)
+    let handed = store
+        .holder("w")
         .await
-        .expect("wait_change woke on the release, long before its 25 s timeout")
-        .unwrap();
+        .unwrap()
+        .expect("handed on, not free");
+    assert_eq!(handed.session_id, b.session_id);
+    let won = granted(
+        tokio::time::timeout(EXPIRY_BOUND, waiter)
+            .await
+            .expect("the hand-off answered the waiter, long before its 25 s wait")
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(won.fencing_token, handed.fencing_token);
+    assert!(won.fencing_token > grant.fencing_token);
     store.close_session(&a.session_id).await.unwrap();
+    store.close_session(&b.session_id).await.unwrap();
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
@@ -332,10 +375,7 @@ async fn stale_replica_hints_never_change_answers() {
         Some(second.fencing_token),
         "the stale release touched nothing"
     );
-    assert_eq!(
-        a.try_acquire("h", &s1, 10_000).await.unwrap(),
-        Acquired::Contended
-    );
+    assert!(contended(a.try_acquire("h", &s1, 10_000).await));
     // A session closed through B is gone for A too, whatever A remembers.
     b.close_session(&s1).await.unwrap();
     assert_eq!(
@@ -379,8 +419,8 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
                     continue;
                 }
                 let grant = match outcome.unwrap() {
-                    Acquired::Granted(grant) => grant,
-                    Acquired::Contended => continue,
+                    Acquired::Granted(granted) => granted.grant,
+                    Acquired::Contended { .. } => continue,
                 };
                 {
                     let mut keys = keys.lock().unwrap();
@@ -546,7 +586,7 @@ async fn contend(
         // Keep the session alive as the SDK would; its errors surface on the acquire.
         let _ = store.heartbeat(&id).await;
         match store.try_acquire("hot", &id, 5_000).await {
-            Ok(Acquired::Granted(grant)) => {
+            Ok(Acquired::Granted(lock_server::store::Grant { grant, .. })) => {
                 tokens.push((grant.fencing_token, id.clone()));
                 for n in 0..2 {
                     let entry = format!("w{worker} n{n}");
@@ -561,7 +601,7 @@ async fn contend(
                     Err(other) => panic!("release: {other:?}"),
                 }
             }
-            Ok(Acquired::Contended) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(Acquired::Contended { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
             Err(StoreError::Unavailable { .. }) => {
                 unavailable += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;

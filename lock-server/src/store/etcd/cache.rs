@@ -24,8 +24,9 @@ pub(super) struct SessionHint {
 #[derive(Debug, Default)]
 pub(super) struct Hints {
     sessions: Mutex<HashMap<String, SessionHint>>,
-    /// key → (fencing token, holder session id).
-    holders: Mutex<HashMap<String, (u64, String)>>,
+    /// key → (fencing token, holder session id, `create_revision` of the holder's index
+    /// entry, which names the grant).
+    holders: Mutex<HashMap<String, (u64, String, i64)>>,
 }
 
 impl Hints {
@@ -41,19 +42,20 @@ impl Hints {
         lock(&self.sessions).remove(session_id);
     }
 
-    /// The holder session of `key` if the hint is for this very token.
-    pub(super) fn holder(&self, key: &str, token: u64) -> Option<String> {
+    /// The holder session of `key` and its index entry's `create_revision`, if the hint is
+    /// for this very token.
+    pub(super) fn holder(&self, key: &str, token: u64) -> Option<(String, i64)> {
         lock(&self.holders)
             .get(key)
-            .filter(|(held, _)| *held == token)
-            .map(|(_, session)| session.clone())
+            .filter(|(held, _, _)| *held == token)
+            .map(|(_, session, index)| (session.clone(), *index))
     }
 
-    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str) {
+    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str, index: i64) {
         insert_bounded(
             &mut lock(&self.holders),
             key.to_owned(),
-            (token, session_id.to_owned()),
+            (token, session_id.to_owned(), index),
         );
     }
 

@@ -5,6 +5,7 @@
 //! <prefix>s/<sessionId>            SessionRecord  (session lease)
 //! <prefix>l/<encKey>               LockRecord     (holder's session lease); token = create_revision
 //! <prefix>h/<sessionId>/<encKey>   LockRecord     (same lease; written in the same txns as l/)
+//! <prefix>q/<encKey>/<sessionId>   TicketRecord   (waiter's session lease); queue order = create_revision
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
 //! ```
@@ -53,6 +54,16 @@ impl Keys {
 
     pub(super) fn held_by(&self, session_id: &str) -> String {
         format!("{}h/{session_id}/", self.prefix)
+    }
+
+    /// The session's ticket in the key's wait queue.
+    pub(super) fn ticket(&self, key: &str, session_id: &str) -> String {
+        format!("{}q/{}/{session_id}", self.prefix, encode_key(key))
+    }
+
+    /// The key's wait queue (a prefix; `encode_key` escapes `/`, so it covers no other key's).
+    pub(super) fn queue(&self, key: &str) -> String {
+        format!("{}q/{}/", self.prefix, encode_key(key))
     }
 
     pub(super) fn ledger_head(&self, key: &str) -> String {

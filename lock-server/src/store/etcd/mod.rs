@@ -9,7 +9,8 @@
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
 //! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
-//! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke and the watch behind `waitMillis`.
+//! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke.
+//! - `queue`: the wait queue per key (tickets, the hand-off, the watch behind `waitMillis`).
 //! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
 //!
 //! Design in one paragraph (docs/etcd.md has the long form): a session is an etcd lease; every
@@ -27,6 +28,7 @@ mod error;
 mod keys;
 mod ledger;
 mod lock;
+mod queue;
 mod records;
 mod session;
 
@@ -39,14 +41,15 @@ use async_trait::async_trait;
 use etcd_client::{
     Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
-use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
+use lock_api::{HeartbeatResponse, LedgerEntries, SessionOpened, SessionStatus};
 use serde::de::DeserializeOwned;
 
 use self::batch::Batcher;
 use self::cache::Hints;
 use self::error::from_etcd;
 use self::keys::Keys;
-use crate::store::{Acquired, Store, StoreCounts, StoreError};
+use crate::store::queue::acquire_with;
+use crate::store::{Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
 
 /// Default key prefix (`--etcd-prefix`).
 pub const DEFAULT_PREFIX: &str = "/lock-server/";
@@ -264,29 +267,41 @@ impl Store for EtcdStore {
         self.status(session_id).await
     }
 
-    async fn try_acquire(
+    async fn acquire(
         &self,
         key: &str,
         session_id: &str,
         ttl_millis: u64,
+        queue: Option<Queueing>,
     ) -> Result<Acquired, StoreError> {
-        self.acquire_once(key, session_id, ttl_millis).await
+        let cancel = || {
+            if let Some(queue) = queue {
+                self.end_wait(key, session_id, queue.open_until);
+            }
+        };
+        // No reaper runs here: a waiter also looks again at least once per grace period,
+        // which is how an unclaimed hand-off running out (or a lock handed to someone else
+        // since its last look, then expiring) is noticed.
+        let recheck = Duration::from_millis(queue.map_or(0, |q| q.grace));
+        acquire_with(
+            queue,
+            cancel,
+            |queue| self.attempt(key, session_id, ttl_millis, queue),
+            |bound, seen| self.wait_for_hand_off(key, session_id, seen, bound.min(recheck)),
+        )
+        .await
     }
 
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {
         self.release_token(key, fencing_token).await
     }
 
-    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
-        self.read_holder(key).await
+    async fn lock_state(&self, key: &str) -> Result<KeyState, StoreError> {
+        self.read_state(key).await
     }
 
     async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
         self.revoke_key(key).await
-    }
-
-    async fn wait_change(&self, key: &str, timeout: Duration) {
-        self.watch_key(key, timeout).await
     }
 
     async fn ledger_append(

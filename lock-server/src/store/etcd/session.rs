@@ -10,6 +10,7 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 
 use super::cache::SessionHint;
 use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::queue::KeyView;
 use super::records::{lease_seconds, LockRecord, SessionRecord};
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
@@ -107,12 +108,17 @@ impl EtcdStore {
         Err(unavailable("heartbeat lost too many races; retry"))
     }
 
-    /// L3: revoking the lease deletes the session, its locks and its index atomically.
+    /// L3: each lock the session holds passes to its key's queue (one transaction per key),
+    /// then revoking the lease deletes the session, its tickets and whatever locks and index
+    /// entries are left, atomically.
     pub(super) async fn close(&self, session_id: &str) -> Result<(), StoreError> {
         self.hints.forget_session(session_id);
         let Some((record, _)) = self.session_record(session_id).await? else {
             return Err(StoreError::SessionNotFound);
         };
+        if record.remaining(now_millis()).is_some() {
+            self.hand_on_held(session_id).await?;
+        }
         match self.revoke_lease(record.lease).await {
             Ok(_) => match record.remaining(now_millis()) {
                 Some(_) => Ok(()),
@@ -138,7 +144,7 @@ impl EtcdStore {
             .filter_map(|(kv, lock)| {
                 Some(LockStatus {
                     key: lock.key.clone(),
-                    fencing_token: kv.create_revision() as u64,
+                    fencing_token: lock.token(kv),
                     remaining_millis: lock.remaining(now)?.min(remaining_millis),
                 })
             })
@@ -153,8 +159,11 @@ impl EtcdStore {
     /// The live session `session_id` with its lock index, or SESSION_NOT_FOUND.
     pub(super) async fn read_session(&self, session_id: &str) -> Result<SessionView, StoreError> {
         let held_by = TxnOp::get(self.keys.held_by(session_id), prefix());
-        let (session, held_kvs, revision) = self.read_session_and(session_id, held_by).await?;
-        let held = held_kvs
+        let (session, mut reads, revision) =
+            self.read_session_and(session_id, vec![held_by]).await?;
+        let held = reads
+            .pop()
+            .unwrap_or_default()
             .into_iter()
             .map(|kv| decode(&kv).map(|lock| (kv, lock)))
             .collect::<Result<_, _>>()?;
@@ -167,23 +176,36 @@ impl EtcdStore {
         })
     }
 
-    /// The live session and one more read at the same revision, in one round trip (L4 reads
-    /// its session and the lock key together).
-    pub(super) async fn read_session_and(
+    /// The live session and more reads at the same revision, in one round trip.
+    async fn read_session_and(
         &self,
         session_id: &str,
-        other: TxnOp,
-    ) -> Result<(LiveSession, Vec<KeyValue>, i64), StoreError> {
+        others: Vec<TxnOp>,
+    ) -> Result<(LiveSession, Vec<Vec<KeyValue>>, i64), StoreError> {
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let (mut reads, revision) = self
-            .read(vec![TxnOp::get(self.keys.session(session_id), None), other])
-            .await?;
-        let other_kvs = reads.pop().unwrap_or_default();
+        let mut ops = vec![TxnOp::get(self.keys.session(session_id), None)];
+        ops.extend(others);
+        let (mut reads, revision) = self.read(ops).await?;
+        let others = reads.split_off(1.min(reads.len()));
         let session_kv = reads.pop().unwrap_or_default().into_iter().next();
         let session = self.live_session(session_id, session_kv.as_ref())?;
-        Ok((session, other_kvs, revision))
+        Ok((session, others, revision))
+    }
+
+    /// The live session and a view of `key`, at one revision (L4 without a hint).
+    pub(super) async fn read_session_and_key(
+        &self,
+        session_id: &str,
+        key: &str,
+    ) -> Result<(LiveSession, KeyView), StoreError> {
+        let (session, mut reads, revision) = self
+            .read_session_and(session_id, self.key_reads(key))
+            .await?;
+        let tickets = reads.pop().unwrap_or_default();
+        let lock = reads.pop().unwrap_or_default();
+        Ok((session, KeyView::decode(lock, tickets, revision)?))
     }
 
     /// Parses a read of `s/<id>` into a live session and refreshes the hint; a missing or
@@ -219,6 +241,23 @@ impl EtcdStore {
             record: hint.record,
             mod_revision: hint.mod_revision,
         })
+    }
+
+    /// Hands every lock the session holds to its key's queue, where tickets wait.
+    async fn hand_on_held(&self, session_id: &str) -> Result<(), StoreError> {
+        let held = match self.read_session(session_id).await {
+            Ok(view) => view.held,
+            Err(StoreError::SessionNotFound) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        for (_, lock) in held {
+            let view = self.read_key(&lock.key).await?;
+            if !view.tickets.is_empty() {
+                self.end_lock(&lock.key, view, |_, l| l.session_id == session_id)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// The session record whether or not its deadline passed, for L3's tidy-up.
@@ -293,7 +332,7 @@ impl EtcdStore {
             ops.push(TxnOp::put(held_key, renewed_lock, lease.clone()));
             locks.push(HeldLock {
                 key: lock.key.clone(),
-                fencing_token: kv.create_revision() as u64,
+                fencing_token: lock.token(kv),
             });
         }
         match self.txn_raw(Txn::new().when(compares).and_then(ops)).await {

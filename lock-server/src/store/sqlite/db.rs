@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS locks (
     session_id TEXT NOT NULL,
     token INTEGER NOT NULL,
     ttl_ms INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL
+    expires_at INTEGER NOT NULL,
+    claim_by INTEGER
 );
 CREATE INDEX IF NOT EXISTS locks_by_session ON locks(session_id);
 CREATE TABLE IF NOT EXISTS ledger_entries (
@@ -40,6 +41,24 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 );
 ";
 
+/// The wait queues: a TEMP table, so it lives in memory (`temp_store=MEMORY`), is gone after
+/// a restart (tickets are not durable: waiters re-send) and still takes part in each batch's
+/// transaction, so a rolled-back batch rolls its queue changes back too. `seq` orders each
+/// key's tickets by arrival (a new rowid is larger than every existing one).
+const QUEUE_SCHEMA: &str = "
+CREATE TEMP TABLE IF NOT EXISTS tickets (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    open_until INTEGER NOT NULL,
+    grace_ms INTEGER NOT NULL,
+    UNIQUE (key, session_id)
+);
+CREATE INDEX IF NOT EXISTS temp.tickets_by_key ON tickets(key, seq);
+CREATE INDEX IF NOT EXISTS temp.tickets_by_session ON tickets(session_id);
+";
+
 /// Everything the writer thread owns.
 pub(super) struct Db {
     pub conn: Connection,
@@ -48,15 +67,19 @@ pub(super) struct Db {
     pub holdback_until: u64,
     /// One clock reading per batch, so every job of a batch sees the same instant.
     pub now: u64,
-    /// Keys whose holder changed in this batch, woken after the commit.
-    pub changed: Vec<String>,
+    /// `(key, session)` of every hand-off in this batch: those waiters are woken after the
+    /// commit.
+    pub granted: Vec<(String, String)>,
 }
 
 impl Db {
-    /// Runs a `DELETE FROM locks ... RETURNING key` and notes the keys, whose waiters are
-    /// woken after the commit.
-    pub fn delete_locks(&mut self, statement: &str, params: impl Params) -> Result<(), StoreError> {
-        let keys: Vec<String> = self
+    /// Runs a statement `... RETURNING key` and returns the keys, deduplicated.
+    pub fn returning_keys(
+        &mut self,
+        statement: &str,
+        params: impl Params,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut keys: Vec<String> = self
             .conn
             .prepare_cached(statement)
             .map_err(sql)?
@@ -64,8 +87,9 @@ impl Db {
             .map_err(sql)?
             .collect::<Result<_, _>>()
             .map_err(sql)?;
-        self.changed.extend(keys);
-        Ok(())
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
     }
 }
 
@@ -92,5 +116,22 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     )
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;
+    add_claim_by(&conn)?;
+    conn.execute_batch(QUEUE_SCHEMA).map_err(sql)?;
     Ok(conn)
+}
+
+/// Files written before the wait queue have no `locks.claim_by`; every lock in them was
+/// claimed by the request that got it, which is what NULL says.
+fn add_claim_by(conn: &Connection) -> Result<(), StoreError> {
+    let has_it: bool = conn
+        .prepare("SELECT COUNT(*) FROM pragma_table_info('locks') WHERE name = 'claim_by'")
+        .map_err(sql)?
+        .query_row([], |r| r.get(0))
+        .map_err(sql)?;
+    if !has_it {
+        conn.execute_batch("ALTER TABLE locks ADD COLUMN claim_by INTEGER")
+            .map_err(sql)?;
+    }
+    Ok(())
 }
