@@ -28,7 +28,7 @@ const LONG_WAIT: u64 = lock_api::limits::WAIT_MILLIS_MAX;
 /// A wait that ends while the key is still held, so its request answers 409.
 const SHORT_WAIT: u64 = 500;
 /// Bound on every "eventually" (generous: no check depends on speed).
-const EVENTUALLY: Duration = Duration::from_secs(30);
+const EVENTUALLY: Duration = Duration::from_secs(40);
 
 /// The options every replica of the suite is started with.
 pub fn options() -> ServerOptions {
@@ -45,6 +45,7 @@ pub async fn run_all(replicas: &[Api]) {
     grants_follow_arrival_order_and_hand_off(replicas).await;
     a_re_send_within_the_grace_period_keeps_its_place(replicas).await;
     a_waiter_that_stops_asking_leaves_the_queue(replicas).await;
+    a_waiter_that_hangs_up_leaves_the_queue(replicas).await;
     an_unclaimed_hand_off_passes_on(replicas).await;
     a_lost_sessions_ticket_vanishes(replicas).await;
     no_barging_while_someone_queues(replicas).await;
@@ -276,6 +277,30 @@ pub async fn a_waiter_that_stops_asking_leaves_the_queue(replicas: &[Api]) {
     let reply = api.session_status(&gone.session_id).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.body["locks"], serde_json::json!([]), "{reply:?}");
+}
+
+/// A waiter whose client hangs up (the request is dropped mid-wait) leaves the queue one
+/// grace period later, long before the 30 s wait it asked for would have ended.
+pub async fn a_waiter_that_hangs_up_leaves_the_queue(replicas: &[Api]) {
+    let key = unique_key("queue-hangs-up");
+    let api = replica(replicas, 0);
+    let holder = api.open_session(60_000).await;
+    let held = api.acquire_ok(&key, &holder.session_id, 60_000).await;
+    let gone = replica(replicas, 1).open_session(60_000).await;
+    let request = send(replica(replicas, 1), &key, &gone.session_id, LONG_WAIT);
+    waiters_become(api, &key, 1).await;
+    let hung_up = Instant::now();
+    request.abort();
+    waiters_become(api, &key, 0).await;
+    assert!(
+        hung_up.elapsed() < Duration::from_millis(LONG_WAIT),
+        "the ticket stayed for the whole wait its request had asked for"
+    );
+    assert_eq!(
+        api.release(&key, held.fencing_token, None).await.status,
+        204
+    );
+    assert_eq!(api.lock_state(&key).await.holder, None);
 }
 
 /// The lock handed to a ticket whose request had ended (within its grace period) waits for
