@@ -103,7 +103,8 @@ impl EtcdStore {
                     let joined = self
                         .join_queue(key, session_id, ttl_millis, queue, &live, &current, kv)
                         .await?;
-                    if let Joined::Queued { revision } = joined {
+                    if let Joined::Queued { revision, ticket } = joined {
+                        self.hints.remember_ticket(key, ticket);
                         return Ok(Attempt::Queued {
                             holder_remaining,
                             seen: revision,
@@ -156,36 +157,68 @@ impl EtcdStore {
         }
     }
 
-    /// L6 in one transaction when this replica knows the grant of `(key, token)` and nobody
-    /// queues: the holder's index entry, by its `create_revision`, pins the exact grant.
+    /// L6 in one transaction when this replica knows the grant of `(key, token)`: the holder's
+    /// index entry, by its `create_revision`, pins the exact grant. If a request waiting on
+    /// this replica holds a ticket for the key, the same transaction hands the key to the
+    /// oldest such ticket, provided no older ticket exists anywhere (so it is the queue's
+    /// head); else it requires an empty queue. Otherwise the transaction reads the key back.
     async fn release_hinted(&self, key: &str, token: u64) -> Result<Hinted, StoreError> {
         let Some((holder, index_revision)) = self.hints.holder(key, token) else {
             return Ok(Hinted::NoHint);
         };
         self.hints.forget_holder(key);
         let (lock_key, held_key) = (self.keys.lock(key), self.keys.held(&holder, key));
+        let mut compares = vec![Compare::create_revision(
+            held_key.clone(),
+            CompareOp::Equal,
+            index_revision,
+        )];
+        let mut ops = vec![
+            TxnOp::get(lock_key.clone(), None),
+            TxnOp::delete(held_key, None),
+        ];
+        let head = self.hints.first_ticket(key).and_then(|ticket| {
+            let session = self.hinted_session(&ticket.session_id)?;
+            Some((ticket, session))
+        });
+        match &head {
+            Some((ticket, session)) if ticket.session_id != holder => {
+                let (checks, writes, _) = self.hand_to(key, ticket, session, now_millis());
+                compares.extend(checks);
+                compares.push(
+                    Compare::create_revision(
+                        self.keys.queue(key),
+                        CompareOp::Greater,
+                        ticket.create_revision - 1,
+                    )
+                    .with_prefix(),
+                );
+                ops.extend(writes);
+            }
+            _ => {
+                compares.push(self.queue_empty(key));
+                ops.push(TxnOp::delete(lock_key.clone(), None));
+            }
+        }
         let txn = Txn::new()
-            .when(vec![
-                Compare::create_revision(held_key.clone(), CompareOp::Equal, index_revision),
-                self.queue_empty(key),
-            ])
-            .and_then(vec![
-                TxnOp::get(lock_key.clone(), None),
-                TxnOp::delete(lock_key.clone(), None),
-                TxnOp::delete(held_key, None),
-            ])
+            .when(compares)
+            .and_then(ops)
             .or_else(self.key_reads(key));
         let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
         let revision = response.header().map_or(0, |h| h.revision());
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {
+            if let Some((ticket, _)) = &head {
+                // Maybe a stale session hint: the next hand-off reads the session.
+                self.hints.forget_session(&ticket.session_id);
+            }
             let lock = reads.next().unwrap_or_default();
             let tickets = reads.next().unwrap_or_default();
             return Ok(Hinted::Read(KeyView::decode(lock, tickets, revision)?));
         }
-        let deleted = KeyView::decode(reads.next().unwrap_or_default(), Vec::new(), revision)?;
-        // An expired lock is deleted for tidiness but was already lost.
-        Ok(Hinted::Released(match deleted.live_lock(now_millis()) {
+        let ended = KeyView::decode(reads.next().unwrap_or_default(), Vec::new(), revision)?;
+        // An expired lock is deleted (or handed on) for tidiness but was already lost.
+        Ok(Hinted::Released(match ended.live_lock(now_millis()) {
             Some(_) => Ok(()),
             None => Err(StoreError::LockLost),
         }))

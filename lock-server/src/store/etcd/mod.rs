@@ -222,6 +222,19 @@ fn range_results(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
         .collect()
 }
 
+/// Forgets the hint of the request's ticket when the request ends, however it ends.
+struct ForgetTicket<'a> {
+    store: &'a EtcdStore,
+    key: &'a str,
+    session_id: &'a str,
+}
+
+impl Drop for ForgetTicket<'_> {
+    fn drop(&mut self) {
+        self.store.hints.forget_ticket(self.key, self.session_id);
+    }
+}
+
 /// Parses a stored JSON value; a value we cannot read is corruption, hence Internal.
 fn decode<T: DeserializeOwned>(kv: &KeyValue) -> Result<T, StoreError> {
     serde_json::from_slice(kv.value()).map_err(|e| {
@@ -283,6 +296,11 @@ impl Store for EtcdStore {
         // which is how an unclaimed hand-off running out (or a lock handed to someone else
         // since its last look, then expiring) is noticed.
         let recheck = Duration::from_millis(queue.map_or(0, |q| q.grace));
+        let _forget = ForgetTicket {
+            store: self,
+            key,
+            session_id,
+        };
         acquire_with(
             queue,
             cancel,

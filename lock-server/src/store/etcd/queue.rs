@@ -24,6 +24,7 @@ use etcd_client::{
 };
 use lock_api::LockGrant;
 
+use super::cache::OpenTicket;
 use super::error::from_etcd;
 use super::lock::checked;
 use super::records::{LockRecord, TicketRecord};
@@ -99,9 +100,9 @@ pub(super) enum PassedOn {
 
 /// What [`EtcdStore::join_queue`] did.
 pub(super) enum Joined {
-    /// The session's ticket is in the queue, open at least until the request's end; a
-    /// hand-off to it shows up after `revision`.
-    Queued { revision: i64 },
+    /// The session's ticket is in the queue, open at least until the request's end, as
+    /// written or read at `revision`; a hand-off to it shows up after that.
+    Queued { revision: i64, ticket: OpenTicket },
     /// Something changed since the view was read: read again.
     Retry,
 }
@@ -146,42 +147,19 @@ impl EtcdStore {
         let mut ops = Vec::new();
         let mut handed = None;
         for (kv, ticket) in &view.tickets {
+            if ticket.live(now) {
+                if let Some(session) = self.ticket_session(&ticket.session_id).await? {
+                    let (checks, writes, lock) =
+                        self.hand_to(key, &open_ticket(kv, ticket), &session, now);
+                    compares.extend(checks);
+                    ops.extend(writes);
+                    handed = Some(lock);
+                    break;
+                }
+            }
+            // Dead, or its session is: it leaves the queue.
             compares.push(unchanged(kv));
             ops.push(TxnOp::delete(kv.key(), None));
-            if !ticket.live(now) {
-                continue;
-            }
-            let Some(session) = self.ticket_session(&ticket.session_id).await? else {
-                continue;
-            };
-            let lock = LockRecord {
-                key: key.to_owned(),
-                session_id: ticket.session_id.clone(),
-                ttl_millis: ticket.ttl_millis,
-                deadline_ms: now + ticket.ttl_millis,
-                session_deadline_ms: session.record.deadline_ms,
-                token: Some(kv.create_revision() as u64),
-                claim_by_ms: ticket.times().claim_by(now),
-            };
-            compares.push(Compare::mod_revision(
-                self.keys.session(&lock.session_id),
-                CompareOp::Equal,
-                session.mod_revision,
-            ));
-            let value = encode(&lock);
-            let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
-            ops.push(TxnOp::put(
-                self.keys.lock(key),
-                value.clone(),
-                on_lease.clone(),
-            ));
-            ops.push(TxnOp::put(
-                self.keys.held(&lock.session_id, key),
-                value,
-                on_lease,
-            ));
-            handed = Some(lock);
-            break;
         }
         if let Some((_, old)) = &view.lock {
             if handed.as_ref().map(|h| &h.session_id) != Some(&old.session_id) {
@@ -218,6 +196,45 @@ impl EtcdStore {
         })
     }
 
+    /// The compares and writes that grant `key` to `ticket` of the live `session` at `now`:
+    /// the ticket and the session record must be unchanged; the lock and its index entry are
+    /// written on the session's lease and the ticket leaves the queue. The lock's token is the
+    /// ticket's `create_revision`.
+    pub(super) fn hand_to(
+        &self,
+        key: &str,
+        ticket: &OpenTicket,
+        session: &LiveSession,
+        now: u64,
+    ) -> (Vec<Compare>, Vec<TxnOp>, LockRecord) {
+        let lock = LockRecord {
+            key: key.to_owned(),
+            session_id: ticket.session_id.clone(),
+            ttl_millis: ticket.record.ttl_millis,
+            deadline_ms: now + ticket.record.ttl_millis,
+            session_deadline_ms: session.record.deadline_ms,
+            token: Some(ticket.create_revision as u64),
+            claim_by_ms: ticket.record.times().claim_by(now),
+        };
+        let ticket_key = self.keys.ticket(key, &ticket.session_id);
+        let compares = vec![
+            Compare::mod_revision(ticket_key.clone(), CompareOp::Equal, ticket.mod_revision),
+            Compare::mod_revision(
+                self.keys.session(&ticket.session_id),
+                CompareOp::Equal,
+                session.mod_revision,
+            ),
+        ];
+        let value = encode(&lock);
+        let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
+        let ops = vec![
+            TxnOp::delete(ticket_key, None),
+            TxnOp::put(self.keys.lock(key), value.clone(), on_lease.clone()),
+            TxnOp::put(self.keys.held(&ticket.session_id, key), value, on_lease),
+        ];
+        (compares, ops, lock)
+    }
+
     /// Puts this session's ticket in the queue (at the end, if it has none) or keeps it open
     /// until the request's end. `lock_kv` is the live lock of another session in `view`: a
     /// new ticket is written only if that lock is unchanged, so a ticket never joins a queue
@@ -249,10 +266,11 @@ impl EtcdStore {
             open_until_ms: queue.open_until,
             grace_millis: queue.grace,
         };
-        let txn = match view.ticket_of(session_id) {
-            Some((_, ticket)) if ticket.live(now) && ticket.open_until_ms >= queue.open_until => {
+        let (txn, written) = match view.ticket_of(session_id) {
+            Some((kv, ticket)) if ticket.live(now) && ticket.open_until_ms >= queue.open_until => {
                 return Ok(Joined::Queued {
                     revision: view.revision,
+                    ticket: open_ticket(kv, ticket),
                 });
             }
             Some((kv, ticket)) if ticket.live(now) => {
@@ -261,9 +279,10 @@ impl EtcdStore {
                     grace_millis: queue.grace,
                     ..ticket.clone()
                 };
-                Txn::new()
+                let txn = Txn::new()
                     .when(vec![unchanged(kv), session_unchanged])
-                    .and_then(vec![TxnOp::put(ticket_key, encode(&extended), on_lease)])
+                    .and_then(vec![TxnOp::put(ticket_key, encode(&extended), on_lease)]);
+                (txn, (Some(kv.create_revision()), extended))
             }
             Some((kv, _)) => {
                 // Past its grace period: it goes, and the request queues again at the end.
@@ -284,12 +303,13 @@ impl EtcdStore {
                     lock_kv.mod_revision(),
                 );
                 let mut reads = self.key_reads(key);
-                Txn::new()
+                let txn = Txn::new()
                     .when(vec![absent, session_unchanged, lock_unchanged])
                     .and_then(vec![
                         TxnOp::put(ticket_key.clone(), encode(&record), on_lease),
                         reads.pop().expect("the queue read"),
-                    ])
+                    ]);
+                (txn, (None, record))
             }
         };
         let response = match self.txn_grouped(self.keys.lock(key), txn).await {
@@ -316,7 +336,14 @@ impl EtcdStore {
                 return Err(StoreError::QueueFull);
             }
         }
-        Ok(Joined::Queued { revision })
+        let (created, record) = written;
+        let ticket = OpenTicket {
+            session_id: session_id.to_owned(),
+            create_revision: created.unwrap_or(revision),
+            mod_revision: revision,
+            record,
+        };
+        Ok(Joined::Queued { revision, ticket })
     }
 
     /// Deletes the ticket this request just wrote at `revision` (it came past the cap).
@@ -430,6 +457,16 @@ impl EtcdStore {
             Err(StoreError::SessionNotFound) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+}
+
+/// A ticket as read.
+fn open_ticket(kv: &KeyValue, ticket: &TicketRecord) -> OpenTicket {
+    OpenTicket {
+        session_id: ticket.session_id.clone(),
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+        record: ticket.clone(),
     }
 }
 

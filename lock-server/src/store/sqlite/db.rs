@@ -7,6 +7,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, Params};
 
 use super::fencing::TokenAllocator;
+use crate::store::wakeup::HandedOff;
 use crate::store::StoreError;
 
 /// Database file name inside the data dir.
@@ -67,9 +68,9 @@ pub(super) struct Db {
     pub holdback_until: u64,
     /// One clock reading per batch, so every job of a batch sees the same instant.
     pub now: u64,
-    /// `(key, session)` of every hand-off in this batch: those waiters are woken after the
-    /// commit.
-    pub granted: Vec<(String, String)>,
+    /// `(key, session, grant for an open request)` of every hand-off in this batch: those
+    /// waiters are woken after the commit.
+    pub granted: Vec<(String, String, Option<HandedOff>)>,
 }
 
 impl Db {

@@ -149,8 +149,12 @@ pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
             .map_err(sql)?;
         if head.session_live && head.times.live(db.now) {
             let claim_by = head.times.claim_by(db.now);
-            grant_lock(db, key, &head.session_id, head.ttl, claim_by)?;
-            db.granted.push((key.to_string(), head.session_id));
+            let token = grant_lock(db, key, &head.session_id, head.ttl, claim_by)?;
+            // An open request answers this grant as it is; an unclaimed one must be claimed.
+            let handed = claim_by
+                .is_none()
+                .then(|| (lock_grant(key, &head.session_id, token, head.ttl), db.now));
+            db.granted.push((key.to_string(), head.session_id, handed));
             return Ok(());
         }
     }
@@ -159,13 +163,17 @@ pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
 
 fn granted(db: &Db, key: &str, session_id: &str, token: u64, ttl: u64) -> Attempt {
     Attempt::Granted {
-        grant: LockGrant {
-            key: key.to_string(),
-            session_id: session_id.to_string(),
-            fencing_token: token,
-            ttl_millis: ttl,
-        },
+        grant: lock_grant(key, session_id, token, ttl),
         at: db.now,
+    }
+}
+
+fn lock_grant(key: &str, session_id: &str, token: u64, ttl: u64) -> LockGrant {
+    LockGrant {
+        key: key.to_string(),
+        session_id: session_id.to_string(),
+        fencing_token: token,
+        ttl_millis: ttl,
     }
 }
 

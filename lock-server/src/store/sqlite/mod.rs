@@ -154,7 +154,7 @@ impl Store for SqliteStore {
                     .submit(move |db| locks::end_wait(db, &key, &id, queue.open_until));
             }
         };
-        let handed_off = &registration.notify;
+        let registration = &registration;
         queue::acquire_with(
             queue,
             cancel,
@@ -163,10 +163,7 @@ impl Store for SqliteStore {
                 self.writer
                     .run(move |db| locks::acquire(db, &key, &id, ttl_millis, queue))
             },
-            |bound, _| async move {
-                let _ = tokio::time::timeout(bound, handed_off.notified()).await;
-                None
-            },
+            |bound, _| registration.handed_off(bound),
         )
         .await
     }

@@ -125,9 +125,9 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
         }
         if !batch.is_empty() {
             let committed = run_batch(&mut db, batch);
-            for (key, session_id) in db.granted.drain(..) {
+            for (key, session_id, handed) in db.granted.drain(..) {
                 if committed {
-                    wakeups.wake(&key, &session_id);
+                    wakeups.wake(&key, &session_id, handed);
                 }
             }
         }
