@@ -16,11 +16,12 @@ use crate::components::config_form::{ConfigForm, SweepForm};
 use crate::components::counters::CountersPanel;
 use crate::components::error_banner::ErrorBanner;
 use crate::components::export::ExportButtons;
-use crate::components::plots::{HistogramPanel, SweepPanel, TimelinePanel};
+use crate::components::plots::{FairnessPanel, HistogramPanel, SweepPanel, TimelinePanel};
 use crate::components::progress::ProgressBar;
 use crate::model::config::ExperimentConfig;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
+use crate::runner::lanes::{WaitLanes, WAIT_LANES};
 use crate::runner::ledger::FetchLedger;
 use crate::runner::recorder::Recorder;
 use crate::runner::sweep::{run_sweep, SweepState};
@@ -37,12 +38,17 @@ pub fn install_panic_hook() {
     }));
 }
 
-/// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page).
+/// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page);
+/// requests that wait in the server's queue take lanes (`runner::lanes`).
+// The SDK's seams take `Arc`s; on wasm32 nothing is `Send` and needs not be (one thread).
+#[allow(clippy::arc_with_non_send_sync)]
 fn browser_env(base_url: &str) -> Env {
     let base = base_url.trim();
+    let clock: Arc<dyn Clock> = Arc::new(JsClock);
+    let fetch = Arc::new(FetchTransport::new(base));
     Env {
-        transport: Arc::new(FetchTransport::new(base)),
-        clock: Arc::new(JsClock),
+        transport: Arc::new(WaitLanes::new(fetch, clock.clone(), WAIT_LANES)),
+        clock,
         spawner: Arc::new(LocalSpawner),
         ledger: Rc::new(FetchLedger::new(base)),
     }
@@ -248,6 +254,7 @@ pub fn App(
         <div class="plots">
             <HistogramPanel record=record/>
             <TimelinePanel record=record/>
+            <FairnessPanel record=record/>
         </div>
         <SweepPanel sweep=sweep/>
     }

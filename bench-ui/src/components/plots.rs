@@ -1,14 +1,17 @@
-//! The plot panels: `HistogramPanel` (with its attempt selector), `TimelinePanel` and
-//! `SweepPanel`. Each derives its chart from the model with a memo, so a refresh of the run
-//! record recomputes each chart once.
+//! The plot panels: `HistogramPanel` (with its attempt selector), `TimelinePanel`,
+//! `FairnessPanel` and `SweepPanel`. Each derives its chart from the model with a memo, so a
+//! refresh of the run record recomputes each chart once.
 
 use leptos::prelude::*;
 
+use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
 use crate::model::record::RunRecord;
 use crate::model::sweep::SweepResult;
 use crate::model::timeline::Timeline;
-use crate::plot::builders::{histogram_chart, sweep_chart, timeline_chart, SweepMetric};
+use crate::plot::builders::{
+    histogram_chart, sweep_chart, timeline_chart, waits_chart, SweepMetric,
+};
 
 use super::chart::SvgChart;
 
@@ -86,7 +89,54 @@ pub fn TimelinePanel(
     }
 }
 
-/// The sweep's three plots.
+/// Utilisation and fairness of the last run: the figures in words (and as data attributes
+/// for tests) and each contender's waits.
+#[component]
+pub fn FairnessPanel(
+    /// The run shown.
+    #[prop(into)]
+    record: Signal<Option<RunRecord>>,
+) -> impl IntoView {
+    let fairness =
+        Memo::new(move |_| record.with(|r| r.as_ref().map(Fairness::build).unwrap_or_default()));
+    let chart = Memo::new(move |_| fairness.with(waits_chart));
+    let share = |v: Option<f64>| {
+        v.map(|v| format!("{:.0} %", v * 100.0))
+            .unwrap_or("–".into())
+    };
+    let millis = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
+    let attribute = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+    let summary = move || {
+        fairness.with(|f| {
+            format!(
+                "lock utilisation {} (client's holds), {} (L7 samples); \
+                 max wait ÷ median wait {} (median {}, max {}); {} grants overtook an earlier ask",
+                share(f.utilisation_client),
+                share(f.utilisation_l7),
+                f.max_over_median()
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or("–".into()),
+                millis(f.median_wait),
+                millis(f.max_wait),
+                f.overtakes,
+            )
+        })
+    };
+    view! {
+        <section class="panel">
+            <p class="verdict" data-testid="fairness"
+                data-utilisation-client=move || fairness.with(|f| attribute(f.utilisation_client))
+                data-utilisation-l7=move || fairness.with(|f| attribute(f.utilisation_l7))
+                data-max-over-median=move || fairness.with(|f| attribute(f.max_over_median()))
+                data-overtakes=move || fairness.with(|f| f.overtakes)>
+                {summary}
+            </p>
+            <SvgChart chart=chart test_id="waits"/>
+        </section>
+    }
+}
+
+/// The sweep's plots.
 #[component]
 pub fn SweepPanel(
     /// The sweep shown.
@@ -99,6 +149,8 @@ pub fn SweepPanel(
             <SvgChart chart=chart(SweepMetric::TotalCalls) test_id="sweep-calls"/>
             <SvgChart chart=chart(SweepMetric::CallsPerGrant) test_id="sweep-calls-per-grant"/>
             <SvgChart chart=chart(SweepMetric::Completion) test_id="sweep-completion"/>
+            <SvgChart chart=chart(SweepMetric::Utilisation) test_id="sweep-utilisation"/>
+            <SvgChart chart=chart(SweepMetric::Fairness) test_id="sweep-fairness"/>
         </section>
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod comparison;
 pub mod contender;
+pub mod lanes;
 pub mod ledger;
 pub mod recorder;
 pub mod sampler;
