@@ -214,11 +214,11 @@ pub fn App(
             <h1>"Lock contention dashboard"</h1>
             <p class="lede">
                 "Runs live contention experiments against the lock server through the SDK. "
-                "Full jitter is the SDK's own acquire loop; the other strategies exist only here, for comparison."
+                "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison."
             </p>
             <p class="note">
                 "Note: a browser keeps at most 6 connections to one server, so at most 6 requests are in flight; "
-                "with more sessions, requests also queue inside the browser."
+                "with more sessions, requests also queue inside the browser. Requests waiting in the server's queue use at most 4 of them."
             </p>
         </header>
         <section class="controls">
