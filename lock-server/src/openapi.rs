@@ -46,7 +46,8 @@ fn schemas() -> Value {
         "AcquireRequest": { "type": "object", "additionalProperties": false, "required": ["sessionId"], "properties": {
             "sessionId": { "type": "string" }, "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 },
             "waitMillis": { "type": "integer", "minimum": 0, "maximum": 30000, "description": "How long to wait in the key's FIFO queue; 0: one attempt, never ahead of a queue." } } },
-        "LockGrant": { "type": "object", "properties": { "key": { "type": "string" }, "sessionId": { "type": "string" }, "fencingToken": int, "ttlMillis": int } },
+        "LockGrant": { "type": "object", "properties": { "key": { "type": "string" }, "sessionId": { "type": "string" }, "fencingToken": int, "ttlMillis": int,
+            "waitedMillis": { "type": "integer", "format": "int64", "minimum": 0, "description": "Server-side time from the request's arrival to the start of the answered lease (its wait in the queue): the lease runs ttlMillis from there." } } },
         "ReleaseRequest": { "type": "object", "additionalProperties": false, "required": ["fencingToken"], "properties": {
             "fencingToken": int, "sessionId": { "type": "string" } } },
         "LockState": { "type": "object", "properties": { "key": { "type": "string" },

@@ -550,6 +550,11 @@ impl Claim<'_> {
     /// Registers `grant`, answered to an L4 sent at `sent_at` (`earlier`: the earliest
     /// unanswered one before it), as the key's handle. The handle names the key as asked,
     /// whatever spelling the server echoed.
+    ///
+    /// The server's lease began `waitedMillis` after the request arrived (the request waited
+    /// in the key's queue), so the deadline counts from the anchor plus that wait: still no
+    /// later than the server's lease start, since the request arrived after it was sent (and
+    /// after every earlier send). It never counts from later than the answer's arrival.
     pub(crate) fn grant(
         mut self,
         grant: LockGrant,
@@ -557,7 +562,9 @@ impl Claim<'_> {
         earlier: Option<Duration>,
     ) -> LockHandle {
         let guard = self.guard.take().expect("a claim grants once");
-        let anchor = self.session.grant_anchor(self.key, sent_at, earlier);
+        let waited = Duration::from_millis(grant.waited_millis);
+        let anchor = (self.session.grant_anchor(self.key, sent_at, earlier) + waited)
+            .min(self.session.parts.clock.now());
         let grant = LockGrant {
             key: self.key.to_owned(),
             session_id: self.session.id.clone(),

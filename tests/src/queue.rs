@@ -43,6 +43,7 @@ pub fn options() -> ServerOptions {
 /// Runs every check; `replicas` are clients of the deployment's replicas (at least one).
 pub async fn run_all(replicas: &[Api]) {
     grants_follow_arrival_order_and_hand_off(replicas).await;
+    a_grant_reports_its_wait(replicas).await;
     a_re_send_within_the_grace_period_keeps_its_place(replicas).await;
     a_waiter_that_stops_asking_leaves_the_queue(replicas).await;
     a_waiter_that_hangs_up_leaves_the_queue(replicas).await;
@@ -205,6 +206,41 @@ pub async fn grants_follow_arrival_order_and_hand_off(replicas: &[Api]) {
         served.not_handed_on,
         Vec::<usize>::new(),
         "these waiters' releases left the key to nobody"
+    );
+}
+
+/// A grant after a wait says how long it waited (`waitedMillis`): at least the time the
+/// holder kept the key after the waiter queued, at most the request's whole round trip; a
+/// grant that did not wait says about 0.
+pub async fn a_grant_reports_its_wait(replicas: &[Api]) {
+    const HELD_ON: Duration = Duration::from_millis(50);
+    let key = unique_key("queue-waited");
+    let api = replica(replicas, 0);
+    let holder = api.open_session(60_000).await;
+    let held = api.acquire_ok(&key, &holder.session_id, 60_000).await;
+    assert!(held.waited_millis < 1_000, "{held:?}");
+    let waiter = replica(replicas, 1).open_session(60_000).await;
+    let sent = Instant::now();
+    let waiting = send(replica(replicas, 1), &key, &waiter.session_id, LONG_WAIT);
+    waiters_become(api, &key, 1).await;
+    tokio::time::sleep(HELD_ON).await;
+    assert_eq!(
+        api.release(&key, held.fencing_token, None).await.status,
+        204
+    );
+    let reply = waiting.await.unwrap();
+    let round_trip = sent.elapsed();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let grant: LockGrant = reply.parse();
+    assert!(
+        grant.waited_millis >= HELD_ON.as_millis() as u64,
+        "waited {} ms, the key was held {HELD_ON:?} after it queued",
+        grant.waited_millis
+    );
+    assert!(
+        u128::from(grant.waited_millis) <= round_trip.as_millis(),
+        "waited {} ms within a {round_trip:?} round trip",
+        grant.waited_millis
     );
 }
 

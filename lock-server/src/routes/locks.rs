@@ -71,15 +71,19 @@ async fn acquire_validated(
     };
     match acquired {
         Acquired::Granted(granted) => {
+            let grant = LockGrant {
+                waited_millis: granted.lease_start.saturating_sub(arrival),
+                ..granted.grant
+            };
             tracing::info!(
                 event = "lock_granted",
-                key = %granted.grant.key,
-                sessionId = %granted.grant.session_id,
-                fencingToken = granted.grant.fencing_token,
+                key = %grant.key,
+                sessionId = %grant.session_id,
+                fencingToken = grant.fencing_token,
                 attempts = granted.attempts,
-                waitedMillis = granted.lease_start.saturating_sub(arrival),
+                waitedMillis = grant.waited_millis,
             );
-            Ok(granted.grant)
+            Ok(grant)
         }
         Acquired::Contended { attempts } => {
             tracing::info!(event = "contention", key = %key, attempt = attempts, delayMillis = 0);

@@ -41,6 +41,7 @@ pub enum Acquired {
 /// A grant as L4 answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
+    /// The grant (`waitedMillis` is the route's to fill in, from `lease_start`).
     pub grant: LockGrant,
     /// Wall-clock millisecond from which the answered lease runs (`ttlMillis` from here): the
     /// grant's or renewal's instant, never before the request arrived.

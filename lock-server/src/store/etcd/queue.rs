@@ -482,5 +482,6 @@ pub(super) fn grant_of(lock: &LockRecord, token: u64) -> LockGrant {
         session_id: lock.session_id.clone(),
         fencing_token: token,
         ttl_millis: lock.ttl_millis,
+        waited_millis: 0,
     }
 }

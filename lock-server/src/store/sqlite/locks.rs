@@ -174,6 +174,7 @@ fn lock_grant(key: &str, session_id: &str, token: u64, ttl: u64) -> LockGrant {
         session_id: session_id.to_string(),
         fencing_token: token,
         ttl_millis: ttl,
+        waited_millis: 0,
     }
 }
 
