@@ -2,6 +2,7 @@
 //! the runner in a local task and copy its record into the signals every
 //! [`REFRESH`] while it runs.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use crate::model::sweep::{SweepConfig, SweepResult};
 use crate::runner::lanes::{WaitLanes, WAIT_LANES};
 use crate::runner::ledger::FetchLedger;
 use crate::runner::recorder::Recorder;
+use crate::runner::simulated::simulate_sweep;
 use crate::runner::sweep::{run_sweep, SweepState};
 use crate::runner::{run_experiment, start_recorder, CancelFlag, Env};
 
@@ -93,6 +95,7 @@ pub fn App(
     let base = RwSignal::new(base_url);
     let record = RwSignal::new(None::<RunRecord>);
     let sweep = RwSignal::new(SweepResult::default());
+    let simulated = RwSignal::new(SweepResult::default());
     let running = RwSignal::new(None::<Mode>);
     let error = RwSignal::new(None::<String>);
     let cancel = StoredValue::new_local(CancelFlag::default());
@@ -146,6 +149,16 @@ pub fn App(
         running.set(Some(Mode::Sweep));
         let run_id = new_run_id();
         spawn_local(async move {
+            // The same sweep in the simulation first: page-local, seconds at most, and the
+            // theory to read the live points against as they come in.
+            let theory = RefCell::new(SweepResult::default());
+            simulate_sweep(&cfg, &run_id, &theory, || async {
+                simulated.set(theory.borrow().clone());
+                // Let the page draw between points.
+                JsClock.sleep(Duration::ZERO).await;
+            })
+            .await;
+            simulated.set(theory.into_inner());
             let work = run_sweep(&env, &cfg, &run_id, &state, &flag);
             let watch = {
                 let state = state.clone();
@@ -214,7 +227,8 @@ pub fn App(
             <h1>"Lock contention dashboard"</h1>
             <p class="lede">
                 "Runs live contention experiments against the lock server through the SDK. "
-                "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison."
+                "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison. "
+                "A sweep also runs in the SDK's seeded simulation inside this page (no server), drawn beside the live one."
             </p>
             <p class="note">
                 "Note: a browser keeps at most 6 connections to one server, so at most 6 requests are in flight; "
@@ -256,6 +270,6 @@ pub fn App(
             <TimelinePanel record=record/>
             <FairnessPanel record=record/>
         </div>
-        <SweepPanel sweep=sweep/>
+        <SweepPanel sweep=sweep simulated=simulated/>
     }
 }

@@ -131,5 +131,9 @@ pub fn SweepForm(
         {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
         {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
     };
-    form("sweep-form", "Sweep (Brooker's experiment)", fields)
+    form(
+        "sweep-form",
+        "Sweep (Brooker's experiment, live and simulated)",
+        fields,
+    )
 }

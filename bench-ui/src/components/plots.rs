@@ -136,21 +136,48 @@ pub fn FairnessPanel(
     }
 }
 
-/// The sweep's plots.
+/// The sweep's plots: each metric for the live server beside the same sweep in the
+/// simulation.
 #[component]
 pub fn SweepPanel(
-    /// The sweep shown.
+    /// The sweep against the live server.
     #[prop(into)]
     sweep: Signal<SweepResult>,
+    /// The same sweep in the page's simulation.
+    #[prop(into)]
+    simulated: Signal<SweepResult>,
 ) -> impl IntoView {
-    let chart = move |metric| Memo::new(move |_| sweep.with(|s| sweep_chart(s, metric)));
-    view! {
-        <section class="panel sweep">
-            <SvgChart chart=chart(SweepMetric::TotalCalls) test_id="sweep-calls"/>
-            <SvgChart chart=chart(SweepMetric::CallsPerGrant) test_id="sweep-calls-per-grant"/>
-            <SvgChart chart=chart(SweepMetric::Completion) test_id="sweep-completion"/>
-            <SvgChart chart=chart(SweepMetric::Utilisation) test_id="sweep-utilisation"/>
-            <SvgChart chart=chart(SweepMetric::Fairness) test_id="sweep-fairness"/>
-        </section>
-    }
+    let metrics = [
+        (SweepMetric::TotalCalls, "sweep-calls", "sim-calls"),
+        (
+            SweepMetric::CallsPerGrant,
+            "sweep-calls-per-grant",
+            "sim-calls-per-grant",
+        ),
+        (
+            SweepMetric::Completion,
+            "sweep-completion",
+            "sim-completion",
+        ),
+        (
+            SweepMetric::Utilisation,
+            "sweep-utilisation",
+            "sim-utilisation",
+        ),
+        (SweepMetric::Fairness, "sweep-fairness", "sim-fairness"),
+    ];
+    let rows = metrics
+        .into_iter()
+        .map(|(metric, live_id, sim_id)| {
+            let live = Memo::new(move |_| sweep.with(|s| sweep_chart(s, metric, "live server")));
+            let sim = Memo::new(move |_| simulated.with(|s| sweep_chart(s, metric, "simulation")));
+            view! {
+                <div class="sweep-row">
+                    <SvgChart chart=live test_id=live_id/>
+                    <SvgChart chart=sim test_id=sim_id/>
+                </div>
+            }
+        })
+        .collect_view();
+    view! { <section class="panel sweep">{rows}</section> }
 }

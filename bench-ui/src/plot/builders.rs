@@ -238,10 +238,15 @@ impl SweepMetric {
     }
 }
 
-/// One line per strategy of `metric` against N.
-pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric) -> Chart {
+/// One line per strategy of `metric` against N; `source` names where the sweep ran (the
+/// live server, the simulation).
+pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric, source: &str) -> Chart {
     let (title, y_label) = metric.labels();
-    let titles = Titles::new(title, "contenders N (sessions)", y_label);
+    let titles = Titles::new(
+        format!("{title} ({source})"),
+        "contenders N (sessions)",
+        y_label,
+    );
     if sweep.points.is_empty() {
         return Chart::empty(PANEL, titles, "run a sweep to fill this plot");
     }
@@ -282,7 +287,7 @@ mod tests {
         assert!(h.shapes.is_empty());
         let t = timeline_chart(&Timeline::default());
         assert!(t.empty_message.is_some());
-        let s = sweep_chart(&SweepResult::default(), SweepMetric::Completion);
+        let s = sweep_chart(&SweepResult::default(), SweepMetric::Completion, "live");
         assert!(s.empty_message.is_some());
     }
 
@@ -358,7 +363,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let chart = sweep_chart(&sweep, SweepMetric::CallsPerGrant);
+        let chart = sweep_chart(&sweep, SweepMetric::CallsPerGrant, "live");
         assert_eq!(chart.legend.len(), 2);
         let lines = chart
             .shapes

@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod recorder;
 pub mod sampler;
 pub mod sdk;
+pub mod simulated;
 pub mod sweep;
 
 use std::cell::Cell;
