@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client-side benchmarks of issue 8, run by scripts/bench.sh after the server parts (not a
+# Client-side benchmarks, run by scripts/bench.sh after the server parts (not a
 # test: prints and records). Collects, on this machine, in one go:
 #   1. the gzipped size of the npm package's .wasm (scripts/build-npm.sh);
 #   2. SDK acquire+release in Node vs the same requests with raw fetch (scripts/bench-npm.sh,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one benchmark command (issue 8). Not a test: it prints tables and records them.
+# The one benchmark command. Not a test: it prints tables and records them.
 #
 #   scripts/bench.sh [bench args...]     # e.g. --seconds 5 --rounds 5; `all` by default
 #

@@ -1,4 +1,4 @@
-//! bench-ui: the contention dashboard (issue 5). A Leptos (CSR) app that runs live lock
+//! bench-ui: the contention dashboard. A Leptos (CSR) app that runs live lock
 //! experiments against a real lock-server through the SDK (`lock-wasm`, used as a Rust
 //! dependency with its fetch transport and JS-timer clock) and plots what happened in SVG.
 //!

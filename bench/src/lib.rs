@@ -1,4 +1,4 @@
-//! The benchmark suite of issue 8 (`scripts/bench.sh` runs it; nothing here is a test's
+//! The benchmark suite (`scripts/bench.sh` runs it; nothing here is a test's
 //! pass/fail). It measures what a user would compare us on, side by side in one run on one
 //! machine, and writes the owned sections of `docs/BENCHMARKS.md` plus SVG charts.
 //!

@@ -1,5 +1,5 @@
 //! The safety checker: reads a merged [`History`](crate::history) and reports every
-//! violation of the four claims of issue 7 (plus the T-042 fencing behaviour).
+//! violation of the safety claims below (docs/RELIABILITY.md, "What each check proves").
 //!
 //! Reasoning is by *windows*: every observation happened at some unknown point inside its
 //! `[sent, recv]`, so a violation is only reported when it holds for every such point (no
@@ -19,7 +19,8 @@
 //! - [`Check::AcquireBudget`]: an acquire returned later than its budget plus the time its
 //!   process was paused (SIGSTOP) plus a scheduling tolerance, or never returned.
 //! - [`Check::FencedNotLost`]: the ledger answered FENCED_OUT while the SDK still reported
-//!   the handle valid (T-042: the SDK must report the handle lost).
+//!   the handle valid (a holder paused past its lease must find its handle lost on resuming:
+//!   docs/fencing.md, "Why: the paused worker").
 //! - [`Check::RetriedAfterFence`]: a process wrote again with a token the ledger had
 //!   fenced out for it (the side effect is never retried).
 

@@ -1,4 +1,4 @@
-//! Fault, abuse and load testing of the lock service (issue 7): the safety claims checked
+//! Fault, abuse and load testing of the lock service: the safety claims checked
 //! the way Jepsen and deterministic-simulation projects check them. Figures and commands are
 //! in `docs/RELIABILITY.md`.
 //!
@@ -6,7 +6,8 @@
 //! - [`history`]: the events every process records (grants, releases, ledger writes, L7
 //!   samples, acquire start/end with budget, faults), as JSON lines with time windows.
 //! - [`checker`]: verifies a merged history (no two live holders, no stale token accepted,
-//!   tokens strictly increasing per key, every acquire within budget, T-042 fencing).
+//!   tokens strictly increasing per key, every acquire within budget, a fenced-out holder's
+//!   handle already lost).
 //! - [`run`]: one chaos run (server, contenders, sampler, seeded fault schedule, checker).
 //! - [`load`]: many heartbeating sessions against one server (spurious expiries, RSS).
 //! - [`server`]: the run's lock-server (the shared launcher, port kept across kill -9).

@@ -58,7 +58,7 @@ pub struct ChaosConfig {
 }
 
 impl ChaosConfig {
-    /// The long run of issue 7: 50 contenders, 20 server kills.
+    /// The long run in docs/RELIABILITY.md: 50 contenders, 20 server kills.
     pub fn long(out_dir: PathBuf, seed: u64) -> ChaosConfig {
         ChaosConfig {
             contenders: 50,

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Stable error codes (DESIGN §3 plus the transport-level ones). The wire form is
-/// SCREAMING_SNAKE_CASE, e.g. `"LOCK_CONTENDED"`.
+/// Stable error codes (C3 "Error codes": the lock codes plus the routing and transport
+/// ones). The wire form is SCREAMING_SNAKE_CASE, e.g. `"LOCK_CONTENDED"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
@@ -76,7 +76,7 @@ impl ErrorCode {
         }
     }
 
-    /// DESIGN §3 retry verdict: may the acquire loop retry L4 after this code?
+    /// The retry verdict (C3 "Error codes"): may the acquire loop retry L4 after this code?
     /// Nothing else is ever retried, and a side effect never is.
     pub fn retry_safe(self) -> bool {
         matches!(

@@ -1,4 +1,5 @@
-//! The demo fenced resource (stands for the payment rail of the task card).
+//! The demo fenced resource: it stands for any resource written under a lock, such as a
+//! payment rail (`docs/fencing.md`).
 //!
 //! `POST /v1/demo/ledger/{key}` appends an entry only if its token is ≥ the highest token
 //! the ledger has seen for that key; a lower token is 409 FENCED_OUT. Equal tokens are

@@ -8,8 +8,8 @@
 //! - [`session`]: L1 open, L2 heartbeat, L5 status bodies.
 //! - [`lock`]: L4 acquire ([`LockGrant`], the only grant shape), L6 release, L7 advisory read.
 //! - [`admin`]: R1 force revoke and its [`LockOutcome`] (R1 alone; never on an acquire path).
-//! - [`ledger`]: the demo fenced resource standing for the payment rail.
-//! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (DESIGN §3).
+//! - [`ledger`]: the demo fenced resource standing for a payment rail.
+//! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (C3 "Error codes").
 //! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
 //! - [`paths`]: the request paths, with keys and session ids percent-encoded.
 //!

@@ -3,7 +3,7 @@
 
 /// Largest key, in bytes of UTF-8.
 pub const KEY_MAX_BYTES: usize = 256;
-/// Largest `waitMillis` on L4 (DESIGN §2).
+/// Largest `waitMillis` on L4 (C3 Rules: waitMillis).
 pub const WAIT_MILLIS_MAX: u64 = 30_000;
 /// Smallest lock or session TTL (ASSUMPTION: short enough for tests and the bench).
 pub const TTL_MILLIS_MIN: u64 = 100;

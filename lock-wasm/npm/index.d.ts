@@ -5,7 +5,7 @@
 // The lib reference above brings `Symbol.asyncDispose`/`AsyncDisposable` (TypeScript ≥ 5.2)
 // to projects whose `lib` setting lacks them, so the types check without extra settings.
 
-/** Stable error codes (DESIGN §3 plus transport-level ones). */
+/** Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, or no connection). */
 export type ErrorCodeName =
   | "LOCK_CONTENDED"
   | "CONTENTION_EXCEEDED"
@@ -14,8 +14,13 @@ export type ErrorCodeName =
   | "SESSION_NOT_FOUND"
   | "LOCK_LOST"
   | "FENCED_OUT"
-  | "TRANSPORT"
-  | "INTERNAL";
+  | "PAYLOAD_TOO_LARGE"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "INTERNAL"
+  | "TRANSPORT";
 
 /** The codes as constants: `err.code === ErrorCode.LOCK_CONTENDED`. */
 export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
@@ -114,7 +119,7 @@ export type LockEvent =
 export declare class LockError extends Error {
   /** Stable code; branch on this, not on the message. */
   readonly code: ErrorCodeName;
-  /** DESIGN §3 verdict: may the acquire be retried? (Never the side effect.) */
+  /** May the acquire be retried? (Never the side effect.) */
   readonly retryable: boolean;
   /** VALIDATION_FAILED: the offending option or field, e.g. `"policy.maxAttempts"`. */
   readonly field?: string;

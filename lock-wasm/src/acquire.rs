@@ -1,4 +1,4 @@
-//! The bounded acquire loop (card T-041 §4, DESIGN §4).
+//! The bounded acquire loop (C2 ct2-acquire).
 //!
 //! It asks its session for two things only (as etcd's `Mutex` asks its `Session` for a lease
 //! and a client): the client's seams and settings ([`SessionState::parts`]) and the key's slot
@@ -24,8 +24,8 @@
 //! - Cancellation: drop the future. The claim frees the key; a grant the server made
 //!   meanwhile is released by the next heartbeat (orphan release).
 //!
-//! Escape hatch (card §4): no `acquire_detailed` is shipped. `Option<LockHandle>` plus the
-//! events suffices; nothing in the SDK needs to branch on a not-granted reason.
+//! No escape hatch (C2 ct2-acquire): no `acquire_detailed` is shipped. `Option<LockHandle>`
+//! plus the events suffices; nothing in the SDK needs to branch on a not-granted reason.
 
 use std::time::Duration;
 
@@ -298,7 +298,8 @@ mod tests {
         Ok(ScriptedTransport::grant("k", "s1", token, 10_000))
     }
 
-    /// Criterion 4: L4 always 409 → `Ok(None)` within the budget and the attempt cap.
+    /// C2 ct2-pinned, *Bounded give-up*: L4 always 409 → `Ok(None)` within the budget and
+    /// the attempt cap.
     #[test]
     fn always_contended_gives_up_within_budget_and_attempts() {
         let f = Fixture::new();
@@ -336,7 +337,8 @@ mod tests {
         assert_eq!(f.transport.acquire_calls(), 3);
     }
 
-    /// Criterion 5: 503, 503, 200 → a grant with the server's token, after the floor delays.
+    /// C2 ct2-pinned, *Through NOT_LEADER*: 503, 503, 200 → a grant with the server's token,
+    /// after the floor delays.
     #[test]
     fn not_leader_twice_then_granted() {
         let f = Fixture::new();
@@ -450,7 +452,8 @@ mod tests {
     }
 
     /// A grant after an unanswered attempt may be the server's idempotent answer to the
-    /// earlier request (not renewed), so its deadline counts from the earlier send.
+    /// earlier request, so its deadline conservatively counts from the earlier send (safe
+    /// even against a server that does not renew on a repeated L4).
     #[test]
     fn a_grant_after_an_unanswered_attempt_counts_from_the_first_send() {
         let f = Fixture::new();

@@ -118,8 +118,9 @@ mod tests {
         assert_eq!(huge.ceiling_millis(3), u64::MAX);
     }
 
-    /// Criterion 2: ≥ 10,000 delays at attempt 5 spread uniformly over that attempt's window
-    /// — with the defaults (window 1.6 s) and with a base whose window is clamped at the cap.
+    /// C2 ct2-pinned, *Uniform jitter*: ≥ 10,000 delays at attempt 5 spread uniformly over
+    /// that attempt's window — with the defaults (window 1.6 s) and with a base whose window
+    /// is clamped at the cap.
     #[test]
     fn delays_at_attempt_five_are_uniform_over_the_window() {
         for base in [50, 100] {
@@ -143,7 +144,7 @@ mod tests {
         }
     }
 
-    /// Criterion 3: a fixed seed gives a byte-identical sequence.
+    /// C2 ct2-pinned, *Seeded jitter*: a fixed seed gives a byte-identical sequence.
     #[test]
     fn a_seed_reproduces_the_sequence_byte_for_byte() {
         let run = || {

@@ -44,7 +44,7 @@ impl ClientConfig {
     }
 
     /// The shortest lock TTL heartbeats can keep alive under this margin (see
-    /// [`crate::renewal`]; 300 ms with the default margin); `None` if none can.
+    /// [`crate::renewal`]; 400 ms with the default margin); `None` if none can.
     pub fn shortest_lock_ttl(&self) -> Option<Duration> {
         shortest_lock_ttl(|ttl| self.margin(ttl))
     }

@@ -1,5 +1,5 @@
 //! The errors callers branch on (contract C2), and how a transport failure maps to them
-//! (DESIGN §3).
+//! (C2 ct2-exceptions).
 //!
 //! | wire | [`TransportError`] | [`LockError`] | retried by the acquire loop? |
 //! |---|---|---|---|
@@ -21,6 +21,15 @@
 use std::time::Duration;
 
 use lock_api::{ErrorBody, ErrorCode};
+
+/// The code of a timeout or network failure outside the acquire loop: it has no wire code.
+pub const TRANSPORT: &str = "TRANSPORT";
+
+/// The codes the SDK adds to the contract's [`ErrorCode::ALL`] (none retry-safe). With
+/// `ErrorCode::ALL` this is the one list of codes callers may see: the npm package's
+/// `ErrorCode`, its retry verdicts, its TypeScript union and the documented tables are
+/// checked against it by `lock-wasm/tests/error_codes.rs`.
+pub const SDK_CODES: [&str; 1] = [TRANSPORT];
 
 /// A call that did not produce its success body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -150,7 +159,7 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// Maps a transport failure of a call on `key` (empty for session calls) per DESIGN §3.
+    /// Maps a transport failure of a call on `key` (empty for session calls), C2 ct2-exceptions.
     pub fn from_transport(err: TransportError, key: &str) -> Self {
         match err {
             TransportError::Timeout(after) => LockError::Timeout(after),
@@ -186,6 +195,28 @@ impl LockError {
                 },
             },
         }
+    }
+
+    /// The stable code callers branch on (the JS `err.code`): the contract's wire code, or
+    /// [`TRANSPORT`] for a timeout or network failure, which has none. A closed session
+    /// answers like a lost one.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LockError::Contention { .. } => ErrorCode::LockContended.as_str(),
+            LockError::NotLeader { .. } => ErrorCode::NotLeader.as_str(),
+            LockError::Validation { .. } => ErrorCode::ValidationFailed.as_str(),
+            LockError::SessionLost | LockError::Closed => ErrorCode::SessionNotFound.as_str(),
+            LockError::LockLost { .. } => ErrorCode::LockLost.as_str(),
+            LockError::FencedOut { .. } => ErrorCode::FencedOut.as_str(),
+            LockError::Timeout(_) | LockError::Network(_) => TRANSPORT,
+            LockError::Unexpected { code, .. } => code.as_str(),
+        }
+    }
+
+    /// The retry verdict of [`LockError::code`] ([`ErrorCode::retry_safe`]; the SDK-only
+    /// codes are never retry-safe): may the *acquire* be retried? A side effect never is.
+    pub fn retryable(&self) -> bool {
+        ErrorCode::from_wire(self.code()).is_some_and(ErrorCode::retry_safe)
     }
 
     /// A local validation failure (nothing was sent).

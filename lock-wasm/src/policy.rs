@@ -1,7 +1,7 @@
 //! [`AcquirePolicy`]: how long and how often one acquire may try. Immutable and validated
 //! once at construction, so the loop never meets a nonsensical budget.
 //!
-//! Defaults (ASSUMPTIONS, DESIGN §4, also in C2 and the README): base backoff 50 ms, max
+//! Defaults (ASSUMPTIONS, in C2 ct2-config and the README): base backoff 50 ms, max
 //! backoff 2 s, total budget 10 s, max attempts 12, waitMillis 0.
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Per-session reentrancy: key → handle + hold depth, and the set of keys with an acquire in
 //! flight.
 //!
-//! Reentrancy is per session, never per thread or task (ASSUMPTION, card §4): a nested
+//! Reentrancy is per session, never per thread or task (ASSUMPTION, C2 ct2-records): a nested
 //! acquire of a held, valid key returns the same handle and token without a request; a second
 //! acquire of a key whose first acquire is still in flight is rejected as contended (it
 //! cannot be a nested hold: nothing is held yet). A lost handle is not reentrant: re-acquiring

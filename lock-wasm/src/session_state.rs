@@ -269,9 +269,11 @@ impl SessionState {
     /// The send time a fresh grant's deadline must count from.
     ///
     /// The server answers an L4 by a session that already holds the key with the existing
-    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
-    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
-    /// earlier send, and the deadline must count from there, not from this attempt.
+    /// grant and renews it from that L4's arrival (C3), so counting from this attempt's send
+    /// would be right against this server. The deadline still counts from the earliest
+    /// unanswered L4 for this key (in this acquire: `in_loop`, or in an earlier one: a
+    /// suspect): that is never later, and it stays safe against a server that answers a
+    /// repeated L4 without renewing (an older release during a rolling upgrade).
     fn grant_anchor(&self, key: &str, sent_at: Duration, in_loop: Option<Duration>) -> Duration {
         let mut inner = self.inner.lock().unwrap();
         let suspect = inner.suspects.remove(key).map(|(since, _)| since);
@@ -352,7 +354,7 @@ impl SessionState {
     // --- heartbeats and deadlines ------------------------------------------------------
 
     /// When the next L2 is due (see [`crate::renewal`]): the session's period after the
-    /// last one, or a third of a held lock's TTL after its last renewal (or after the last
+    /// last one, or a held lock's renewal period after its last renewal (or after the last
     /// L2, if that one failed), whichever comes first.
     pub(crate) fn next_heartbeat(&self) -> Duration {
         let last = self.inner.lock().unwrap().last_heartbeat;
@@ -360,7 +362,10 @@ impl SessionState {
             .handles()
             .iter()
             .filter(|h| h.lost_reason().is_none())
-            .map(|h| renewal::renew_by(h.anchor().max(last), h.ttl()))
+            .map(|h| {
+                let margin = self.parts().config.margin(h.ttl());
+                renewal::renew_by(h.anchor().max(last), h.ttl(), margin)
+            })
             .fold(last + self.heartbeat_every, Duration::min)
     }
 

@@ -49,8 +49,8 @@ fn lock_outcome_appears_nowhere_in_the_sdk() {
     }
 }
 
-/// Criterion 9: every thread-local, task-local or static item is inspected up to the end of
-/// its declaration, and none may mention a token or a handle.
+/// C2 ct2-pinned, *No ambient token*: every thread-local, task-local or static item is
+/// inspected up to the end of its declaration, and none may mention a token or a handle.
 #[test]
 fn no_ambient_state_carries_a_fencing_token() {
     let starts = [

@@ -68,13 +68,13 @@ test("with heartbeats blocked, the signal aborts and `lost` fires at the deadlin
 
 test("a lock TTL too short to renew is refused, naming the shortest that works", async () => {
   const session = await client.openSession();
-  await assert.rejects(session.acquire(uniqueKey("short"), { ttlMs: 299 }), (err) => {
+  await assert.rejects(session.acquire(uniqueKey("short"), { ttlMs: 399 }), (err) => {
     assert.equal(err.code, "VALIDATION_FAILED");
     assert.equal(err.field, "ttlMs");
-    assert.match(err.message, /at least 300 ms/);
+    assert.match(err.message, /at least 400 ms/);
     return true;
   });
-  const handle = await session.acquire(uniqueKey("short"), { ttlMs: 300 });
-  assert.ok(handle, "300 ms is accepted");
+  const handle = await session.acquire(uniqueKey("short"), { ttlMs: 400 });
+  assert.ok(handle, "400 ms is accepted");
   await session.close();
 });

@@ -736,8 +736,9 @@ fn bad(
     }
 }
 
-/// The bad-input list of issue 2: each gets its contract error (never a 500), and afterwards
-/// the session, its lock and the ledger are exactly as before.
+/// Bad inputs (C3 Rules: Keys, Bodies, Ranges, Session ids, R1): each gets its contract
+/// error (never a 500), and afterwards the session, its lock and the ledger are exactly as
+/// before.
 pub async fn bad_inputs_get_contract_errors_and_store_stays_intact(server: &TestServer) {
     let api = server.api();
     let key = unique_key("intact");

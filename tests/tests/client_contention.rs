@@ -1,6 +1,7 @@
-//! The SDK against a real lock-server (card T-041 criterion 8): ten sessions contend for one
-//! key; every acquire terminates, client-side hold intervals never overlap, every L7 sample
-//! taken inside a hold names that holder, and the total L4 count is bounded (and printed).
+//! The SDK against a real lock-server (C2 ct2-pinned, *Contention terminates*): ten sessions
+//! contend for one key; every acquire terminates, client-side hold intervals never overlap,
+//! every L7 sample taken inside a hold names that holder, and the total L4 count is bounded
+//! (and printed).
 //!
 //! Real time here is only used to order events, never asserted as a speed.
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN, WAIT_MILLIS_MAX};
 use lock_lab::strategy::Strategy;
-use lock_wasm::PolicySettings;
+use lock_wasm::{ClientConfig, PolicySettings};
 use serde::{Deserialize, Serialize};
 
-/// Largest number of sessions in one run (issue 5: 1–200).
+/// Largest number of sessions in one run (the form accepts 1–200).
 pub const MAX_SESSIONS: u32 = 200;
 
 /// The SDK's acquire policy as the form edits it, with the experiment's own defaults.
@@ -140,6 +140,15 @@ fn check(field: &'static str, value: u64, low: u64, high: u64) -> Result<(), Con
     }
 }
 
+/// The shortest TTL a run may use: it is also the lock TTL, and the SDK refuses a lock too
+/// short for its renewal to be answered before its local deadline (400 ms by default).
+fn shortest_ttl_millis() -> u64 {
+    ClientConfig::default()
+        .shortest_lock_ttl()
+        .map_or(TTL_MILLIS_MIN, |ttl| ttl.as_millis() as u64)
+        .max(TTL_MILLIS_MIN)
+}
+
 impl ExperimentConfig {
     /// Checks every field; the first problem found is returned so the form can point at it.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -147,7 +156,12 @@ impl ExperimentConfig {
         check("keys", self.keys.into(), 1, self.sessions.into())?;
         check("rounds", self.rounds.into(), 1, 20)?;
         check("holdMillis", self.hold_millis, 0, 60_000)?;
-        check("ttlMillis", self.ttl_millis, TTL_MILLIS_MIN, TTL_MILLIS_MAX)?;
+        check(
+            "ttlMillis",
+            self.ttl_millis,
+            shortest_ttl_millis(),
+            TTL_MILLIS_MAX,
+        )?;
         check("baseMillis", self.policy.base_millis, 1, 60_000)?;
         check(
             "capMillis",
@@ -215,8 +229,11 @@ mod tests {
         c.keys = 6;
         assert_eq!(c.validate().unwrap_err().field, "keys");
         c.keys = 5;
-        c.ttl_millis = 10;
-        assert_eq!(c.validate().unwrap_err().field, "ttlMillis");
+        c.ttl_millis = 399;
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.field, "ttlMillis", "the SDK refuses locks under 400 ms");
+        c.ttl_millis = 400;
+        assert_eq!(c.validate(), Ok(()));
         c.ttl_millis = 1_000;
         c.policy.cap_millis = 1;
         let err = c.validate().unwrap_err();

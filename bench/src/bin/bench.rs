@@ -1,4 +1,4 @@
-//! `bench`: runs the issue-8 benchmarks side by side in one invocation, prints each table,
+//! `bench`: runs the benchmarks side by side in one invocation, prints each table,
 //! and rewrites the owned sections of `docs/BENCHMARKS.md` plus SVG charts in `docs/bench/`.
 //! Run through `scripts/bench.sh` (release build, Redis install); `bench --help` for knobs.
 
@@ -27,7 +27,7 @@ enum Part {
     Sweep,
     /// Re-render the live section from a saved `bench sweep` output (`--log`).
     SweepLog,
-    /// A lock-server replica on the etcd backend vs raw etcd-client cycles (issue 6).
+    /// A lock-server replica on the etcd backend vs raw etcd-client cycles (target ≥ 0.8×).
     Etcd,
     /// The wait queue vs full jitter on one hot key, SQLite and etcd (issue 16).
     Queue,
@@ -38,7 +38,7 @@ enum Part {
     Quick,
 }
 
-/// Issue-8 benchmark suite.
+/// The benchmark suite (results in docs/BENCHMARKS.md).
 #[derive(Debug, Parser)]
 struct Args {
     /// Which part to run.
@@ -165,7 +165,7 @@ fn main() {
     }
     if args.part == Part::All {
         let mut body = String::from(
-            "Targets of issue 8 (and issue 6's etcd target), measured by `scripts/bench.sh` in \
+            "Targets, measured by `scripts/bench.sh` in \
              one run (details and spreads in the sections below). Compared systems ran \
              interleaved in the same invocation, so load hit them alike; each section gives the \
              load average; absolute numbers are for orientation only.\n\n| target | measured | met? |\n|---|---|---|\n",
@@ -452,7 +452,7 @@ fn quick(args: &Args) {
 }
 
 /// Replica vs raw etcd at 1, 4 and 16 clients: what the lock-server layer costs over the
-/// engine it stores in (issue 6 target: ≥ 0.8×), split into transaction shape and HTTP hop.
+/// engine it stores in (target: ≥ 0.8×), split into transaction shape and HTTP hop.
 fn etcd_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
     const CLIENTS: [usize; 3] = [1, 4, 16];
     const NAMES: [&str; 4] = [
@@ -664,7 +664,7 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
     ));
     out.push('\n');
     // Targets.
-    let mut targets_text = String::from("\n\nTargets (issue 8):\n\n");
+    let mut targets_text = String::from("\n\nTargets:\n\n");
     for c in CONCURRENCY {
         let ours = med(&results[&(c, 0)].throughput);
         let trivial = med(&results[&(c, 1)].throughput);
@@ -1095,7 +1095,7 @@ fn sweep_render(
         let r = fc / nc;
         let _ = write!(
             out,
-            "\nTargets at N = 50 (issue 8): full jitter ÷ no-jitter calls = {r:.2} (target ≤ 0.5: {}); \
+            "\nTargets at N = 50: full jitter ÷ no-jitter calls = {r:.2} (target ≤ 0.5: {}); \
              completion {ft:.0} ms vs {nt:.0} ms (target: no worse: {}); {fc:.2} calls per grant \
              (target ≤ 3: {}).\n",
             yes(r <= 0.5),

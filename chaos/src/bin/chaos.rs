@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use lock_chaos::run::{run, ChaosConfig};
 
-/// Chaos run settings (defaults: the long run of issue 7).
+/// Chaos run settings (defaults: the long run in docs/RELIABILITY.md).
 #[derive(Debug, Parser)]
 struct Args {
     #[arg(long, default_value_t = 50)]

@@ -65,8 +65,9 @@ fn acquire(proc: &str, key: &str, start: u64, end: u64, budget_ms: u64) -> [Even
     ]
 }
 
-/// The T-042 story done right: c1 holds token 1, is paused past its TTL, c2 takes token 2
-/// and writes; c1 resumes, its write is fenced out and its handle reported lost.
+/// The paused worker (docs/fencing.md) done right: c1 holds token 1, is paused past its TTL,
+/// c2 takes token 2 and writes; c1 resumes, its write is fenced out and its handle reported
+/// lost.
 fn good_history() -> Vec<Event> {
     let mut h = vec![];
     h.extend(acquire("c1", "k", 0, 10, 1_000));

@@ -9,7 +9,11 @@
 // This file is ESM; `scripts/build-npm.sh` derives the CommonJS copy (`api.cjs`) from it
 // by rewriting the single `export` line, so there is one source for both module systems.
 
-/** Stable error codes (DESIGN §3 plus the transport-level ones). */
+/**
+ * Stable error codes: the contract's (lock_api::ErrorCode::ALL) plus the SDK's own
+ * (lock_wasm::error::SDK_CODES). lock-wasm/tests/error_codes.rs checks this list, RETRY_SAFE
+ * and the TypeScript union against those, so none of them can drift.
+ */
 const ErrorCode = Object.freeze({
   LOCK_CONTENDED: "LOCK_CONTENDED",
   CONTENTION_EXCEEDED: "CONTENTION_EXCEEDED",
@@ -18,18 +22,24 @@ const ErrorCode = Object.freeze({
   SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
   LOCK_LOST: "LOCK_LOST",
   FENCED_OUT: "FENCED_OUT",
-  TRANSPORT: "TRANSPORT",
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  UNAUTHORIZED: "UNAUTHORIZED",
+  FORBIDDEN: "FORBIDDEN",
+  NOT_FOUND: "NOT_FOUND",
+  METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
   INTERNAL: "INTERNAL",
+  TRANSPORT: "TRANSPORT",
 });
 
-// Retry verdicts of DESIGN §3, used when the Rust side did not say (it always does today).
+// The codes after which the acquire may be retried (never the side effect). Errors from the
+// Rust side carry their verdict; this set serves errors built in JS (`new LockError(...)`).
 const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER"]);
 
 // `Symbol.asyncDispose` exists in Node ≥ 20.4, Deno and current browsers; older engines get
 // the well-known registry symbol that TypeScript's downlevel helpers also look for.
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose");
 
-/** Every error the SDK throws. `code` is stable; `retryable` is the DESIGN §3 verdict. */
+/** Every error the SDK throws. `code` is stable; `retryable`: may the acquire be retried? */
 class LockError extends Error {
   constructor(message, { code = ErrorCode.INTERNAL, retryable, field, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });

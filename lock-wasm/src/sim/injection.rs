@@ -1,4 +1,5 @@
-//! Injected infrastructure faults (issue 7's 10,000-seed run, `sim-faults` in lock-chaos):
+//! Injected infrastructure faults (the 10,000-seed run of docs/RELIABILITY.md, `sim-faults`
+//! in lock-chaos):
 //! [`FaultyTransport`] sits in front of the lossy [`SimTransport`] and adds
 //! - **503 bursts**: windows of simulated time in which every write (L1–L6) answers 503
 //!   NOT_LEADER without reaching the server (a leaderless cluster);
@@ -33,7 +34,7 @@ pub enum Injection {
     /// The base simulation: no injected faults.
     #[default]
     None,
-    /// Issue 7's fault run: a [`FaultPlan`] drawn per seed through a [`FaultyTransport`],
+    /// The fault run (`sim-faults`): a [`FaultPlan`] drawn per seed via a [`FaultyTransport`],
     /// pauses twice as likely, more clients and rounds, and a seed stream of its own so it
     /// covers other runs than the base simulation.
     Chaos,

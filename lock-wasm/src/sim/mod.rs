@@ -1,4 +1,4 @@
-//! The seeded deterministic simulation (base of card T-043): many clients with the real SDK
+//! The seeded deterministic simulation: many clients with the real SDK
 //! core, a modelled lock-server ([`service::SimService`]) behind a lossy network with seeded
 //! delays, client process pauses (SIGSTOP-like), all on one [`ManualClock`] driven by
 //! [`executor::SimExecutor`]. One seed fixes everything, so a failing seed replays exactly.
@@ -358,7 +358,7 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
     exec.run_until(Duration::from_secs(3_600), done, step)
         .map_err(|e| format!("seed {seed}: {e}"))?;
     check_reports(&world, clock.now());
-    check_renewals(&world, &service, &watch);
+    check_renewals(&world, &service, &watch, &scenario.config);
 
     if let Some(first) = violations().first() {
         return Err(format!("seed {seed}: {first}"));
@@ -520,7 +520,12 @@ fn check_reports(world: &World, end: Duration) {
 /// Invariant 4: while a client runs and gets every heartbeat of its session answered within
 /// the renewal reserve, none of its locks is lost at its deadline, and none lapses at the
 /// server before the client lets it go.
-fn check_renewals(world: &World, service: &SimService, watch: &HeartbeatWatch) {
+fn check_renewals(
+    world: &World,
+    service: &SimService,
+    watch: &HeartbeatWatch,
+    config: &ClientConfig,
+) {
     let granted = world.granted.lock().unwrap();
     let kept_alive = |g: &Granted, session: &str, until: Duration| {
         // The session's life up to `until` counts, not only the lock's: a heartbeat lost
@@ -534,7 +539,8 @@ fn check_renewals(world: &World, service: &SimService, watch: &HeartbeatWatch) {
         };
         // A grant answered after its first renewal was due (a slow or retried L4) may
         // rightly be lost before a heartbeat can help it.
-        let in_time = g.at <= renewal::renew_by(g.since, g.handle.ttl());
+        let ttl = g.handle.ttl();
+        let in_time = g.at <= renewal::renew_by(g.since, ttl, config.margin(ttl));
         if in_time && kept_alive(g, g.handle.session_id(), at) {
             world.violate(format!(
                 "{:?} (client {}) lost at its deadline {at:?} although its session's heartbeats were all answered",

@@ -1,33 +1,10 @@
-//! [`LockError`] → a JS `Error` with a stable `code` (DESIGN §3) and a `retryable` verdict.
+//! [`LockError`] → a JS `Error` with its stable `code` and `retryable` verdict
+//! ([`LockError::code`], [`LockError::retryable`]).
 //! The npm layer (`lock-wasm/npm/src/api.js`) turns it into the matching subclass.
 
-use lock_api::ErrorCode;
 use wasm_bindgen::JsValue;
 
 use crate::error::LockError;
-
-/// The wire code a JS caller branches on. Transport failures that have no contract code get
-/// `TRANSPORT`; a closed session answers like a lost one (`SESSION_NOT_FOUND`).
-pub fn code(err: &LockError) -> &'static str {
-    match err {
-        LockError::Contention { .. } => ErrorCode::LockContended.as_str(),
-        LockError::NotLeader { .. } => ErrorCode::NotLeader.as_str(),
-        LockError::Validation { .. } => ErrorCode::ValidationFailed.as_str(),
-        LockError::SessionLost | LockError::Closed => ErrorCode::SessionNotFound.as_str(),
-        LockError::LockLost { .. } => ErrorCode::LockLost.as_str(),
-        LockError::FencedOut { .. } => ErrorCode::FencedOut.as_str(),
-        LockError::Timeout(_) | LockError::Network(_) => "TRANSPORT",
-        LockError::Unexpected { code, .. } => code.as_str(),
-    }
-}
-
-/// DESIGN §3: only contention and NOT_LEADER are retry-safe, and only around acquire.
-pub fn retryable(err: &LockError) -> bool {
-    matches!(
-        err,
-        LockError::Contention { .. } | LockError::NotLeader { .. }
-    )
-}
 
 /// The message, written here rather than through `Display`: the core's `Display` formats
 /// `Duration`s with `{:?}`, which drags float formatting (~10 KB) into the module.
@@ -68,8 +45,8 @@ pub fn to_js(err: &LockError) -> JsValue {
     let set = |name: &str, value: JsValue| {
         let _ = js_sys::Reflect::set(&js, &JsValue::from_str(name), &value);
     };
-    set("code", JsValue::from_str(code(err)));
-    set("retryable", JsValue::from_bool(retryable(err)));
+    set("code", JsValue::from_str(err.code()));
+    set("retryable", JsValue::from_bool(err.retryable()));
     if let LockError::Validation { field, .. } = err {
         set("field", JsValue::from_str(field));
     }
