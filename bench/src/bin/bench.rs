@@ -29,7 +29,7 @@ enum Part {
     SweepLog,
     /// A lock-server replica on the etcd backend vs raw etcd-client cycles (target ≥ 0.8×).
     Etcd,
-    /// The wait queue vs full jitter on one hot key, SQLite and etcd (issue 16).
+    /// The wait queue vs full jitter on one hot key, SQLite and etcd.
     Queue,
     /// Write `--body-file` as the section `--title` (for scripts/bench-client.sh).
     Record,
