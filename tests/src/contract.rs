@@ -45,7 +45,8 @@ pub fn unique_key(name: &str) -> String {
     format!("contract/{name} ü#{n}-{}", std::process::id())
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Polls `check` until it holds; panics naming `what` after [`EVENTUALLY`].
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -55,7 +56,7 @@ where
         if check().await {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("never happened: {what}");
 }

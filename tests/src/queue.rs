@@ -13,22 +13,21 @@ use lock_api::{LockGrant, LockState};
 use tokio::task::JoinHandle;
 
 use crate::client::{Api, Reply};
-use crate::contract::unique_key;
+use crate::contract::{eventually, unique_key};
 use crate::ServerOptions;
 
 /// Per-key ticket cap the suite's servers are started with (more than [`QUEUED`]).
 pub const CAP: u32 = 24;
-/// Tickets' grace period the suite's servers are started with: long, so that a re-send never
-/// misses it on a loaded machine; the checks that wait for it to pass poll for that.
-pub const GRACE_MS: u64 = 3_000;
+/// Tickets' grace period the suite's servers are started with: 1.5× the default, so that a
+/// re-send (milliseconds after its 409) never misses it on a loaded machine, and short, since
+/// three checks wait for it to pass (they poll for that).
+pub const GRACE_MS: u64 = 1_500;
 /// How many sessions queue in the ordering check.
 pub const QUEUED: usize = 20;
 /// The longest wait a request may ask for: waiters that must stay queued ask for it.
 const LONG_WAIT: u64 = lock_api::limits::WAIT_MILLIS_MAX;
 /// A wait that ends while the key is still held, so its request answers 409.
 const SHORT_WAIT: u64 = 500;
-/// Bound on every "eventually" (generous: no check depends on speed).
-const EVENTUALLY: Duration = Duration::from_secs(40);
 
 /// The options every replica of the suite is started with.
 pub fn options() -> ServerOptions {
@@ -56,21 +55,6 @@ pub async fn run_all(replicas: &[Api]) {
 /// The replica for the `n`-th participant.
 fn replica(replicas: &[Api], n: usize) -> &Api {
     &replicas[n % replicas.len()]
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + EVENTUALLY;
-    while Instant::now() < deadline {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("never happened: {what}");
 }
 
 async fn waiters_become(api: &Api, key: &str, count: u32) {
@@ -244,73 +228,90 @@ pub async fn a_grant_reports_its_wait(replicas: &[Api]) {
     );
 }
 
-/// A waiter whose request ended (its wait ran out) and that re-sends within the grace period
-/// is still ahead of the one that queued after it.
-pub async fn a_re_send_within_the_grace_period_keeps_its_place(replicas: &[Api]) {
-    let key = unique_key("queue-resend");
+/// A key held by one session, with two waiters queued behind it: `first` (replica 1), whose
+/// request has just run out (409), and `second` (replica 2), still waiting as a [`waiter`]
+/// that notes its turn in `served`.
+struct FirstRanOut {
+    key: String,
+    held: LockGrant,
+    first: String,
+    second: JoinHandle<()>,
+    served: Arc<Mutex<Served>>,
+}
+
+async fn first_ran_out(replicas: &[Api], name: &str) -> FirstRanOut {
+    let key = unique_key(name);
     let api = replica(replicas, 0);
     let holder = api.open_session(60_000).await;
     let held = api.acquire_ok(&key, &holder.session_id, 60_000).await;
-    let first = replica(replicas, 1).open_session(60_000).await;
-    let second = replica(replicas, 2).open_session(60_000).await;
-    let short = send(replica(replicas, 1), &key, &first.session_id, SHORT_WAIT);
+    let first = replica(replicas, 1).open_session(60_000).await.session_id;
+    let second = replica(replicas, 2).open_session(60_000).await.session_id;
+    let short = send(replica(replicas, 1), &key, &first, SHORT_WAIT);
     waiters_become(api, &key, 1).await;
     let served = Arc::new(Mutex::new(Served::default()));
-    let behind = waiter(replicas, 2, &key, &second.session_id, None, &served);
+    let second = waiter(replicas, 2, &key, &second, None, &served);
     waiters_become(api, &key, 2).await;
     short.await.unwrap().assert_error(409, "LOCK_CONTENDED");
-    let again = waiter(replicas, 1, &key, &first.session_id, None, &served);
-    assert_eq!(
-        api.lock_state(&key).await.waiter_count,
-        2,
-        "the first ticket left within its grace period"
-    );
-    assert_eq!(
-        api.release(&key, held.fencing_token, None).await.status,
-        204
-    );
-    again.await.unwrap();
-    behind.await.unwrap();
-    let order: Vec<usize> = served
+    FirstRanOut {
+        key,
+        held,
+        first,
+        second,
+        served,
+    }
+}
+
+fn served_in(served: &Mutex<Served>) -> Vec<usize> {
+    served
         .lock()
         .unwrap()
         .order
         .iter()
         .map(|(n, _)| *n)
-        .collect();
-    assert_eq!(order, [1, 2], "the re-sent waiter lost its place");
+        .collect()
+}
+
+/// A waiter whose request ended (its wait ran out) and that re-sends within the grace period
+/// is still ahead of the one that queued after it.
+pub async fn a_re_send_within_the_grace_period_keeps_its_place(replicas: &[Api]) {
+    let scene = first_ran_out(replicas, "queue-resend").await;
+    let (api, key) = (replica(replicas, 0), &scene.key);
+    let again = waiter(replicas, 1, key, &scene.first, None, &scene.served);
+    assert_eq!(
+        api.lock_state(key).await.waiter_count,
+        2,
+        "the first ticket left within its grace period"
+    );
+    assert_eq!(
+        api.release(key, scene.held.fencing_token, None)
+            .await
+            .status,
+        204
+    );
+    again.await.unwrap();
+    scene.second.await.unwrap();
+    assert_eq!(
+        served_in(&scene.served),
+        [1, 2],
+        "the re-sent waiter lost its place"
+    );
 }
 
 /// A waiter whose request ended and that does not ask again leaves the queue once the grace
 /// period has passed; the key then goes to the next waiter.
 pub async fn a_waiter_that_stops_asking_leaves_the_queue(replicas: &[Api]) {
-    let key = unique_key("queue-leaves");
-    let api = replica(replicas, 0);
-    let holder = api.open_session(60_000).await;
-    let held = api.acquire_ok(&key, &holder.session_id, 60_000).await;
-    let gone = replica(replicas, 1).open_session(60_000).await;
-    let stays = replica(replicas, 2).open_session(60_000).await;
-    let short = send(replica(replicas, 1), &key, &gone.session_id, SHORT_WAIT);
-    waiters_become(api, &key, 1).await;
-    let served = Arc::new(Mutex::new(Served::default()));
-    let behind = waiter(replicas, 2, &key, &stays.session_id, None, &served);
-    waiters_become(api, &key, 2).await;
-    short.await.unwrap().assert_error(409, "LOCK_CONTENDED");
-    waiters_become(replica(replicas, 1), &key, 1).await;
+    let scene = first_ran_out(replicas, "queue-leaves").await;
+    let (api, key) = (replica(replicas, 0), &scene.key);
+    waiters_become(replica(replicas, 1), key, 1).await;
     assert_eq!(
-        api.release(&key, held.fencing_token, None).await.status,
+        api.release(key, scene.held.fencing_token, None)
+            .await
+            .status,
         204
     );
-    behind.await.unwrap();
-    let order: Vec<usize> = served
-        .lock()
-        .unwrap()
-        .order
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
-    assert_eq!(order, [2]);
-    let reply = api.session_status(&gone.session_id).await;
+    scene.second.await.unwrap();
+    assert_eq!(served_in(&scene.served), [2]);
+    let reply = api.session_status(&scene.first).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.body["locks"], serde_json::json!([]), "{reply:?}");
 }
@@ -343,36 +344,25 @@ pub async fn a_waiter_that_hangs_up_leaves_the_queue(replicas: &[Api]) {
 /// that session to claim it; nobody does, so it passes to the next waiter once the grace
 /// period is over, and the unclaimed grant's token is dead.
 pub async fn an_unclaimed_hand_off_passes_on(replicas: &[Api]) {
-    let key = unique_key("queue-unclaimed");
-    let api = replica(replicas, 0);
-    let holder = api.open_session(60_000).await;
-    let held = api.acquire_ok(&key, &holder.session_id, 60_000).await;
-    let absent = replica(replicas, 1).open_session(60_000).await;
-    let next = replica(replicas, 2).open_session(60_000).await;
-    let short = send(replica(replicas, 1), &key, &absent.session_id, SHORT_WAIT);
-    waiters_become(api, &key, 1).await;
-    let served = Arc::new(Mutex::new(Served::default()));
-    let behind = waiter(replicas, 2, &key, &next.session_id, None, &served);
-    waiters_become(api, &key, 2).await;
-    short.await.unwrap().assert_error(409, "LOCK_CONTENDED");
+    let scene = first_ran_out(replicas, "queue-unclaimed").await;
+    let (api, key) = (replica(replicas, 0), &scene.key);
     assert_eq!(
-        api.release(&key, held.fencing_token, None).await.status,
+        api.release(key, scene.held.fencing_token, None)
+            .await
+            .status,
         204
     );
-    let unclaimed = api.lock_state(&key).await;
+    let unclaimed = api.lock_state(key).await;
+    scene.second.await.unwrap();
     let handed = match unclaimed.holder {
-        Some(h) if h.session_id == absent.session_id => h,
+        Some(h) if h.session_id == scene.first => h,
         // The grace period may already be over on a very slow machine: nothing to see then.
-        _ => {
-            behind.await.unwrap();
-            return;
-        }
+        _ => return,
     };
-    behind.await.unwrap();
-    let order = served.lock().unwrap().order.clone();
+    let order = scene.served.lock().unwrap().order.clone();
     assert_eq!(order.len(), 1);
     assert!(order[0].1 > handed.fencing_token);
-    let reply = api.release(&key, handed.fencing_token, None).await;
+    let reply = api.release(key, handed.fencing_token, None).await;
     reply.assert_error(409, "LOCK_LOST");
 }
 

@@ -6,6 +6,7 @@
 //! The holders hold for a while on purpose (the waits must outlast a TTL, or a request's own
 //! wait); nothing asserts how long anything took.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,23 +38,28 @@ fn queued(wait_millis: u64) -> AcquirePolicy {
     .expect("valid policy")
 }
 
-/// Keeps the `lock_granted` events: who, after how many L4 calls, queued how long.
+/// Keeps the `lock_granted` events (who, after how many L4 calls, queued how long) and
+/// counts the `contention` events (refused or unanswered L4s).
 #[derive(Default)]
-struct Grants(Mutex<Vec<(String, u32, Duration)>>);
+struct Grants(Mutex<Vec<(String, u32, Duration)>>, AtomicU32);
 
 impl EventSink for Grants {
     fn on_event(&self, event: &ClientEvent) {
-        if let ClientEvent::Granted {
-            session_id,
-            attempts,
-            queued,
-            ..
-        } = event
-        {
-            self.0
+        match event {
+            ClientEvent::Granted {
+                session_id,
+                attempts,
+                queued,
+                ..
+            } => self
+                .0
                 .lock()
                 .unwrap()
-                .push((session_id.clone(), *attempts, *queued));
+                .push((session_id.clone(), *attempts, *queued)),
+            ClientEvent::Contention { .. } => {
+                self.1.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
         }
     }
 }
@@ -77,8 +83,9 @@ async fn a_grant_after_a_wait_longer_than_its_ttl_is_a_live_handle() {
         tokio::spawn(async move { waiter.acquire(KEY, ttl, &queued(10_000)).await })
     };
     waiters_become(&api, 1).await;
-    // The waiter waits in the queue for longer than the TTL it asked for.
-    tokio::time::sleep(ttl * 2).await;
+    // The waiter waits in the queue for longer than the TTL it asked for (a deadline counted
+    // from the send alone would have passed).
+    tokio::time::sleep(ttl).await;
     holder.release(&held).await.expect("L6");
     let handle = waiting
         .await
@@ -105,6 +112,9 @@ async fn a_grant_after_a_wait_longer_than_its_ttl_is_a_live_handle() {
 /// A short grace period, so a waiter that backed off instead of re-sending at once would
 /// lose its place within the hold; a re-send at once takes milliseconds.
 const GRACE_MS: &str = "500";
+/// How many of the first waiter's 200 ms L4s run out before the holder releases: 8, about
+/// three grace periods of re-sending.
+const RUN_OUTS: u32 = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_requests_run_out_keeps_its_place() {
@@ -136,7 +146,16 @@ async fn a_waiter_whose_requests_run_out_keeps_its_place() {
     waiters_become(&api, 1).await;
     let second_waits = spawn(second.clone(), queued(10_000));
     waiters_become(&api, 2).await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The first waiter's requests ran out and were re-sent for several grace periods: only
+    // the holder's release ends its wait (it is the only one whose L4s are refused).
+    let deadline = Instant::now() + EVENTUALLY;
+    while grants.1.load(Ordering::SeqCst) < RUN_OUTS {
+        assert!(
+            Instant::now() < deadline,
+            "the first waiter's L4s never ran out"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     holder.release(&held).await.expect("L6");
     first_waits.await.unwrap();
     second_waits.await.unwrap();
