@@ -54,12 +54,17 @@ pub struct QueuePoint {
     pub max_over_median: f64,
     /// Largest wait ÷ others' holding during it.
     pub starvation: f64,
+    /// The same over the acquisitions after each contender's first: the queue's steady state,
+    /// without the start, when all N ask at once.
+    pub steady_starvation: f64,
 }
 
 /// One acquisition as its contender saw it.
 #[derive(Debug, Clone, Copy)]
 struct Acquisition {
     contender: usize,
+    /// 0 for the contender's first acquisition.
+    round: usize,
     asked: Instant,
     granted: Instant,
     released: Instant,
@@ -103,7 +108,7 @@ pub async fn run_point(
                 let session = client_over(transport).open_session().await.expect("L1");
                 let policy = policy(strategy);
                 gate.wait().await;
-                for _ in 0..ROUNDS {
+                for round in 0..ROUNDS {
                     let asked = Instant::now();
                     let handle = session
                         .acquire(&key, TTL, &policy)
@@ -116,6 +121,7 @@ pub async fn run_point(
                     session.release(&handle).await.expect("L6");
                     seen.lock().unwrap().push(Acquisition {
                         contender,
+                        round,
                         asked,
                         granted,
                         released,
@@ -137,7 +143,8 @@ pub async fn run_point(
         completion_ms: completion.as_secs_f64() * 1_000.0,
         utilisation: held(&seen, start, start + completion) / completion.as_secs_f64(),
         max_over_median: max_over_median(&seen),
-        starvation: starvation(&seen),
+        starvation: starvation(&seen, 0),
+        steady_starvation: starvation(&seen, 1),
     }
 }
 
@@ -172,9 +179,10 @@ fn max_over_median(seen: &[Acquisition]) -> f64 {
     }
 }
 
-fn starvation(seen: &[Acquisition]) -> f64 {
+/// Starvation over the acquisitions of round `from_round` on (see the module's doc).
+fn starvation(seen: &[Acquisition], from_round: usize) -> f64 {
     seen.iter()
-        .filter(|a| a.granted - a.asked >= STARVED_AFTER)
+        .filter(|a| a.round >= from_round && a.granted - a.asked >= STARVED_AFTER)
         .map(|a| {
             let others: Vec<Acquisition> = seen
                 .iter()
@@ -204,6 +212,7 @@ mod tests {
     ) -> Acquisition {
         Acquisition {
             contender,
+            round: 0,
             asked: at(o, asked),
             granted: at(o, granted),
             released: at(o, released),
@@ -215,11 +224,11 @@ mod tests {
         let o = Instant::now();
         // Back to back: 1 waits 30 ms while 0 holds 30 ms.
         let fair = [acquisition(o, 0, 0, 0, 30), acquisition(o, 1, 0, 30, 60)];
-        assert!((starvation(&fair) - 1.0).abs() < 1e-9);
+        assert!((starvation(&fair, 0) - 1.0).abs() < 1e-9);
         assert!((held(&fair, o, at(o, 60)) - 0.060).abs() < 1e-9);
         // 2 waits 100 ms, but the key was held only 40 of them: it sat free while 2 waited.
         let starved = [acquisition(o, 0, 0, 0, 40), acquisition(o, 2, 0, 100, 110)];
-        assert!((starvation(&starved) - 2.5).abs() < 1e-9);
+        assert!((starvation(&starved, 0) - 2.5).abs() < 1e-9);
         // Waits 0, 30, 100 ms: median 30.
         let all = [fair.as_slice(), &starved[1..]].concat();
         assert!((max_over_median(&all) - 100.0 / 30.0).abs() < 1e-9);
