@@ -89,9 +89,9 @@ fn queued_waiters_survive_kill_9_and_are_served_again() {
         .tempdir()
         .expect("temp dir");
     let mut config = ChaosConfig::long(dir.path().to_owned(), 44);
-    config.contenders = 8;
+    config.contenders = 6;
     config.keys = 1;
-    config.duration = Duration::from_secs(30);
+    config.duration = Duration::from_secs(20);
     config.pauses = 2;
     config.server_kills = 3;
     config.wait = Duration::from_millis(1_000);
