@@ -399,19 +399,25 @@ impl SessionState {
         }
         let now = self.parts.clock.now();
         for handle in self.holds.handles() {
-            if handle.seq() > seq_at_send {
-                // Registered after this heartbeat was sent: its lock list may predate the
-                // grant, so it says nothing of the lock; but the session it renewed lifts the
-                // session's cap on the lock's deadline (a late cap would lose the lock before
-                // its own renewal is due).
-                let anchor = handle.anchor();
-                handle.renew(anchor, self.lock_deadline(anchor, handle.ttl()));
-                continue;
-            }
             let listed = answer
                 .locks
                 .iter()
                 .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
+            if handle.seq() > seq_at_send {
+                // Registered after this heartbeat was sent: its lock list may predate the
+                // grant, so a lock it does not list is not lost. One it lists the server
+                // renewed when the L2 arrived, after `sent_at` (a grant that waited in the
+                // queue counts from before it). Either way the session it renewed lifts the
+                // session's cap on the lock's deadline (a late cap would lose the lock before
+                // its own renewal is due).
+                let anchor = if listed {
+                    sent_at.max(handle.anchor())
+                } else {
+                    handle.anchor()
+                };
+                handle.renew(anchor, self.lock_deadline(anchor, handle.ttl()));
+                continue;
+            }
             if listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl())) {
                 continue;
             }
