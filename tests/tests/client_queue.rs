@@ -1,7 +1,7 @@
 //! The SDK in the server's wait queue, against a real lock-server: a grant after a wait
 //! longer than the lock's TTL is a live handle (its deadline counts the server's
-//! `waitedMillis`), and a waiter whose L4s keep running out re-sends at once and keeps its
-//! place ahead of one that queued after it.
+//! `waitedMillis`), on SQLite and on etcd; and a waiter whose L4s keep running out re-sends
+//! at once and keeps its place ahead of one that queued after it.
 //!
 //! The holders hold for a while on purpose (the waits must outlast a TTL, or a request's own
 //! wait); nothing asserts how long anything took.
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lock_e2e::etcd::EtcdCluster;
 use lock_e2e::{Api, ServerOptions, TestServer};
 use lock_wasm::{AcquirePolicy, ClientEvent, EventSink, LockClient, PolicySettings};
 
@@ -66,7 +67,21 @@ impl EventSink for Grants {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_after_a_wait_longer_than_its_ttl_is_a_live_handle() {
-    let server = TestServer::start(ServerOptions::new());
+    grant_after_a_long_wait_is_live(&TestServer::start(ServerOptions::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_a_grant_after_a_wait_longer_than_its_ttl_is_a_live_handle() {
+    let etcd = EtcdCluster::single();
+    let server = TestServer::start(
+        ServerOptions::new()
+            .args(["--backend", "etcd", "--etcd-endpoints"])
+            .args([etcd.endpoints_arg()]),
+    );
+    grant_after_a_long_wait_is_live(&server).await;
+}
+
+async fn grant_after_a_long_wait_is_live(server: &TestServer) {
     let api = server.api();
     let grants = Arc::new(Grants::default());
     let client = LockClient::native(server.base_url()).with_events(grants.clone());
