@@ -7,11 +7,11 @@
 # 2. builds the `bench` crate in release;
 # 3. runs, side by side in one invocation: Brooker's backoff experiment (seeded simulation),
 #    lock-server vs a trivial axum handler vs Redis (no persistence / appendfsync always) vs
-#    etcd at 1, 10 and 50 clients, an etcd-backend replica vs raw etcd, and the live backoff
-#    sweep against lock-server;
+#    etcd at 1, 10 and 50 clients, an etcd-backend replica vs raw etcd, the live backoff
+#    sweep against lock-server, and the wait queue vs full jitter on SQLite and etcd;
 # 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, etcd
-#    backend, Backoff strategies (simulation), Backoff strategies (live server)) and
-#    docs/bench/*.svg;
+#    backend, Backoff strategies (simulation), Backoff strategies (live server), Wait queue
+#    vs full jitter (live server)) and docs/bench/*.svg;
 # 5. then the client side (scripts/bench-client.sh): gzipped wasm size, SDK vs raw fetch in
 #    Node, dashboard time to first plot, recorded in the "Client side" section.
 #

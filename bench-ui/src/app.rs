@@ -2,6 +2,7 @@
 //! the runner in a local task and copy its record into the signals every
 //! [`REFRESH`] while it runs.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,13 +17,15 @@ use crate::components::config_form::{ConfigForm, SweepForm};
 use crate::components::counters::CountersPanel;
 use crate::components::error_banner::ErrorBanner;
 use crate::components::export::ExportButtons;
-use crate::components::plots::{HistogramPanel, SweepPanel, TimelinePanel};
+use crate::components::plots::{FairnessPanel, HistogramPanel, SweepPanel, TimelinePanel};
 use crate::components::progress::ProgressBar;
 use crate::model::config::ExperimentConfig;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
+use crate::runner::lanes::{WaitLanes, WAIT_LANES};
 use crate::runner::ledger::FetchLedger;
 use crate::runner::recorder::Recorder;
+use crate::runner::simulated::simulate_sweep;
 use crate::runner::sweep::{run_sweep, SweepState};
 use crate::runner::{run_experiment, start_recorder, CancelFlag, Env};
 
@@ -39,7 +42,10 @@ pub fn install_panic_hook() {
 
 /// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page),
 /// sending `token` as the bearer on every request when it is not empty (a server with an
-/// auth file). A token that cannot be one is an error for the banner.
+/// auth file); requests that wait in the server's queue take lanes (`runner::lanes`). A
+/// token that cannot be one is an error for the banner.
+// The SDK's seams take `Arc`s; on wasm32 nothing is `Send` and needs not be (one thread).
+#[allow(clippy::arc_with_non_send_sync)]
 fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
     let base = base_url.trim();
     let mut transport = FetchTransport::new(base);
@@ -50,9 +56,14 @@ fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
             .map_err(|e| format!("Fix the token first — {e}"))?;
     }
     let ledger = FetchLedger::new(base, transport.authorization());
+    let clock: Arc<dyn Clock> = Arc::new(JsClock);
     Ok(Env {
-        transport: Arc::new(transport),
-        clock: Arc::new(JsClock),
+        transport: Arc::new(WaitLanes::new(
+            Arc::new(transport),
+            clock.clone(),
+            WAIT_LANES,
+        )),
+        clock,
         spawner: Arc::new(LocalSpawner),
         ledger: Rc::new(ledger),
     })
@@ -100,6 +111,7 @@ pub fn App(
     let token = RwSignal::new(String::new());
     let record = RwSignal::new(None::<RunRecord>);
     let sweep = RwSignal::new(SweepResult::default());
+    let simulated = RwSignal::new(SweepResult::default());
     let running = RwSignal::new(None::<Mode>);
     let error = RwSignal::new(None::<String>);
     let cancel = StoredValue::new_local(CancelFlag::default());
@@ -159,6 +171,16 @@ pub fn App(
         running.set(Some(Mode::Sweep));
         let run_id = new_run_id();
         spawn_local(async move {
+            // The same sweep in the simulation first: page-local, seconds at most, and the
+            // theory to read the live points against as they come in.
+            let theory = RefCell::new(SweepResult::default());
+            simulate_sweep(&cfg, &run_id, &theory, || async {
+                simulated.set(theory.borrow().clone());
+                // Let the page draw between points.
+                JsClock.sleep(Duration::ZERO).await;
+            })
+            .await;
+            simulated.set(theory.into_inner());
             let work = run_sweep(&env, &cfg, &run_id, &state, &flag);
             let watch = {
                 let state = state.clone();
@@ -227,11 +249,12 @@ pub fn App(
             <h1>"Lock contention dashboard"</h1>
             <p class="lede">
                 "Runs live contention experiments against the lock server through the SDK. "
-                "Full jitter is the SDK's own acquire loop; the other strategies exist only here, for comparison."
+                "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison. "
+                "A sweep also runs in the SDK's seeded simulation inside this page (no server), drawn beside the live one."
             </p>
             <p class="note">
                 "Note: a browser keeps at most 6 connections to one server, so at most 6 requests are in flight; "
-                "with more sessions, requests also queue inside the browser."
+                "with more sessions, requests also queue inside the browser. Requests waiting in the server's queue use at most 4 of them."
             </p>
         </header>
         <section class="controls">
@@ -274,7 +297,8 @@ pub fn App(
         <div class="plots">
             <HistogramPanel record=record/>
             <TimelinePanel record=record/>
+            <FairnessPanel record=record/>
         </div>
-        <SweepPanel sweep=sweep/>
+        <SweepPanel sweep=sweep simulated=simulated/>
     }
 }

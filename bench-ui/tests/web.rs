@@ -8,7 +8,7 @@ use bench_ui::app::App;
 use bench_ui::components::chart::SvgChart;
 use bench_ui::components::config_form::ConfigForm;
 use bench_ui::components::counters::CountersPanel;
-use bench_ui::components::plots::{HistogramPanel, TimelinePanel};
+use bench_ui::components::plots::{FairnessPanel, HistogramPanel, TimelinePanel};
 use bench_ui::model::config::ExperimentConfig;
 use bench_ui::model::counters::Counters;
 use bench_ui::model::histogram::JitterHistogram;
@@ -277,5 +277,99 @@ async fn timeline_panel_draws_an_overlap_in_red() {
         count(&root, "svg[data-testid=timeline] rect.overlap:not(.swatch)"),
         1
     );
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
+    let root = container();
+    let hold = |session: u32, asked, granted, released| Hold {
+        session,
+        session_id: format!("s{session}"),
+        key: "k".into(),
+        fencing_token: u64::from(session) + 1,
+        attempts: 1,
+        asked_at: asked,
+        granted_at: granted,
+        released_at: Some(released),
+        ledger_accepted: true,
+    };
+    let mut run = RunRecord::default();
+    // Contender 1 asked 100 ms after contender 2 and was served first: one overtake.
+    run.holds = vec![
+        hold(0, 0.0, 0.0, 40.0),
+        hold(1, 110.0, 120.0, 160.0),
+        hold(2, 10.0, 160.0, 200.0),
+    ];
+    run.completed_millis = Some(200.0);
+    let record = RwSignal::new(Some(run));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <FairnessPanel record=record/> },
+    );
+    tick().await;
+    let panel = find(&root, "[data-testid=fairness]");
+    let attribute = |name: &str| panel.get_attribute(name).unwrap_or_default();
+    // Held 0–40 and 120–200: 120 of 200 ms.
+    assert_eq!(attribute("data-utilisation-client"), "0.6000");
+    assert_eq!(attribute("data-overtakes"), "1");
+    assert_eq!(
+        count(&root, "svg[data-testid=waits] rect.wait-max:not(.swatch)"),
+        3
+    );
+    assert!(
+        panel.inner_text().contains("1 grants overtook"),
+        "{}",
+        panel.inner_text()
+    );
+    drop(handle);
+}
+
+/// Sweep runs the same sweep in the page's simulation beside the live server: with nothing
+/// listening, the live sweep fails, and the simulated one still draws every strategy.
+#[wasm_bindgen_test]
+async fn a_sweep_runs_in_the_simulation_beside_the_live_server() {
+    let root = container();
+    let handle = mount_to(
+        root.clone(),
+        || view! { <App base_url="http://127.0.0.1:9"/> },
+    );
+    tick().await;
+    for (field, value) in [("from", "4"), ("to", "8"), ("step", "4")] {
+        let input: HtmlInputElement =
+            find(&root, &format!("[data-testid=field-{field}]")).unchecked_into();
+        input.set_value(value);
+        input
+            .dispatch_event(&web_sys::Event::new("input").unwrap())
+            .unwrap();
+    }
+    tick().await;
+    find(&root, "[data-testid=sweep]").click();
+    for _ in 0..600 {
+        JsClock.sleep(Duration::from_millis(50)).await;
+        if find(&root, "[data-testid=status]")
+            .get_attribute("data-state")
+            .as_deref()
+            == Some("idle")
+        {
+            break;
+        }
+    }
+    for class in ["s-full", "s-queue", "s-none"] {
+        assert_eq!(
+            count(
+                &root,
+                &format!("svg[data-testid=sim-calls-per-grant] polyline.{class}")
+            ),
+            1,
+            "simulated {class}"
+        );
+    }
+    assert_eq!(
+        count(&root, "svg[data-testid=sweep-calls-per-grant] polyline"),
+        0,
+        "nothing reached the live server"
+    );
+    assert!(count(&root, "[data-testid=error]") > 0);
     drop(handle);
 }

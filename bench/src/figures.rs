@@ -26,6 +26,7 @@ fn colour(strategy: Strategy) -> &'static str {
         Strategy::EqualJitter => "#ff7f0e",
         Strategy::FullJitter => "#2ca02c",
         Strategy::DecorrelatedJitter => "#1f77b4",
+        Strategy::ServerQueue => "#9467bd",
     }
 }
 

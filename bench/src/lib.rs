@@ -15,12 +15,15 @@
 //! - [`cycles`]: one acquire+release cycle per system, and the closed-loop load generator.
 //! - [`live_sweep`]: N contenders on one key against the real server: the SDK's acquire loop
 //!   vs `lock_lab`'s comparison loop, both over one counted transport.
-//! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|quick`).
+//! - [`queue_bench`]: the server's wait queue vs full jitter on one hot key (SDK both ways),
+//!   with utilisation and fairness figures.
+//! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|queue|quick`).
 
 pub mod cycles;
 pub mod doc;
 pub mod figures;
 pub mod live_sweep;
 pub mod occ_sim;
+pub mod queue_bench;
 pub mod stats;
 pub mod systems;

@@ -40,6 +40,9 @@ pub struct ChaosConfig {
     pub session_ttl: Duration,
     /// Acquire budget of the contenders.
     pub budget: Duration,
+    /// `waitMillis` of the contenders' L4s: 0 polls with full jitter (the SDK default); more
+    /// queues each L4 in the server's wait queue for up to that long.
+    pub wait: Duration,
     /// Pause length range; the low end must exceed the session TTL.
     pub pause_range: (Duration, Duration),
     /// Where histories and logs go.
@@ -67,6 +70,7 @@ impl ChaosConfig {
             lock_ttl: Duration::from_millis(2_000),
             session_ttl: Duration::from_millis(3_000),
             budget: Duration::from_millis(2_000),
+            wait: Duration::ZERO,
             pause_range: (Duration::from_millis(3_500), Duration::from_millis(6_000)),
             out_dir,
             server_args: vec![],
@@ -135,6 +139,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
                 &config.session_ttl.as_millis().to_string(),
             ])
             .args(["--budget-ms", &config.budget.as_millis().to_string()])
+            .args(["--wait-ms", &config.wait.as_millis().to_string()])
             .args(["--seed", &rng.random::<u64>().to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

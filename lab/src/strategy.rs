@@ -1,10 +1,13 @@
-//! The backoff strategies the experiments compare (Marc Brooker, "Exponential Backoff And
-//! Jitter", AWS Architecture Blog, 2015), and the delays of one acquire under each.
+//! The strategies the experiments compare: four backoff strategies (Marc Brooker,
+//! "Exponential Backoff And Jitter", AWS Architecture Blog, 2015) and the server's wait queue,
+//! and the delays of one acquire under each.
 //!
 //! Full jitter is the SDK's one production strategy, and here it is the SDK's own
-//! [`lock_wasm::Backoff`], called, never copied. The other three exist in this crate alone,
-//! so the experiments can show why the SDK forbids them: each keeps a synchronised
-//! component, so contenders that collided once collide again.
+//! [`lock_wasm::Backoff`], called, never copied. No, equal and decorrelated jitter exist in
+//! this crate alone, so the experiments can show why the SDK forbids them: each keeps a
+//! synchronised component, so contenders that collided once collide again. The server queue
+//! is the SDK's own acquire too, with `waitMillis` > 0: each L4 waits in the key's FIFO queue
+//! on the server and is handed the lock in turn (its rare retries draw full jitter).
 
 use std::time::Duration;
 
@@ -26,16 +29,39 @@ pub enum Strategy {
     EqualJitter,
     /// `min(cap, uniform[base, 3·previous])`, AWS's "decorrelated jitter".
     DecorrelatedJitter,
+    /// The SDK's acquire with `waitMillis` > 0: the server queues the request and hands it
+    /// the lock in arrival order. Not a delay rule: it retries (rarely) with full jitter.
+    ServerQueue,
 }
 
 impl Strategy {
     /// Every strategy, full jitter first (the order of forms, legends and sweeps).
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
+        Strategy::FullJitter,
+        Strategy::NoJitter,
+        Strategy::EqualJitter,
+        Strategy::DecorrelatedJitter,
+        Strategy::ServerQueue,
+    ];
+
+    /// The four client-side backoff strategies (what a simulation of retries compares).
+    pub const BACKOFF: [Strategy; 4] = [
         Strategy::FullJitter,
         Strategy::NoJitter,
         Strategy::EqualJitter,
         Strategy::DecorrelatedJitter,
     ];
+
+    /// Whether contenders of this strategy acquire through the SDK's own loop (full jitter,
+    /// the server queue) rather than the comparison loop.
+    pub fn runs_in_sdk(self) -> bool {
+        matches!(self, Strategy::FullJitter | Strategy::ServerQueue)
+    }
+
+    /// Whether its L4s wait in the server's queue (`waitMillis` > 0).
+    pub fn queues(self) -> bool {
+        self == Strategy::ServerQueue
+    }
 
     /// Human label for forms, tables and legends.
     pub fn label(self) -> &'static str {
@@ -44,6 +70,7 @@ impl Strategy {
             Strategy::NoJitter => "no jitter",
             Strategy::EqualJitter => "equal jitter",
             Strategy::DecorrelatedJitter => "decorrelated jitter",
+            Strategy::ServerQueue => "server queue (waitMillis)",
         }
     }
 
@@ -54,6 +81,7 @@ impl Strategy {
             Strategy::NoJitter => "none",
             Strategy::EqualJitter => "equal",
             Strategy::DecorrelatedJitter => "decorrelated",
+            Strategy::ServerQueue => "queue",
         }
     }
 
@@ -70,6 +98,7 @@ impl Strategy {
             Strategy::NoJitter => "s-none",
             Strategy::EqualJitter => "s-equal",
             Strategy::DecorrelatedJitter => "s-deco",
+            Strategy::ServerQueue => "s-queue",
         }
     }
 }
@@ -109,7 +138,9 @@ impl Delays {
     pub fn next<R: Rng + ?Sized>(&mut self, attempt: u32, rng: &mut R) -> Duration {
         let window = self.window.ceiling_millis(attempt);
         let millis = match self.strategy {
-            Strategy::FullJitter => whole_millis(self.window.delay(attempt, rng)),
+            Strategy::FullJitter | Strategy::ServerQueue => {
+                whole_millis(self.window.delay(attempt, rng))
+            }
             Strategy::NoJitter => window,
             Strategy::EqualJitter => window / 2 + rng.random_range(0..=window - window / 2),
             Strategy::DecorrelatedJitter => {
@@ -219,6 +250,11 @@ mod tests {
         }
         assert_eq!(Strategy::from_id("bogus"), None);
         let labels: std::collections::BTreeSet<_> = Strategy::ALL.map(Strategy::label).into();
-        assert_eq!(labels.len(), 4);
+        assert_eq!(labels.len(), 5);
+        assert!(Strategy::BACKOFF.iter().all(|s| !s.queues()));
+        assert_eq!(
+            Strategy::ALL.map(Strategy::runs_in_sdk),
+            [true, false, false, false, true]
+        );
     }
 }

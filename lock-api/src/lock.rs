@@ -24,6 +24,12 @@ pub struct LockGrant {
     /// Strictly increasing per key, never reused, below 2^53 (a safe JS number).
     pub fencing_token: u64,
     pub ttl_millis: u64,
+    /// Server-side time from the request's arrival to the instant the answered lease began
+    /// (its wait in the key's queue; about 0 when it did not wait). The lease runs `ttlMillis`
+    /// from there, so a client's deadline `sentAt + waitedMillis + ttlMillis − margin` is
+    /// still never later than the server's. 0 when absent (a server without the queue).
+    #[serde(default)]
+    pub waited_millis: u64,
 }
 
 /// L6 `POST /v1/locks/{key}/release` request: compare-and-delete on `(key, fencingToken)`.

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use lock_api::limits::{DEFAULT_LOCK_TTL_MILLIS, DEFAULT_SESSION_TTL_MILLIS, TTL_MILLIS_MAX};
 
+use crate::store::queue::DEFAULT_GRACE_MILLIS;
+
 /// Which [`crate::store::Store`] backs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -104,10 +106,17 @@ pub struct Config {
     #[arg(long, env = "LOCK_WEB_ROOT")]
     pub web_root: Option<PathBuf>,
 
-    /// Per-key cap on L4 requests waiting server-side (`waitMillis` > 0); one more is 429
-    /// CONTENTION_EXCEEDED. 0 disables server-side waiting.
+    /// Per-key cap on the wait queue (tickets of L4 requests with `waitMillis` > 0, counted
+    /// across all replicas on etcd); one more is 429 CONTENTION_EXCEEDED. 0 disables
+    /// server-side waiting.
     #[arg(long, env = "LOCK_MAX_WAITERS_PER_KEY", default_value_t = 64)]
     pub max_waiters_per_key: u32,
+
+    /// How long a wait-queue ticket keeps its place after the last L4 of its session for that
+    /// key ended, so a client that re-sends keeps its turn and one that went away loses it.
+    #[arg(long, env = "LOCK_QUEUE_GRACE_MS", default_value_t = DEFAULT_GRACE_MILLIS,
+          value_parser = clap::value_parser!(u64).range(1..=lock_api::limits::WAIT_MILLIS_MAX))]
+    pub queue_grace_ms: u64,
 
     /// Largest request body in bytes; larger is 413 PAYLOAD_TOO_LARGE.
     #[arg(long, env = "LOCK_MAX_BODY_BYTES", default_value_t = 16 * 1024)]
@@ -172,6 +181,7 @@ mod tests {
         assert_eq!(c.default_lock_ttl_ms, 10_000);
         assert_eq!(c.default_session_ttl_ms, 15_000);
         assert_eq!(c.max_waiters_per_key, 64);
+        assert_eq!(c.queue_grace_ms, 1_000);
         assert_eq!(c.command, None);
         assert_eq!(c.auth_file, None);
         assert!(!c.allow_unauthenticated && !c.public_ops);

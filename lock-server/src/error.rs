@@ -7,6 +7,9 @@ use lock_api::{ErrorBody, ErrorCode};
 
 use crate::store::StoreError;
 
+/// `retryAfterMillis` hint on 429 (ASSUMPTION: 100 ms, about one waiter's turn).
+const CONTENTION_RETRY_AFTER_MS: u64 = 100;
+
 /// An error answer: the body decides the status (`ErrorCode::status`). Boxed: errors are
 /// rare and the body is large, so `Result`s stay small on the happy path.
 #[derive(Debug, Clone)]
@@ -39,6 +42,14 @@ impl From<StoreError> for ApiError {
                 ErrorCode::LockLost,
                 "no lock with that key and fencing token (released, expired or revoked)",
             ),
+            StoreError::QueueFull => {
+                let mut body = ErrorBody::new(
+                    ErrorCode::ContentionExceeded,
+                    "too many requests are already waiting for this key",
+                );
+                body.retry_after_millis = Some(CONTENTION_RETRY_AFTER_MS);
+                ApiError(Box::new(body))
+            }
             StoreError::FencedOut { highest } => {
                 let mut body = ErrorBody::new(
                     ErrorCode::FencedOut,

@@ -9,18 +9,17 @@
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
 //! - [`state`]: what handlers share.
-//! - [`contention`]: server-side waiters per key (`waiterCount`, CONTENTION_EXCEEDED).
 //! - [`metrics`]: `/metrics` (C4).
 //! - [`openapi`]: the `/openapi.json` document.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
-//!   heartbeat cadence, wall-clock lease time, waking waiters) and the backends, each in its
+//!   heartbeat cadence, wall-clock lease time, the wait queue's rules, waking waiters) and
+//!   the backends, each in its
 //!   folder: `store/sqlite/` (writer thread, fencing-token reservation, start-up recovery,
 //!   ...) and `store/etcd/`.
 
 pub mod auth;
 pub mod config;
 pub mod connections;
-pub mod contention;
 pub mod error;
 pub mod extract;
 pub mod metrics;

@@ -51,11 +51,13 @@ fn schemas() -> Value {
             "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "remainingMillis": int } } } } },
         "AcquireRequest": { "type": "object", "additionalProperties": false, "required": ["sessionId"], "properties": {
             "sessionId": { "type": "string" }, "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 },
-            "waitMillis": { "type": "integer", "minimum": 0, "maximum": 30000 } } },
-        "LockGrant": { "type": "object", "properties": { "key": { "type": "string" }, "sessionId": { "type": "string" }, "fencingToken": int, "ttlMillis": int } },
+            "waitMillis": { "type": "integer", "minimum": 0, "maximum": 30000, "description": "How long to wait in the key's FIFO queue; 0: one attempt, never ahead of a queue." } } },
+        "LockGrant": { "type": "object", "properties": { "key": { "type": "string" }, "sessionId": { "type": "string" }, "fencingToken": int, "ttlMillis": int,
+            "waitedMillis": { "type": "integer", "format": "int64", "minimum": 0, "description": "Server-side time from the request's arrival to the start of the answered lease (its wait in the queue): the lease runs ttlMillis from there." } } },
         "ReleaseRequest": { "type": "object", "additionalProperties": false, "required": ["fencingToken"], "properties": {
             "fencingToken": int, "sessionId": { "type": "string" } } },
-        "LockState": { "type": "object", "properties": { "key": { "type": "string" }, "waiterCount": int, "holder": {
+        "LockState": { "type": "object", "properties": { "key": { "type": "string" },
+            "waiterCount": { "type": "integer", "format": "int64", "minimum": 0, "description": "Live tickets in the key's wait queue, all replicas." }, "holder": {
             "nullable": true, "type": "object", "description": "Never the holder's session id.", "properties": {
                 "holderId": { "type": "string" }, "owner": { "type": "string", "nullable": true }, "fencingToken": int, "remainingMillis": int } } } },
         "RevokeRequest": { "type": "object", "additionalProperties": false, "required": ["reason"], "properties": { "reason": { "type": "string" } } },
@@ -121,7 +123,7 @@ fn described() -> Value {
                     "parameters": [id_param()], "responses": { "204": { "description": "closed" }, "404": no_session } },
                 "get": { "operationId": "sessionStatus", "summary": "L5 session status",
                     "parameters": [id_param()], "responses": { "200": ok("SessionStatus"), "404": no_session } } },
-            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session: the holder gets the same grant, renewed from now; bounded server-side wait)",
+            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
                 "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED"),
                     "413": err("PAYLOAD_TOO_LARGE; the connection is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },

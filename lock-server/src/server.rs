@@ -11,7 +11,6 @@ use tokio::sync::watch;
 use crate::auth::{self, Auth, AuthFileError};
 use crate::config::{Backend, Config};
 use crate::connections;
-use crate::contention::Waiters;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
@@ -120,7 +119,8 @@ fn state_with(
 ) -> AppState {
     AppState {
         store,
-        waiters: Waiters::new(config.max_waiters_per_key),
+        max_waiters_per_key: config.max_waiters_per_key,
+        queue_grace_ms: config.queue_grace_ms,
         metrics: Arc::new(Metrics::default()),
         default_lock_ttl_ms: config.default_lock_ttl_ms,
         default_session_ttl_ms: config.default_session_ttl_ms,

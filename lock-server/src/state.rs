@@ -5,7 +5,6 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::auth::Auth;
-use crate::contention::Waiters;
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -14,8 +13,10 @@ use crate::store::Store;
 pub struct AppState {
     /// The backend; routes never see which one.
     pub store: Arc<dyn Store>,
-    /// Server-side waiters per key.
-    pub waiters: Arc<Waiters>,
+    /// Most tickets in one key's wait queue (`--max-waiters-per-key`); 0: nobody queues.
+    pub max_waiters_per_key: u32,
+    /// A wait-queue ticket's grace period (`--queue-grace-ms`).
+    pub queue_grace_ms: u64,
     /// `/metrics` state.
     pub metrics: Arc<Metrics>,
     /// Default lock TTL for L4 without `ttlMillis`.

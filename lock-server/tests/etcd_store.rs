@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
 use lock_server::store::etcd::{EtcdOptions, EtcdStore};
-use lock_server::store::{Acquired, Store, StoreError};
+use lock_server::store::{Acquired, Queueing, Store, StoreError};
 
 /// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
 const EXPIRY_BOUND: Duration = Duration::from_secs(10);
@@ -27,9 +27,35 @@ async fn store_on(cluster: &EtcdCluster, prefix: &str) -> EtcdStore {
 
 fn granted(outcome: Acquired) -> lock_api::LockGrant {
     match outcome {
-        Acquired::Granted(grant) => grant,
-        Acquired::Contended => panic!("expected a grant, got Contended"),
+        Acquired::Granted(granted) => granted.grant,
+        Acquired::Contended { .. } => panic!("expected a grant, got Contended"),
     }
+}
+
+/// The store-level L4 with `waitMillis` 0, as most of these checks use it.
+trait TryAcquire {
+    async fn try_acquire(&self, key: &str, session: &str, ttl: u64)
+        -> Result<Acquired, StoreError>;
+    async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError>;
+}
+
+impl<S: Store> TryAcquire for S {
+    async fn try_acquire(
+        &self,
+        key: &str,
+        session: &str,
+        ttl: u64,
+    ) -> Result<Acquired, StoreError> {
+        self.acquire(key, session, None, ttl, None).await
+    }
+
+    async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError> {
+        Ok(self.lock_state(key).await?.holder)
+    }
+}
+
+fn contended(outcome: Result<Acquired, StoreError>) -> bool {
+    matches!(outcome, Ok(Acquired::Contended { .. }))
 }
 
 /// Polls `check` until it holds or the bound passes.
@@ -55,7 +81,7 @@ async fn single_member_semantics() {
     sessions_and_idempotent_acquire(&store).await;
     lock_ttl_expires_and_is_not_revived(&store).await;
     session_expiry_frees_its_locks(&store).await;
-    wait_change_wakes_on_release(&store).await;
+    a_release_hands_the_lock_to_the_waiter(&store).await;
     revoke_and_ledger(&store).await;
     bad_session_ids_are_not_found(&store).await;
 }
@@ -71,24 +97,20 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
 
     let first = granted(
         store
-            .try_acquire("k/1", &a.session_id, None, 4_000)
+            .try_acquire("k/1", &a.session_id, 4_000)
             .await
             .unwrap(),
     );
     let again = granted(
         store
-            .try_acquire("k/1", &a.session_id, None, 4_000)
+            .try_acquire("k/1", &a.session_id, 4_000)
             .await
             .unwrap(),
     );
     assert_eq!(first, again, "L4 is idempotent for the holding session");
-    assert_eq!(
-        store
-            .try_acquire("k/1", &b.session_id, None, 4_000)
-            .await
-            .unwrap(),
-        Acquired::Contended
-    );
+    assert!(contended(
+        store.try_acquire("k/1", &b.session_id, 4_000).await
+    ));
     let holder = store.holder("k/1").await.unwrap().expect("held");
     assert_eq!(holder.fencing_token, first.fencing_token);
     assert!(holder.remaining_millis <= 4_000);
@@ -114,7 +136,7 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     );
     let second = granted(
         store
-            .try_acquire("k/1", &b.session_id, None, 4_000)
+            .try_acquire("k/1", &b.session_id, 4_000)
             .await
             .unwrap(),
     );
@@ -146,12 +168,7 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
 async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
     let a = store.open_session(10_000, None, None).await.unwrap();
     let b = store.open_session(10_000, None, None).await.unwrap();
-    let short = granted(
-        store
-            .try_acquire("ttl", &a.session_id, None, 300)
-            .await
-            .unwrap(),
-    );
+    let short = granted(store.try_acquire("ttl", &a.session_id, 300).await.unwrap());
     eventually("a 300 ms lock expires", || async {
         store.holder("ttl").await.unwrap().is_none()
     })
@@ -171,7 +188,7 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
     );
     let next = granted(
         store
-            .try_acquire("ttl", &b.session_id, None, 5_000)
+            .try_acquire("ttl", &b.session_id, 5_000)
             .await
             .unwrap(),
     );
@@ -185,7 +202,7 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     let b = store.open_session(10_000, None, None).await.unwrap();
     let lost = granted(
         store
-            .try_acquire("sess", &a.session_id, None, 60_000)
+            .try_acquire("sess", &a.session_id, 60_000)
             .await
             .unwrap(),
     );
@@ -198,12 +215,12 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
-        store.try_acquire("other", &a.session_id, None, 1_000).await,
+        store.try_acquire("other", &a.session_id, 1_000).await,
         Err(StoreError::SessionNotFound)
     );
     let next = granted(
         store
-            .try_acquire("sess", &b.session_id, None, 5_000)
+            .try_acquire("sess", &b.session_id, 5_000)
             .await
             .unwrap(),
     );
@@ -216,37 +233,48 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     store.close_session(&b.session_id, None).await.unwrap();
 }
 
-async fn wait_change_wakes_on_release(store: &EtcdStore) {
+async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
     let a = store.open_session(10_000, None, None).await.unwrap();
-    let grant = granted(
-        store
-            .try_acquire("w", &a.session_id, None, 30_000)
+    let b = store.open_session(10_000, None, None).await.unwrap();
+    let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
+    let waiter = {
+        let (store, id) = (store.clone(), b.session_id.clone());
+        tokio::spawn(async move {
+            let queue = Queueing {
+                open_until: lock_server::store::lease::now_millis() + 25_000,
+                grace: 1_000,
+                cap: 64,
+            };
+            store.acquire("w", &id, None, 5_000, Some(queue)).await
+        })
+    };
+    eventually("the waiter's ticket is in the queue", || async {
+        store.lock_state("w").await.unwrap().waiters == 1
+    })
+    .await;
+    store.release("w", grant.fencing_token).await.unwrap();
+    let handed = store
+        .holder("w")
+        .await
+        .unwrap()
+        .expect("handed on, not free");
+    assert_eq!(handed.holder_id, b.holder_id);
+    let won = granted(
+        tokio::time::timeout(EXPIRY_BOUND, waiter)
             .await
+            .expect("the hand-off answered the waiter, long before its 25 s wait")
+            .unwrap()
             .unwrap(),
     );
-    let waiter = {
-        let store = store.clone();
-        tokio::spawn(async move { store.wait_change("w", Duration::from_secs(25)).await })
-    };
-    // Give the watch a moment to be created; correctness does not depend on it (the watch
-    // starts at the revision of its read), only that the release comes after the read.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    store.release("w", grant.fencing_token).await.unwrap();
-    tokio::time::timeout(EXPIRY_BOUND, waiter)
-        .await
-        .expect("wait_change woke on the release, long before its 25 s timeout")
-        .unwrap();
+    assert_eq!(won.fencing_token, handed.fencing_token);
+    assert!(won.fencing_token > grant.fencing_token);
     store.close_session(&a.session_id, None).await.unwrap();
+    store.close_session(&b.session_id, None).await.unwrap();
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
     let a = store.open_session(10_000, None, None).await.unwrap();
-    let grant = granted(
-        store
-            .try_acquire("r", &a.session_id, None, 10_000)
-            .await
-            .unwrap(),
-    );
+    let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
     assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
     assert_eq!(store.revoke("r").await.unwrap(), None);
     assert!(store
@@ -295,7 +323,7 @@ async fn bad_session_ids_are_not_found(store: &EtcdStore) {
             Err(StoreError::SessionNotFound)
         );
         assert_eq!(
-            store.try_acquire("k", id, None, 1_000).await,
+            store.try_acquire("k", id, 1_000).await,
             Err(StoreError::SessionNotFound)
         );
     }
@@ -311,7 +339,7 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let session = replica_a.open_session(1_500, None, None).await.unwrap();
     let grant = granted(
         replica_a
-            .try_acquire("k", &session.session_id, None, 1_500)
+            .try_acquire("k", &session.session_id, 1_500)
             .await
             .unwrap(),
     );
@@ -342,10 +370,10 @@ async fn stale_replica_hints_never_change_answers() {
     let s2 = b.open_session(10_000, None, None).await.unwrap().session_id;
     // A's session hint goes stale (B renewed it); A's acquire must still grant.
     b.heartbeat(&s1, None).await.unwrap();
-    let first = granted(a.try_acquire("h", &s1, None, 10_000).await.unwrap());
+    let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
     // A's holder hint goes stale: B releases and B's session takes the key.
     b.release("h", first.fencing_token).await.unwrap();
-    let second = granted(b.try_acquire("h", &s2, None, 10_000).await.unwrap());
+    let second = granted(b.try_acquire("h", &s2, 10_000).await.unwrap());
     assert_eq!(
         a.release("h", first.fencing_token).await,
         Err(StoreError::LockLost),
@@ -356,14 +384,11 @@ async fn stale_replica_hints_never_change_answers() {
         Some(second.fencing_token),
         "the stale release touched nothing"
     );
-    assert_eq!(
-        a.try_acquire("h", &s1, None, 10_000).await.unwrap(),
-        Acquired::Contended
-    );
+    assert!(contended(a.try_acquire("h", &s1, 10_000).await));
     // A session closed through B is gone for A too, whatever A remembers.
     b.close_session(&s1, None).await.unwrap();
     assert_eq!(
-        a.try_acquire("other", &s1, None, 10_000).await,
+        a.try_acquire("other", &s1, 10_000).await,
         Err(StoreError::SessionNotFound)
     );
     a.release("h", second.fencing_token).await.unwrap();
@@ -401,16 +426,14 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
                 if task % 6 == 0 && round == ROUNDS / 2 {
                     other.close_session(&session, None).await.unwrap();
                 }
-                let outcome = busy
-                    .try_acquire(&format!("k{key}"), &session, None, 30_000)
-                    .await;
+                let outcome = busy.try_acquire(&format!("k{key}"), &session, 30_000).await;
                 if task % 6 == 0 && round >= ROUNDS / 2 {
                     assert_eq!(outcome, Err(StoreError::SessionNotFound), "task {task}");
                     continue;
                 }
                 let grant = match outcome.unwrap() {
-                    Acquired::Granted(grant) => grant,
-                    Acquired::Contended => continue,
+                    Acquired::Granted(granted) => granted.grant,
+                    Acquired::Contended { .. } => continue,
                 };
                 {
                     let mut keys = keys.lock().unwrap();
@@ -458,7 +481,7 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
         store.open_session(1_000, None, None).await.map(|_| ()),
         store.heartbeat(&session.session_id, None).await.map(|_| ()),
         store
-            .try_acquire("k", &session.session_id, None, 1_000)
+            .try_acquire("k", &session.session_id, 1_000)
             .await
             .map(|_| ()),
         store.holder("k").await.map(|_| ()),
@@ -476,7 +499,7 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
     .await;
     granted(
         store
-            .try_acquire("k", &session.session_id, None, 5_000)
+            .try_acquire("k", &session.session_id, 5_000)
             .await
             .unwrap(),
     );
@@ -578,8 +601,8 @@ async fn contend(
         };
         // Keep the session alive as the SDK would; its errors surface on the acquire.
         let _ = store.heartbeat(&id, None).await;
-        match store.try_acquire("hot", &id, None, 5_000).await {
-            Ok(Acquired::Granted(grant)) => {
+        match store.try_acquire("hot", &id, 5_000).await {
+            Ok(Acquired::Granted(lock_server::store::Grant { grant, .. })) => {
                 tokens.push((grant.fencing_token, id.clone()));
                 for n in 0..2 {
                     let entry = format!("w{worker} n{n}");
@@ -594,7 +617,7 @@ async fn contend(
                     Err(other) => panic!("release: {other:?}"),
                 }
             }
-            Ok(Acquired::Contended) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(Acquired::Contended { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
             Err(StoreError::Unavailable { .. }) => {
                 unavailable += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -631,7 +654,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
-                store.try_acquire("own", id, client, 5_000).await,
+                store.acquire("own", id, client, 5_000, None).await,
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
@@ -642,7 +665,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     }
     let grant = granted(
         other
-            .try_acquire("own", id, Some("alice"), 5_000)
+            .acquire("own", id, Some("alice"), 5_000, None)
             .await
             .unwrap(),
     );

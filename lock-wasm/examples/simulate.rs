@@ -1,7 +1,7 @@
 //! Runs the seeded simulation over any number of seeds and prints the first failing one.
 //!
 //! `cargo run -p lock-wasm --example simulate -- --seeds 10000 --start 0 [--double-grant]
-//! [--fast-expiry]` (the two flags plant deliberate bugs: the run must then fail).
+//! [--fast-expiry] [--lifo-queue]` (the flags plant deliberate bugs: the run must then fail).
 
 use lock_wasm::sim::{run_seeds, Faults, Injection};
 
@@ -22,6 +22,7 @@ fn main() {
     let faults = Faults {
         double_grant: args.iter().any(|a| a == "--double-grant"),
         fast_expiry: args.iter().any(|a| a == "--fast-expiry"),
+        lifo_queue: args.iter().any(|a| a == "--lifo-queue"),
     };
     let totals = run_seeds(start..start + seeds, faults, Injection::None, |e| {
         eprintln!("FAILED {e}");

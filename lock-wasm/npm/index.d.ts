@@ -38,7 +38,12 @@ export interface AcquirePolicy {
   totalBudgetMs?: number;
   /** Secondary cap on L4 requests. */
   maxAttempts?: number;
-  /** Server-side wait per attempt, 0…30000. */
+  /**
+   * How long each L4 waits in the key's FIFO queue on the server, 0…30000 (below the
+   * budget). 0 (the default): poll with full jitter. More: the server hands the lock to the
+   * oldest waiter when it frees (one request per grant, no starvation); a request whose wait
+   * runs out is re-sent at once and keeps its place.
+   */
   waitMs?: number;
 }
 
@@ -100,8 +105,12 @@ export type LockEvent =
       key: string;
       sessionId: string;
       fencingToken: number;
+      /** L4 requests this acquire sent. */
       attempts: number;
+      /** Time from the start of the acquire to the grant. */
       waitedMs: number;
+      /** Of it, the granting request's wait in the server's queue (0 without `waitMs`). */
+      queuedMs: number;
     }
   /** Attempt `attempt` was refused; the loop sleeps `delayMs` (full jitter) and retries. */
   | { type: "contention"; key: string; attempt: number; delayMs: number; reason: string }

@@ -14,6 +14,9 @@
 //! - 409/429 → full-jitter sleep; 503 → fixed floor delay; no answer (timeout/network) →
 //!   full-jitter sleep (L4 is idempotent per session, see [`crate::error`]); 404 → the session
 //!   is lost; anything else → returned at once. Nothing but L4 is ever retried.
+//! - With `waitMillis` > 0 each L4 waits in the key's FIFO queue on the server: a 409 (the
+//!   wait ran out) or no answer is re-sent at once, so the ticket keeps its place; a grant's
+//!   deadline counts `waitedMillis` (the server's wait) past the send.
 //! - Not granted is `Ok(None)`, with the attempts and waited time in a `lock_not_granted`
 //!   event. When the last attempt got no answer at all, its `Timeout`/`Network` error is
 //!   returned instead: "server unreachable" is not "held by someone else".
@@ -197,9 +200,18 @@ impl<'a> Attempts<'a> {
             Err(err) => err,
         };
         let jitter = self.backoff.delay(self.attempts - 1, rng);
+        // Queued (`waitMillis` > 0), the request held a ticket in the key's queue: a 409 means
+        // its wait ran out (that wait was the backoff), and an unanswered one may still hold
+        // the ticket. Either is re-sent at once, within the ticket's grace period, so the
+        // ticket keeps its place. A 429 (queue full) backs off as always.
+        let resend = if self.policy.wait_millis() > 0 {
+            Duration::ZERO
+        } else {
+            jitter
+        };
         match &err {
             TransportError::Timeout(_) | TransportError::Network(_) => Verdict::Retry {
-                delay: jitter,
+                delay: resend,
                 reason: if matches!(err, TransportError::Timeout(_)) {
                     "TIMEOUT"
                 } else {
@@ -210,7 +222,12 @@ impl<'a> Attempts<'a> {
             TransportError::Status { body, .. } => {
                 self.claim.observe_rtt(rtt);
                 match body.code {
-                    ErrorCode::LockContended | ErrorCode::ContentionExceeded => Verdict::Retry {
+                    ErrorCode::LockContended => Verdict::Retry {
+                        delay: resend,
+                        reason: body.code.as_str(),
+                        unanswered: None,
+                    },
+                    ErrorCode::ContentionExceeded => Verdict::Retry {
                         delay: jitter,
                         reason: body.code.as_str(),
                         unanswered: None,
@@ -254,6 +271,7 @@ impl<'a> Attempts<'a> {
     /// `SessionState::grant_anchor`) and reports it.
     fn granted(self, grant: LockGrant, sent_at: Duration, earlier: Option<Duration>) -> LockHandle {
         let (parts, key, attempts, start) = (self.parts, self.key, self.attempts, self.start);
+        let queued = Duration::from_millis(grant.waited_millis);
         let handle = self.claim.grant(grant, sent_at, earlier);
         parts.emit(ClientEvent::Granted {
             key: key.to_owned(),
@@ -261,6 +279,7 @@ impl<'a> Attempts<'a> {
             fencing_token: handle.fencing_token(),
             attempts,
             waited: parts.clock.now() - start,
+            queued,
         });
         handle
     }
@@ -501,6 +520,56 @@ mod tests {
             .run(async move { session.acquire_default("k").await })
             .unwrap();
         assert_eq!(handle.unwrap().fencing_token(), 5);
+    }
+
+    /// Queued (`waitMillis` > 0): a 409 (the server-side wait ran out) and a lost answer are
+    /// re-sent at once, keeping the ticket's place; a 429 (queue full) backs off; every L4
+    /// carries the wait.
+    #[test]
+    fn a_queued_acquire_re_sends_at_once_and_backs_off_only_when_the_queue_is_full() {
+        let f = Fixture::new();
+        let session = f.session();
+        let contended = || Err(ScriptedTransport::error(ErrorCode::LockContended));
+        f.transport.push_acquire(contended());
+        f.transport
+            .push_acquire(Err(TransportError::Timeout(Duration::from_secs(2))));
+        f.transport.push_acquire(contended());
+        f.transport.push_acquire(grant(8));
+        let policy = AcquirePolicy::new(PolicySettings {
+            wait_millis: 1_000,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        let start = f.clock.now();
+        let s = session.clone();
+        let handle = f
+            .run(async move { s.acquire("k", Duration::from_secs(10), &policy).await })
+            .unwrap()
+            .expect("granted");
+        assert_eq!(handle.fencing_token(), 8);
+        assert_eq!(f.clock.now(), start, "no backoff between the re-sends");
+        let waits: Vec<Option<u64>> = f
+            .transport
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                crate::transport::Call::Acquire(_, r) => Some(r.wait_millis),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits, [Some(1_000); 4]);
+        f.transport
+            .push_acquire(Err(ScriptedTransport::error(ErrorCode::ContentionExceeded)));
+        f.transport.push_acquire(grant(9));
+        let start = f.clock.now();
+        f.run(async move {
+            session
+                .acquire("other", Duration::from_secs(10), &policy)
+                .await
+        })
+        .unwrap()
+        .expect("granted");
+        assert!(f.clock.now() > start, "a full queue is backed off from");
     }
 
     /// A lost session wakes its waiters at once instead of letting them spin to the budget.

@@ -15,7 +15,8 @@ use crate::spawn::{MaybeSend, MaybeSync};
 /// One thing that happened in a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientEvent {
-    /// `lock_granted`: L4 granted after `attempts` calls and `waited` since the acquire began.
+    /// `lock_granted`: L4 granted after `attempts` calls and `waited` since the acquire began,
+    /// `queued` of it in the server's wait queue by the granting call.
     Granted {
         /// The key.
         key: String,
@@ -27,6 +28,9 @@ pub enum ClientEvent {
         attempts: u32,
         /// Time from the start of the acquire to the grant.
         waited: Duration,
+        /// The granting L4's wait in the key's queue, as the server reports it
+        /// (`waitedMillis`; 0 without `waitMillis`).
+        queued: Duration,
     },
     /// `contention`: attempt `attempt` was refused (409/429/503 or no answer) and the loop
     /// sleeps `delay` before the next one.
@@ -92,10 +96,12 @@ impl fmt::Display for ClientEvent {
                 fencing_token,
                 attempts,
                 waited,
+                queued,
             } => write!(
                 f,
-                " key={key:?} sessionId={session_id} fencingToken={fencing_token} attempts={attempts} waitedMillis={}",
-                waited.as_millis()
+                " key={key:?} sessionId={session_id} fencingToken={fencing_token} attempts={attempts} waitedMillis={} queuedMillis={}",
+                waited.as_millis(),
+                queued.as_millis()
             ),
             ClientEvent::Contention {
                 key,

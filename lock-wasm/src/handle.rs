@@ -251,6 +251,7 @@ mod tests {
             session_id: "s".into(),
             fencing_token: 7,
             ttl_millis: 1_000,
+            waited_millis: 0,
         };
         let lease = Lease {
             seq: 0,

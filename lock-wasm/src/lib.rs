@@ -28,9 +28,11 @@
 //! - Runtimes: `native` (feature `native`, non-wasm targets: tokio clock and spawner, reqwest
 //!   transport, OS-seeded RNG) and [`wasm`] (wasm32 only: fetch transport, JS-timer clock,
 //!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
-//! - Test helpers (feature `test-util`, never in a shipped build): `sim` (deterministic
-//!   executor, simulated lock service, injectable faults: the seeded simulation),
-//!   `clock::ManualClock`, `transport::ScriptedTransport`, `test_support::Fixture`.
+//! - The seeded simulation (feature `sim`, which the dashboard's in-page sweeps use; never in
+//!   the npm package or a native build): `sim` (deterministic executor, simulated lock
+//!   service with its wait queue, injectable faults) and `clock::ManualClock`.
+//! - Test helpers (feature `test-util`, never in a shipped build): the simulation plus
+//!   `transport::ScriptedTransport` and `test_support::Fixture`.
 
 // `TransportError` carries the wire error body by value so every transport (reqwest, fetch,
 // scripted, simulated) builds it directly; ~200 bytes on a path that just waited on the
@@ -55,7 +57,7 @@ pub mod renewal;
 pub mod session;
 pub(crate) mod session_state;
 pub mod signal;
-#[cfg(any(test, feature = "test-util"))]
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod spawn;
 // Native only: the fixture runs on the multi-threaded simulated executor (Send futures).
@@ -70,7 +72,7 @@ pub mod native;
 
 pub use backoff::{Backoff, RngSource, SeededRngSource};
 pub use clock::Clock;
-#[cfg(any(test, feature = "test-util"))]
+#[cfg(any(test, feature = "sim"))]
 pub use clock::ManualClock;
 pub use config::ClientConfig;
 pub use error::{LockError, TransportError};

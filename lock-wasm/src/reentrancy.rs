@@ -167,6 +167,7 @@ mod tests {
             session_id: "s".into(),
             fencing_token: 1,
             ttl_millis: 1_000,
+            waited_millis: 0,
         };
         let lease = crate::handle::Lease {
             seq: 0,

@@ -408,19 +408,25 @@ impl SessionState {
         }
         let now = self.parts.clock.now();
         for handle in self.holds.handles() {
-            if handle.seq() > seq_at_send {
-                // Registered after this heartbeat was sent: its lock list may predate the
-                // grant, so it says nothing of the lock; but the session it renewed lifts the
-                // session's cap on the lock's deadline (a late cap would lose the lock before
-                // its own renewal is due).
-                let anchor = handle.anchor();
-                handle.renew(anchor, self.lock_deadline(anchor, handle.ttl()));
-                continue;
-            }
             let listed = answer
                 .locks
                 .iter()
                 .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
+            if handle.seq() > seq_at_send {
+                // Registered after this heartbeat was sent: its lock list may predate the
+                // grant, so a lock it does not list is not lost. One it lists the server
+                // renewed when the L2 arrived, after `sent_at` (a grant that waited in the
+                // queue counts from before it). Either way the session it renewed lifts the
+                // session's cap on the lock's deadline (a late cap would lose the lock before
+                // its own renewal is due).
+                let anchor = if listed {
+                    sent_at.max(handle.anchor())
+                } else {
+                    handle.anchor()
+                };
+                handle.renew(anchor, self.lock_deadline(anchor, handle.ttl()));
+                continue;
+            }
             if listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl())) {
                 continue;
             }
@@ -564,6 +570,11 @@ impl Claim<'_> {
     /// Registers `grant`, answered to an L4 sent at `sent_at` (`earlier`: the earliest
     /// unanswered one before it), as the key's handle. The handle names the key as asked,
     /// whatever spelling the server echoed.
+    ///
+    /// The server's lease began `waitedMillis` after the request arrived (the request waited
+    /// in the key's queue), so the deadline counts from the anchor plus that wait: still no
+    /// later than the server's lease start, since the request arrived after it was sent (and
+    /// after every earlier send). It never counts from later than the answer's arrival.
     pub(crate) fn grant(
         mut self,
         grant: LockGrant,
@@ -571,7 +582,9 @@ impl Claim<'_> {
         earlier: Option<Duration>,
     ) -> LockHandle {
         let guard = self.guard.take().expect("a claim grants once");
-        let anchor = self.session.grant_anchor(self.key, sent_at, earlier);
+        let waited = Duration::from_millis(grant.waited_millis);
+        let anchor = (self.session.grant_anchor(self.key, sent_at, earlier) + waited)
+            .min(self.session.parts.clock.now());
         let grant = LockGrant {
             key: self.key.to_owned(),
             session_id: self.session.id.clone(),

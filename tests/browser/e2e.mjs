@@ -6,12 +6,14 @@
 //
 // The server has an auth file with one client, `dashboard`, whose keys start with `bench/`.
 // A first Run without a token must end in the error banner (401); then the token goes into
-// the token field and a 10-session experiment runs. Checks: the histogram and the timeline
-// rendered with non-zero data; the L7 timeline shows no overlap; no ledger write was
-// FENCED_OUT (every grant's write was accepted, in token order, as the server's ledger
-// confirms); no error banner, no page error, no panic in the console; the token is nowhere
-// but in the page's memory (not in the URL, web storage or cookies). Saves a screenshot and
-// prints its path. Exits non-zero on any failure.
+// the token field and a 10-session experiment runs with full jitter. Checks: the histogram
+// and the timeline rendered with non-zero data; the L7 timeline shows no overlap; no ledger
+// write was FENCED_OUT (every grant's write was accepted, in token order, as the server's
+// ledger confirms); no error banner, no page error, no panic in the console; the token is
+// nowhere but in the page's memory (not in the URL, web storage or cookies). Then the same
+// with the server queue (waitMillis): one L4 call per grant, grants in the order asked (no
+// overtake), the key held nearly all the time (L7 utilisation ≥ 0.9), the fairness panel
+// drawn. Saves a screenshot and prints its path. Exits non-zero on any failure.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
@@ -38,6 +40,29 @@ function freePort() {
     });
     s.on("error", rej);
   });
+}
+
+// The ledger itself, read from the server: one accepted entry per grant, tokens in order.
+async function checkLedger(page, grants) {
+  const runId = await page.getAttribute("[data-testid=status]", "data-run-id");
+  const key = encodeURIComponent(`bench/${runId}/k0`);
+  const auth = { headers: { authorization: `Bearer ${token}` } };
+  const ledger = await (await fetch(`${base}/v1/demo/ledger/${key}`, auth)).json();
+  const tokens = (ledger.entries ?? []).map((e) => e.fencingToken);
+  check(tokens.length === grants, `the ledger holds one entry per grant (${tokens.length})`);
+  check(tokens.every((t, i) => i === 0 || t >= tokens[i - 1]), "ledger tokens never go backwards");
+}
+
+// What the fairness panel says about the last run.
+async function fairness(page) {
+  const panel = await page.$eval("[data-testid=fairness]", (p) => ({
+    text: p.textContent,
+    utilisationClient: Number(p.dataset.utilisationClient),
+    utilisationL7: Number(p.dataset.utilisationL7),
+    overtakes: Number(p.dataset.overtakes),
+  }));
+  panel.bars = await page.$$eval("svg[data-testid=waits] rect.wait-max:not(.swatch)", (rs) => rs.length);
+  return panel;
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "bench-ui-e2e-"));
@@ -119,14 +144,27 @@ try {
   check(verdict.overlaps === "0", "the L7 timeline shows no overlap");
   check((await page.$$("svg[data-testid=timeline] rect.overlap:not(.swatch)")).length === 0, "no red overlap drawn");
 
-  // The ledger itself, read from the server: one accepted entry per grant, tokens in order.
-  const runId = await page.getAttribute("[data-testid=status]", "data-run-id");
-  const key = encodeURIComponent(`bench/${runId}/k0`);
-  const auth = { headers: { authorization: `Bearer ${token}` } };
-  const ledger = await (await fetch(`${base}/v1/demo/ledger/${key}`, auth)).json();
-  const tokens = (ledger.entries ?? []).map((e) => e.fencingToken);
-  check(tokens.length === grants, `the ledger holds one entry per grant (${tokens.length})`);
-  check(tokens.every((t, i) => i === 0 || t >= tokens[i - 1]), "ledger tokens never go backwards");
+  await checkLedger(page, grants);
+  const jitter = await fairness(page);
+  console.log(`full jitter: ${jitter.text}`);
+
+  // The server queue: the same run, every L4 waiting in the key's queue.
+  await page.selectOption("[data-testid=field-strategy]", "queue");
+  await page.click("[data-testid=run]");
+  await page.waitForSelector("[data-testid=status][data-state=running]", { state: "attached", timeout: 30_000 });
+  await page.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: 120_000 });
+  const queued = await counter("grants");
+  const calls = await counter("L4-calls");
+  console.log(`queue run: grants ${queued}, L4 calls ${calls}, gave up ${await counter("gave-up")}, errors ${await counter("errors")}`);
+  check(queued === SESSIONS * ROUNDS && (await counter("errors")) === 0, `queue: every acquisition granted (${queued})`);
+  check(calls === queued, `queue: one L4 call per grant (${calls} calls)`);
+  const queue = await fairness(page);
+  console.log(`queue: ${queue.text}`);
+  check(queue.overtakes === 0, `queue: grants in the order asked (${queue.overtakes} overtakes)`);
+  check(queue.utilisationL7 >= 0.9, `queue: the key held ≥ 90 % of the run by L7 (${queue.utilisationL7})`);
+  check(queue.bars > 0, `queue: the waits chart has bars (${queue.bars})`);
+  console.log(`utilisation by the client's holds: full jitter ${jitter.utilisationClient}, queue ${queue.utilisationClient}`);
+  await checkLedger(page, queued);
 
   // The token lives in the page's memory only.
   const kept = await page.evaluate(() =>

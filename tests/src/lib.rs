@@ -10,6 +10,8 @@
 //!   session ownership, holder ids, protected mode), likewise for any backend.
 //! - [`contract`]: the HTTP contract suite (every surface, every error code, the bad-input
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
+//! - [`queue`]: the wait queue's rules as functions over the replicas of one deployment, so
+//!   every backend (and several etcd replicas) runs the same checks.
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
@@ -21,6 +23,7 @@ pub mod client;
 pub mod contract;
 pub mod etcd;
 pub mod launcher;
+pub mod queue;
 
 use std::path::Path;
 

@@ -79,13 +79,14 @@ fn workload_fields(config: RwSignal<ExperimentConfig>) -> impl IntoView {
     }
 }
 
-/// The acquire policy: backoff window, budget, attempts.
+/// The acquire policy: backoff window, budget, attempts, and the server queue's wait.
 fn policy_fields(config: RwSignal<ExperimentConfig>) -> impl IntoView {
     view! {
         {number_field("baseMillis", "backoff base", "ms", config, |c| c.policy.base_millis, |c, v| c.policy.base_millis = v)}
         {number_field("capMillis", "backoff cap", "ms", config, |c| c.policy.cap_millis, |c, v| c.policy.cap_millis = v)}
         {number_field("budgetMillis", "budget", "ms", config, |c| c.policy.budget_millis, |c, v| c.policy.budget_millis = v)}
         {number_field("maxAttempts", "max attempts", "", config, |c| c.policy.max_attempts.into(), |c, v| c.policy.max_attempts = clamp_u32(v))}
+        {number_field("waitMillis", "queue wait", "ms (server queue)", config, |c| c.policy.wait_millis, |c, v| c.policy.wait_millis = v)}
     }
 }
 
@@ -117,7 +118,7 @@ fn strategy_field(config: RwSignal<ExperimentConfig>) -> impl IntoView {
     }
 }
 
-/// The sweep form: the range of N, the hold time and the seed (strategies: all four).
+/// The sweep form: the range of N, the hold time and the seed (strategies: all five).
 #[component]
 pub fn SweepForm(
     /// The sweep being edited.
@@ -130,5 +131,9 @@ pub fn SweepForm(
         {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
         {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
     };
-    form("sweep-form", "Sweep (Brooker's experiment)", fields)
+    form(
+        "sweep-form",
+        "Sweep (Brooker's experiment, live and simulated)",
+        fields,
+    )
 }

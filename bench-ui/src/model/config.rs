@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN};
+use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN, WAIT_MILLIS_MAX};
 use lock_lab::strategy::Strategy;
 use lock_wasm::{ClientConfig, PolicySettings};
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,19 @@ pub struct Policy {
     pub budget_millis: u64,
     /// Secondary cap on L4 calls per acquire.
     pub max_attempts: u32,
+    /// How long each L4 waits in the server's queue, ms: used by the server-queue strategy
+    /// only (the others send 0).
+    #[serde(default = "default_wait_millis")]
+    pub wait_millis: u64,
+}
+
+/// ASSUMPTION: 2 s per L4 — enough for a queue of a few dozen 40 ms holds to move on
+/// without the request ending, well inside the default budget; a waiter whose wait ends
+/// re-sends and keeps its place.
+const DEFAULT_WAIT_MILLIS: u64 = 2_000;
+
+fn default_wait_millis() -> u64 {
+    DEFAULT_WAIT_MILLIS
 }
 
 impl Default for Policy {
@@ -37,20 +50,26 @@ impl Default for Policy {
             cap_millis: 400,
             budget_millis: 8_000,
             max_attempts: 40,
+            wait_millis: DEFAULT_WAIT_MILLIS,
         }
     }
 }
 
 impl Policy {
-    /// The SDK's settings for these values. Server-side waiting stays off (`waitMillis` 0):
-    /// the dashboard shows client-side backoff.
-    pub fn settings(&self) -> PolicySettings {
+    /// The SDK's settings for these values under `strategy`: server-side waiting only for the
+    /// server queue (`waitMillis` 0 otherwise: the backoff strategies are compared on
+    /// client-side backoff alone).
+    pub fn settings(&self, strategy: Strategy) -> PolicySettings {
         PolicySettings {
             total_budget: Duration::from_millis(self.budget_millis),
             base_backoff: Duration::from_millis(self.base_millis),
             max_backoff: Duration::from_millis(self.cap_millis),
             max_attempts: self.max_attempts,
-            wait_millis: 0,
+            wait_millis: if strategy.queues() {
+                self.wait_millis
+            } else {
+                0
+            },
         }
     }
 }
@@ -152,6 +171,16 @@ impl ExperimentConfig {
         )?;
         check("budgetMillis", self.policy.budget_millis, 1, 300_000)?;
         check("maxAttempts", self.policy.max_attempts.into(), 1, 1_000)?;
+        if self.strategy.queues() {
+            // The SDK needs each wait to fit in the budget, with room for a round trip.
+            let below_budget = self.policy.budget_millis.saturating_sub(1);
+            check(
+                "waitMillis",
+                self.policy.wait_millis,
+                1,
+                WAIT_MILLIS_MAX.min(below_budget),
+            )?;
+        }
         check("sampleMillis", self.sample_millis, 5, 10_000)?;
         Ok(())
     }

@@ -38,12 +38,13 @@ pub fn run_csv(record: &RunRecord) -> String {
             "ledger refused"
         };
         out.push_str(&format!(
-            "hold,{},{},{},{},{:.1},{end},,,{ledger}\n",
+            "hold,{},{},{},{},{:.1},{end},,,{ledger} waited={:.1}\n",
             h.session,
             csv_field(&h.key),
             h.fencing_token,
             h.attempts,
-            h.granted_at
+            h.granted_at,
+            h.granted_at - h.asked_at
         ));
     }
     for s in &record.samples {
@@ -71,8 +72,8 @@ pub fn run_csv(record: &RunRecord) -> String {
 }
 
 /// Header of [`sweep_csv`].
-pub const SWEEP_CSV_HEADER: &str =
-    "strategy,contenders,l4_calls,grants,gave_up,calls_per_grant,completion_ms";
+pub const SWEEP_CSV_HEADER: &str = "strategy,contenders,l4_calls,grants,gave_up,\
+    calls_per_grant,completion_ms,utilisation,max_over_median_wait";
 
 /// One row per sweep point.
 pub fn sweep_csv(sweep: &SweepResult) -> String {
@@ -83,14 +84,17 @@ pub fn sweep_csv(sweep: &SweepResult) -> String {
             .calls_per_grant()
             .map(|v| format!("{v:.3}"))
             .unwrap_or_default();
+        let figure = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
         out.push_str(&format!(
-            "{},{},{},{},{},{per_grant},{:.1}\n",
+            "{},{},{},{},{},{per_grant},{:.1},{},{}\n",
             p.strategy.id(),
             p.contenders,
             p.counters.l4_calls,
             p.counters.grants,
             p.counters.gave_up,
-            p.completion_millis
+            p.completion_millis,
+            figure(p.utilisation),
+            figure(p.max_over_median),
         ));
     }
     out
@@ -126,6 +130,7 @@ mod tests {
             key: "bench/r1,k0".into(),
             fencing_token: 7,
             attempts: 3,
+            asked_at: 2.0,
             granted_at: 12.0,
             released_at: Some(52.5),
             ledger_accepted: true,
@@ -153,7 +158,10 @@ mod tests {
         let lines: Vec<_> = csv.lines().collect();
         assert_eq!(lines[0], RUN_CSV_HEADER);
         assert_eq!(lines[1], "sleep,0,,,2,,,17,40,");
-        assert_eq!(lines[2], "hold,0,\"bench/r1,k0\",7,3,12.0,52.5,,,ledger ok");
+        assert_eq!(
+            lines[2],
+            "hold,0,\"bench/r1,k0\",7,3,12.0,52.5,,,ledger ok waited=10.0"
+        );
         assert_eq!(lines[3], "sample,0,\"bench/r1,k0\",7,,20.0,,,,waiters=2");
         assert_eq!(lines[4], "counter,,,,,,,,,grants=1");
         let columns = RUN_CSV_HEADER.split(',').count();
@@ -172,11 +180,16 @@ mod tests {
                     ..Default::default()
                 },
                 completion_millis: 812.75,
+                utilisation: Some(0.8125),
+                max_over_median: None,
             }],
             ..Default::default()
         };
         let csv = sweep_csv(&sweep);
-        assert_eq!(csv.lines().nth(1), Some("equal,10,25,10,0,2.500,812.8"));
+        assert_eq!(
+            csv.lines().nth(1),
+            Some("equal,10,25,10,0,2.500,812.8,0.812,")
+        );
         assert!(sweep_json(&sweep).contains("\"contenders\": 10"));
     }
 }

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod counters;
 pub mod export;
+pub mod fairness;
 pub mod histogram;
 pub mod record;
 pub mod sweep;

@@ -33,6 +33,10 @@ pub struct Hold {
     pub fencing_token: u64,
     /// L4 calls it took, including the granted one.
     pub attempts: u32,
+    /// When the acquire that got it began, ms since start (its wait is `granted_at` minus
+    /// this).
+    #[serde(default)]
+    pub asked_at: f64,
     /// When the grant arrived, ms since start.
     pub granted_at: f64,
     /// When the release was sent, ms since start; `None` while held or if never released.
@@ -143,6 +147,7 @@ mod tests {
             key: key.into(),
             fencing_token,
             attempts: 1,
+            asked_at: 0.0,
             granted_at: 0.0,
             released_at: None,
             ledger_accepted: true,

@@ -1,11 +1,14 @@
-//! Sweep mode: Marc Brooker's backoff experiment against the live server. For each number
-//! of contenders N and each strategy, N fresh sessions acquire one key once each; the sweep
-//! records the total L4 calls and the time until the last one finished.
+//! Sweep mode: Marc Brooker's backoff experiment against the live server, with the server
+//! queue beside the backoff strategies. For each number of contenders N and each strategy, N
+//! fresh sessions acquire one key once each; the sweep records the total L4 calls, the time
+//! until the last one finished, the key's utilisation and the fairness figure.
 
 use serde::{Deserialize, Serialize};
 
 use super::config::{ExperimentConfig, Policy};
 use super::counters::Counters;
+use super::fairness::Fairness;
+use super::record::RunRecord;
 use lock_lab::strategy::Strategy;
 
 /// What a sweep runs.
@@ -101,6 +104,27 @@ pub struct SweepPoint {
     pub counters: Counters,
     /// Time until the last contender finished, ms.
     pub completion_millis: f64,
+    /// Share of the run the key was held, from the client's holds (`model::fairness`).
+    #[serde(default)]
+    pub utilisation: Option<f64>,
+    /// Max wait ÷ median wait (`model::fairness`).
+    #[serde(default)]
+    pub max_over_median: Option<f64>,
+}
+
+impl SweepPoint {
+    /// The point a finished run gives.
+    pub fn of(strategy: Strategy, contenders: u32, record: &RunRecord) -> SweepPoint {
+        let fairness = Fairness::build(record);
+        SweepPoint {
+            strategy,
+            contenders,
+            counters: record.counters,
+            completion_millis: record.completed_millis.unwrap_or_default(),
+            utilisation: fairness.utilisation_client,
+            max_over_median: fairness.max_over_median(),
+        }
+    }
 }
 
 /// A whole sweep, filled in as it runs.
@@ -136,7 +160,7 @@ mod tests {
     fn default_sweep_covers_ten_to_a_hundred() {
         let c = SweepConfig::default();
         assert_eq!(c.contender_counts(), [10, 40, 70, 100]);
-        assert_eq!(c.runs().len(), 16);
+        assert_eq!(c.runs().len(), 20);
         assert_eq!(c.runs()[1], (10, Strategy::NoJitter));
     }
 
@@ -168,6 +192,8 @@ mod tests {
             contenders: n,
             counters: Counters::default(),
             completion_millis: 1.0,
+            utilisation: None,
+            max_over_median: None,
         };
         let r = SweepResult {
             points: vec![point(40), point(10)],

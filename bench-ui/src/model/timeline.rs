@@ -220,6 +220,7 @@ mod tests {
             key: "k".into(),
             fencing_token: token,
             attempts: 1,
+            asked_at: 0.0,
             granted_at: granted,
             released_at: Some(released),
             ledger_accepted: true,

@@ -1,11 +1,12 @@
 //! The dashboard's charts, computed from the model on `lock_lab`'s chart geometry: the
-//! jitter histogram, the holder timeline and the sweep's lines.
+//! jitter histogram, the holder timeline, the waits per contender and the sweep's lines.
 
-use lock_lab::chart::builders::{line_chart, Series};
+use lock_lab::chart::builders::{bar_chart, line_chart, Bars, Series};
 use lock_lab::chart::scale::LinearScale;
 use lock_lab::chart::{Axes, Chart, Frame, LegendEntry, Shape, Tick, Titles};
 use lock_lab::strategy::Strategy;
 
+use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
 use crate::model::sweep::{SweepPoint, SweepResult};
 use crate::model::timeline::Timeline;
@@ -167,6 +168,39 @@ fn lane_ticks(lanes: u32, lane_y: &LinearScale, lane_h: f64) -> Vec<Tick> {
         .collect()
 }
 
+/// Each contender's median, 99th percentile and longest wait, as grouped bars.
+pub fn waits_chart(fairness: &Fairness) -> Chart {
+    let titles = Titles::new("Wait for a grant, per contender", "contender", "wait (ms)");
+    if fairness.contenders.is_empty() {
+        return Chart::empty(PANEL, titles, "no grant yet");
+    }
+    let groups: Vec<String> = fairness
+        .contenders
+        .iter()
+        .map(|c| format!("s{}", c.session))
+        .collect();
+    let bars =
+        |label: &str, class, value: fn(&crate::model::fairness::ContenderWaits) -> f64| Bars {
+            label: label.into(),
+            class,
+            values: fairness.contenders.iter().map(value).collect(),
+        };
+    let mut chart = bar_chart(
+        PANEL,
+        titles,
+        &groups,
+        &[
+            bars("p50", "wait-p50", |c| c.p50),
+            bars("p99", "wait-p99", |c| c.p99),
+            bars("max", "wait-max", |c| c.max),
+        ],
+    );
+    // Up to 200 contenders: thin the group labels so they never collide.
+    let every = (chart.axes.x_ticks.len() / 20).max(1);
+    chart.axes.x_ticks = chart.axes.x_ticks.into_iter().step_by(every).collect();
+    chart
+}
+
 /// What a sweep chart puts on its y axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SweepMetric {
@@ -176,6 +210,10 @@ pub enum SweepMetric {
     CallsPerGrant,
     /// Time until the last contender finished.
     Completion,
+    /// Share of the run the key was held.
+    Utilisation,
+    /// Max wait ÷ median wait.
+    Fairness,
 }
 
 impl SweepMetric {
@@ -184,6 +222,8 @@ impl SweepMetric {
             SweepMetric::TotalCalls => f64::from(point.counters.l4_calls),
             SweepMetric::CallsPerGrant => point.counters.calls_per_grant().unwrap_or(0.0),
             SweepMetric::Completion => point.completion_millis,
+            SweepMetric::Utilisation => point.utilisation.unwrap_or(0.0),
+            SweepMetric::Fairness => point.max_over_median.unwrap_or(0.0),
         }
     }
 
@@ -192,14 +232,21 @@ impl SweepMetric {
             SweepMetric::TotalCalls => ("Total L4 calls vs contenders", "L4 calls (count)"),
             SweepMetric::CallsPerGrant => ("L4 calls per grant vs contenders", "calls per grant"),
             SweepMetric::Completion => ("Completion time vs contenders", "completion (ms)"),
+            SweepMetric::Utilisation => ("Lock utilisation vs contenders", "share of the run held"),
+            SweepMetric::Fairness => ("Fairness: max wait ÷ median wait", "max ÷ median wait"),
         }
     }
 }
 
-/// One line per strategy of `metric` against N.
-pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric) -> Chart {
+/// One line per strategy of `metric` against N; `source` names where the sweep ran (the
+/// live server, the simulation).
+pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric, source: &str) -> Chart {
     let (title, y_label) = metric.labels();
-    let titles = Titles::new(title, "contenders N (sessions)", y_label);
+    let titles = Titles::new(
+        format!("{title} ({source})"),
+        "contenders N (sessions)",
+        y_label,
+    );
     if sweep.points.is_empty() {
         return Chart::empty(PANEL, titles, "run a sweep to fill this plot");
     }
@@ -240,7 +287,7 @@ mod tests {
         assert!(h.shapes.is_empty());
         let t = timeline_chart(&Timeline::default());
         assert!(t.empty_message.is_some());
-        let s = sweep_chart(&SweepResult::default(), SweepMetric::Completion);
+        let s = sweep_chart(&SweepResult::default(), SweepMetric::Completion, "live");
         assert!(s.empty_message.is_some());
     }
 
@@ -273,6 +320,7 @@ mod tests {
             key: "k".into(),
             fencing_token,
             attempts: 1,
+            asked_at: 0.0,
             granted_at: 0.0,
             released_at: None,
             ledger_accepted: true,
@@ -318,6 +366,8 @@ mod tests {
                 ..Default::default()
             },
             completion_millis: f64::from(calls),
+            utilisation: None,
+            max_over_median: None,
         };
         let sweep = SweepResult {
             points: vec![
@@ -327,7 +377,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let chart = sweep_chart(&sweep, SweepMetric::CallsPerGrant);
+        let chart = sweep_chart(&sweep, SweepMetric::CallsPerGrant, "live");
         assert_eq!(chart.legend.len(), 2);
         let lines = chart
             .shapes

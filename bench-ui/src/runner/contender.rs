@@ -1,7 +1,7 @@
 //! One contender's life: open a session, then per round acquire its key, write the grant's
-//! token to the fenced ledger, hold, release; finally close the session. Full jitter goes
-//! through the SDK ([`super::sdk`]), the comparison strategies through `lock_lab`'s loop
-//! ([`super::comparison`]); the rounds are the same for both.
+//! token to the fenced ledger, hold, release; finally close the session. Full jitter and the
+//! server queue go through the SDK ([`super::sdk`]), the comparison strategies through
+//! `lock_lab`'s loop ([`super::comparison`]); the rounds are the same for all.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use lock_api::{ErrorCode, LedgerAppend};
-use lock_lab::strategy::Strategy;
 use lock_wasm::error::TransportError;
 use lock_wasm::{AcquirePolicy, SeededRngSource};
 
@@ -37,7 +36,8 @@ pub struct Setup<'a> {
 impl Setup<'_> {
     /// The SDK's acquire policy of the experiment.
     pub fn policy(&self) -> Result<AcquirePolicy, String> {
-        AcquirePolicy::new(self.config.policy.settings()).map_err(|e| e.to_string())
+        AcquirePolicy::new(self.config.policy.settings(self.config.strategy))
+            .map_err(|e| e.to_string())
     }
 
     /// The contender's random draws, seeded per contender so a run replays.
@@ -64,7 +64,7 @@ enum Contender {
 
 impl Contender {
     async fn open(setup: &Setup<'_>) -> Result<Self, String> {
-        Ok(if setup.config.strategy == Strategy::FullJitter {
+        Ok(if setup.config.strategy.runs_in_sdk() {
             Contender::Sdk(SdkContender::open(setup).await?)
         } else {
             Contender::Comparison(ComparisonContender::open(setup).await?)
@@ -135,9 +135,10 @@ pub async fn run(
             if cancel.is_cancelled() {
                 break;
             }
+            let asked_at = recorder.elapsed_millis();
             match contender.acquire(&key).await {
                 Ok(Some(held)) => {
-                    let slot = on_granted(env, recorder, &held, index, round).await;
+                    let slot = on_granted(env, recorder, &held, index, round, asked_at).await;
                     env.clock
                         .sleep(Duration::from_millis(config.hold_millis))
                         .await;
@@ -167,8 +168,16 @@ fn fail_all(recorder: &Recorder, config: &ExperimentConfig, message: &str) {
     recorder.lock().counters.errors += config.rounds;
 }
 
-/// Records the grant and performs the fenced side effect. Returns the hold's index.
-async fn on_granted(env: &Env, recorder: &Recorder, held: &Held, index: u32, round: u32) -> usize {
+/// Records the grant (asked for at `asked_at`) and performs the fenced side effect. Returns
+/// the hold's index.
+async fn on_granted(
+    env: &Env,
+    recorder: &Recorder,
+    held: &Held,
+    index: u32,
+    round: u32,
+    asked_at: f64,
+) -> usize {
     let grant = &held.grant;
     let slot = {
         let mut record = recorder.lock();
@@ -178,6 +187,7 @@ async fn on_granted(env: &Env, recorder: &Recorder, held: &Held, index: u32, rou
             key: grant.key.clone(),
             fencing_token: grant.fencing_token,
             attempts: held.attempts,
+            asked_at,
             granted_at: recorder.elapsed_millis(),
             released_at: None,
             ledger_accepted: false,

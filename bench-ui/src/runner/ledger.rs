@@ -4,8 +4,11 @@
 //! It is not part of the SDK's [`lock_wasm::transport::Transport`] (the SDK never performs
 //! side effects), so the dashboard has its own small seam for it.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use futures::future::LocalBoxFuture;
-use lock_api::LedgerAppend;
+use lock_api::{ErrorBody, ErrorCode, LedgerAppend};
 use lock_wasm::error::TransportError;
 
 /// Appends entries to the fenced ledger.
@@ -17,6 +20,37 @@ pub trait Ledger {
         key: &str,
         body: &LedgerAppend,
     ) -> LocalBoxFuture<'static, Result<(), TransportError>>;
+}
+
+/// The ledger in memory, fenced as the server's demo ledger is: an entry is accepted iff its
+/// token is not lower than the highest accepted for its key. For runs without a server (the
+/// in-page simulation, the runner's tests).
+#[derive(Default)]
+pub struct MemoryLedger {
+    /// Per key, the entries accepted, in order.
+    pub entries: RefCell<BTreeMap<String, Vec<LedgerAppend>>>,
+}
+
+impl Ledger for MemoryLedger {
+    fn append(
+        &self,
+        key: &str,
+        body: &LedgerAppend,
+    ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
+        let mut entries = self.entries.borrow_mut();
+        let accepted = entries.entry(key.to_owned()).or_default();
+        let highest = accepted.last().map_or(0, |e| e.fencing_token);
+        let result = if body.fencing_token < highest {
+            Err(TransportError::Status {
+                status: ErrorCode::FencedOut.status(),
+                body: ErrorBody::new(ErrorCode::FencedOut, "a higher token was seen"),
+            })
+        } else {
+            accepted.push(body.clone());
+            Ok(())
+        };
+        Box::pin(async move { result })
+    }
 }
 
 /// The ledger over `fetch`, at the same base URL and with the same credentials as the lock

@@ -10,10 +10,12 @@
 
 pub mod comparison;
 pub mod contender;
+pub mod lanes;
 pub mod ledger;
 pub mod recorder;
 pub mod sampler;
 pub mod sdk;
+pub mod simulated;
 pub mod sweep;
 
 use std::cell::Cell;

@@ -129,6 +129,7 @@ impl SdkContender {
             session_id: self.session_id(),
             fencing_token: handle.fencing_token(),
             ttl_millis: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
+            waited_millis: 0,
         }
     }
 

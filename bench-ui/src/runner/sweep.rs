@@ -61,11 +61,6 @@ pub async fn run_sweep(
             result.error = record.error;
             break;
         }
-        result.points.push(SweepPoint {
-            strategy,
-            contenders: n,
-            counters: record.counters,
-            completion_millis: record.completed_millis.unwrap_or_default(),
-        });
+        result.points.push(SweepPoint::of(strategy, n, &record));
     }
 }

@@ -8,13 +8,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use futures::executor::LocalPool;
-use futures::future::LocalBoxFuture;
 use futures::task::LocalSpawnExt;
 use lock_api::{ErrorCode, LedgerAppend};
-use lock_wasm::error::TransportError;
 use lock_wasm::{BoxFuture, ManualClock, ScriptedTransport, Spawner};
 
-use super::ledger::Ledger;
+use super::ledger::MemoryLedger;
 use super::*;
 use lock_lab::strategy::Strategy;
 
@@ -25,46 +23,22 @@ impl Spawner for DropSpawner {
     fn spawn(&self, _task: BoxFuture<'static, ()>) {}
 }
 
-/// Accepts tokens that are not lower than the highest seen, like the demo ledger.
-#[derive(Default)]
-struct FakeLedger {
-    highest: RefCell<u64>,
-    appended: RefCell<Vec<LedgerAppend>>,
-}
-
-impl Ledger for Rc<FakeLedger> {
-    fn append(
-        &self,
-        _key: &str,
-        body: &LedgerAppend,
-    ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
-        let result = if body.fencing_token < *self.highest.borrow() {
-            Err(ScriptedTransport::error(ErrorCode::FencedOut))
-        } else {
-            *self.highest.borrow_mut() = body.fencing_token;
-            self.appended.borrow_mut().push(body.clone());
-            Ok(())
-        };
-        Box::pin(async move { result })
-    }
-}
-
 struct Harness {
     env: Env,
     clock: ManualClock,
     transport: ScriptedTransport,
-    ledger: Rc<FakeLedger>,
+    ledger: Rc<MemoryLedger>,
 }
 
 fn harness() -> Harness {
     let clock = ManualClock::new();
     let transport = ScriptedTransport::new();
-    let ledger = Rc::new(FakeLedger::default());
+    let ledger = Rc::new(MemoryLedger::default());
     let env = Env {
         transport: Arc::new(transport.clone()),
         clock: Arc::new(clock.clone()),
         spawner: Arc::new(DropSpawner),
-        ledger: Rc::new(ledger.clone()),
+        ledger: ledger.clone(),
     };
     Harness {
         env,
@@ -155,7 +129,7 @@ fn own_loop_retries_with_its_strategy_and_writes_the_ledger() {
         (held_for - 40.0).abs() < 1.0,
         "held {held_for} ms of simulated time"
     );
-    assert_eq!(h.ledger.appended.borrow().len(), 1);
+    assert_eq!(h.ledger.entries.borrow().values().flatten().count(), 1);
     assert_eq!(h.transport.release_calls(), 1);
     assert_eq!(record.error, None);
     assert!(record.completed_millis.is_some());
@@ -164,7 +138,14 @@ fn own_loop_retries_with_its_strategy_and_writes_the_ledger() {
 #[test]
 fn a_stale_token_is_counted_as_fenced_out() {
     let h = harness();
-    *h.ledger.highest.borrow_mut() = 100;
+    let earlier = LedgerAppend {
+        fencing_token: 100,
+        entry: "a later holder's write".into(),
+    };
+    h.ledger
+        .entries
+        .borrow_mut()
+        .insert("k".into(), vec![earlier]);
     h.transport
         .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 3_000)));
     let record = run(&h, config(Strategy::EqualJitter, 1), &CancelFlag::default());

@@ -11,6 +11,7 @@ use bench::cycles::{drive, warm_up, EtcdShape, Run, Target};
 use bench::figures::{self, STRATEGIES};
 use bench::live_sweep;
 use bench::occ_sim::{self, BROOKER};
+use bench::queue_bench::{self, QueuePoint};
 use bench::stats::{quantile, ratio, Spread};
 use bench::systems::{self, RedisMode};
 use clap::{Parser, ValueEnum};
@@ -28,6 +29,8 @@ enum Part {
     SweepLog,
     /// A lock-server replica on the etcd backend vs raw etcd-client cycles (target ≥ 0.8×).
     Etcd,
+    /// The wait queue vs full jitter on one hot key, SQLite and etcd.
+    Queue,
     /// Write `--body-file` as the section `--title` (for scripts/bench-client.sh).
     Record,
     /// lock-server vs the trivial handler only, at `--clients`, printed, never written: the
@@ -69,6 +72,12 @@ struct Args {
         default_value = "10,20,30,40,50,60,70,80,90,100"
     )]
     sweep_n: Vec<usize>,
+    /// Queue bench: interleaved rounds per N and backend (the run-to-run spread).
+    #[arg(long, default_value_t = 3)]
+    queue_rounds: usize,
+    /// Queue bench: contender counts.
+    #[arg(long, value_delimiter = ',', default_value = "10,50,100")]
+    queue_n: Vec<usize>,
     /// For `quick`: client counts.
     #[arg(long, value_delimiter = ',', default_value = "1,50")]
     clients: Vec<usize>,
@@ -93,7 +102,7 @@ type Measure = fn(&Args, &str, &mut Vec<String>) -> String;
 
 /// The measured sections, in the order `all` runs them: the part that runs one alone, the
 /// section's title in the doc, what measures it.
-const SECTIONS: [(Part, &str, Measure); 4] = [
+const SECTIONS: [(Part, &str, Measure); 5] = [
     (Part::Sim, "Backoff strategies (simulation)", sim_section),
     (Part::Server, "Server vs Redis and etcd", server_section),
     (
@@ -102,6 +111,11 @@ const SECTIONS: [(Part, &str, Measure); 4] = [
         sweep_section,
     ),
     (Part::Etcd, "etcd backend", etcd_section),
+    (
+        Part::Queue,
+        "Wait queue vs full jitter (live server)",
+        queue_section,
+    ),
 ];
 
 fn main() {
@@ -695,6 +709,167 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
     println!("{out}");
     drop(server_rt);
     drop(trivial_rt);
+    out
+}
+
+/// The queue's hold per acquisition (the issue's 5 ms).
+const QUEUE_HOLD: Duration = Duration::from_millis(5);
+
+/// The strategies the queue section compares: the queue, and full jitter at the SDK default.
+const QUEUE_VS: [Strategy; 2] = [Strategy::ServerQueue, Strategy::FullJitter];
+
+fn queue_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = systems::start_etcd();
+    let sqlite_rt = systems::runtime("lock-server");
+    let etcd_rt = systems::runtime("replica");
+    let client_rt = systems::runtime("client");
+    let backends = [
+        ("SQLite", systems::start_lock_server(&sqlite_rt, dir.path())),
+        (
+            "etcd",
+            systems::start_lock_server_on_etcd(&etcd_rt, dir.path(), etcd.addr),
+        ),
+    ];
+    println!(
+        "\n# Wait queue vs full jitter, {} rounds, {} ms holds",
+        args.queue_rounds,
+        QUEUE_HOLD.as_millis()
+    );
+    let mut runs: BTreeMap<(&str, usize, Strategy), Vec<QueuePoint>> = BTreeMap::new();
+    let mut key = 0;
+    for (backend, addr) in &backends {
+        let base = format!("http://{addr}");
+        for n in &args.queue_n {
+            for round in 0..args.queue_rounds {
+                for s in QUEUE_VS {
+                    key += 1;
+                    let p = client_rt.block_on(queue_bench::run_point(
+                        &base,
+                        *n,
+                        s,
+                        &format!("queue-{key}"),
+                        QUEUE_HOLD,
+                    ));
+                    println!(
+                        "{backend:<6} N={n:<3} round {round} {:<26} {:>5.2} calls/grant {:>7.0} ms \
+                         utilisation {:.2} max/median {:.2} starvation {:.2} (steady {:.2})",
+                        s.label(),
+                        p.calls_per_grant,
+                        p.completion_ms,
+                        p.utilisation,
+                        p.max_over_median,
+                        p.starvation,
+                        p.steady_starvation
+                    );
+                    runs.entry((backend, *n, s)).or_default().push(p);
+                }
+            }
+        }
+    }
+    drop((sqlite_rt, etcd_rt));
+    queue_render(args, machine, &runs, summary)
+}
+
+fn queue_render(
+    args: &Args,
+    machine: &str,
+    runs: &BTreeMap<(&str, usize, Strategy), Vec<QueuePoint>>,
+    summary: &mut Vec<String>,
+) -> String {
+    let spread = |key: &(&str, usize, Strategy), f: fn(&QueuePoint) -> f64| {
+        Spread::of(&runs[key].iter().map(f).collect::<Vec<_>>())
+    };
+    let mut rows = String::new();
+    for key in runs.keys() {
+        let (backend, n, s) = key;
+        let _ = writeln!(
+            rows,
+            "| {backend} | {n} | {} | {} | {} | {} | {} | {} | {} |",
+            s.label(),
+            spread(key, |p| p.calls_per_grant).show(2),
+            spread(key, |p| p.completion_ms).show(0),
+            spread(key, |p| p.utilisation).show(2),
+            spread(key, |p| p.max_over_median).show(2),
+            spread(key, |p| p.starvation).show(2).replace("inf", "∞"),
+            spread(key, |p| p.steady_starvation)
+                .show(2)
+                .replace("inf", "∞"),
+        );
+    }
+    let mut out = format!(
+        "Command: `scripts/bench.sh` (or `bench queue`, release build). Machine: {machine}. \
+         One key, N contenders started together (a barrier after each opened its session), \
+         each acquiring it {rounds} times in a row (ASSUMPTION: 5, for steady state) and \
+         holding it {hold} ms each time, all through the SDK (`LockClientSession::acquire`, \
+         L4 calls counted at the transport): full jitter at the SDK default (base 50 ms, cap \
+         2 s, `waitMillis` 0) and the server queue (the same with `waitMillis` 5000: each L4 \
+         waits in the key's FIFO queue and is handed the lock). Budget 120 s per acquire \
+         (ASSUMPTION, as in the live sweep, so both finish). lock-server (release build, \
+         default configuration: 64 waiters per key, 1 s ticket grace period) in process on \
+         its own 2-worker runtime: on SQLite in a temp dir, and as a replica over a \
+         single-node etcd 3.4 in a temp dir. Completion: from the start until the last \
+         release returned. Utilisation: share of it during which some contender held the key \
+         (grant arrival to release sent, as the clients saw them). Max ÷ median wait, a wait \
+         being ask → grant. Starvation: the largest wait ÷ the time others held the key \
+         during it, over acquisitions that waited ≥ 20 ms (1.0 = the key was never free while \
+         that waiter waited); steady: the same without each contender's first acquisition \
+         (the start, when all N ask at once). Interleaved, {r} rounds; each cell median \
+         (min–max).\n\n\
+         | backend | N | strategy | L4 calls per grant | completion, ms | utilisation | max ÷ median wait | starvation | steady starvation |\n\
+         |---|---|---|---|---|---|---|---|---|\n{rows}",
+        rounds = queue_bench::ROUNDS,
+        hold = QUEUE_HOLD.as_millis(),
+        r = args.queue_rounds,
+    );
+    out.push_str(
+        "\nReading the results: at N = 100 more contenders ask than the default cap of 64 \
+         tickets per key admits; the rest are refused with 429 and back off as full jitter \
+         does, hence more than one L4 call per grant and a larger max ÷ median wait there. \
+         Starvation counts every acquisition, the start included, when all N L4s reach the \
+         server at once; the steady column shows the queue once it has formed.\n",
+    );
+    let median = |key, f: fn(&QueuePoint) -> f64| runs.get(&key).map(|_| spread(&key, f).median);
+    for (backend, floor) in [("SQLite", 0.9), ("etcd", 0.8)] {
+        let (queue, full) = (
+            (backend, 50, Strategy::ServerQueue),
+            (backend, 50, Strategy::FullJitter),
+        );
+        let (Some(calls), Some(util), Some(starved), Some(done), Some(full_done)) = (
+            median(queue, |p| p.calls_per_grant),
+            median(queue, |p| p.utilisation),
+            median(queue, |p| p.starvation),
+            median(queue, |p| p.completion_ms),
+            median(full, |p| p.completion_ms),
+        ) else {
+            continue;
+        };
+        let completion = done / full_done;
+        let _ = write!(
+            out,
+            "\nTargets at N = 50 on {backend}: {calls:.2} L4 calls per grant (target 1.0: {}); \
+             utilisation {util:.2} (target ≥ {floor}: {}); starvation {starved:.2} (target ≤ 1.2: \
+             {}); completion {completion:.2}× full jitter's (target ≤ 0.5: {}).\n",
+            yes(calls <= 1.0),
+            yes(util >= floor),
+            yes(starved <= 1.2),
+            yes(completion <= 0.5),
+        );
+        summary.push(format!(
+            "| queue, N = 50, {backend}: 1.0 L4 calls per grant | {calls:.2} | {} |",
+            yes(calls <= 1.0)
+        ));
+        summary.push(format!(
+            "| queue, N = 50, {backend}: utilisation ≥ {floor} | {util:.2} | {} |",
+            yes(util >= floor)
+        ));
+        summary.push(format!("| queue, N = 50, {backend}: no wait above 1.2× the others' holding | {starved:.2} | {} |", yes(starved <= 1.2)));
+        summary.push(format!(
+            "| queue, N = 50, {backend}: completion ≤ 0.5× full jitter's | {completion:.2}× | {} |",
+            yes(completion <= 0.5)
+        ));
+    }
+    println!("{out}");
     out
 }
 

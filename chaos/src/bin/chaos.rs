@@ -2,7 +2,8 @@
 //! Exit status 0 only when the checker found no violation and faults were injected.
 //!
 //! `cargo run -p lock-chaos --bin chaos -- --contenders 50 --duration-secs 240 --server-kills 20`
-//! (add `--etcd-members 3 --etcd-kills 5` for the etcd backend with etcd leader kills)
+//! (add `--etcd-members 3 --etcd-kills 5` for the etcd backend with etcd leader kills, and
+//! `--wait-ms 1000` for contenders that wait in the server's queue)
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +35,9 @@ struct Args {
     /// SIGKILLs of the etcd leader, each followed by a restart (needs --etcd-members ≥ 3).
     #[arg(long, default_value_t = 0)]
     etcd_kills: usize,
+    /// `waitMillis` of the contenders' L4s (0: full-jitter polling; more: the server's queue).
+    #[arg(long, default_value_t = 0)]
+    wait_ms: u64,
     /// Extra lock-server arguments, e.g. `--server-arg=--default-lock-ttl-ms=5000`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -74,6 +78,7 @@ fn main() {
     config.server_args = args.server_args;
     config.etcd_members = args.etcd_members;
     config.etcd_kills = args.etcd_kills;
+    config.wait = Duration::from_millis(args.wait_ms);
     let outcome = run(&config).expect("chaos run");
     let r = &outcome.report;
     println!("history:              {}", outcome.history.display());

@@ -52,6 +52,9 @@ struct Args {
     /// Acquire budget.
     #[arg(long, default_value_t = 2_000)]
     budget_ms: u64,
+    /// `waitMillis` of each L4 (0: poll with full jitter; more: wait in the server's queue).
+    #[arg(long, default_value_t = 0)]
+    wait_ms: u64,
     /// Longest "work" between the check and the commit write.
     #[arg(long, default_value_t = 200)]
     work_ms: u64,
@@ -83,6 +86,7 @@ async fn main() {
     });
     let policy = AcquirePolicy::new(PolicySettings {
         total_budget: Duration::from_millis(args.budget_ms),
+        wait_millis: args.wait_ms,
         ..AcquirePolicy::default().settings()
     })
     .expect("valid policy");

@@ -1,7 +1,7 @@
 //! L4 acquire (with the bounded server-side wait), L6 release, L7 advisory read. Each
 //! checks first that the key is within the caller's scope (403 FORBIDDEN).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,10 +15,8 @@ use crate::error::ApiError;
 use crate::extract::{JsonBody, KeyParam};
 use crate::metrics::Outcome;
 use crate::state::AppState;
-use crate::store::Acquired;
-
-/// `retryAfterMillis` hint on 429 (ASSUMPTION: 100 ms, about one waiter's turn).
-const CONTENTION_RETRY_AFTER_MS: u64 = 100;
+use crate::store::lease::now_millis;
+use crate::store::{Acquired, Queueing};
 
 /// L4 `POST /v1/locks/{key}/acquire`.
 pub async fn acquire(
@@ -65,67 +63,48 @@ async fn acquire_validated(
     let wait = req.wait_millis.unwrap_or(0);
     validate_wait(wait)
         .map_err(|m| ApiError::validation("waitMillis", format!("waitMillis {m}")))?;
-    let started = Instant::now();
-    let deadline = started + Duration::from_millis(wait);
-    let mut waiter = None;
+    let arrival = now_millis();
+    let queue = (wait > 0).then_some(Queueing {
+        open_until: arrival + wait,
+        grace: state.queue_grace_ms,
+        cap: state.max_waiters_per_key,
+    });
     let mut shutdown = state.shutdown.clone();
-    let mut attempt: u32 = 0;
-    loop {
-        attempt += 1;
-        let client = caller.client();
-        match state
-            .store
-            .try_acquire(&key, &req.session_id, client, ttl)
-            .await?
-        {
-            Acquired::Granted(grant) => {
-                // Only a log field: a store that cannot name the holder now must not turn a
-                // grant into an error.
-                let holder_id = state.store.holder_id(&grant.session_id).await;
-                tracing::info!(
-                    event = "lock_granted",
-                    key = %grant.key,
-                    holderId = %holder_id.unwrap_or_default(),
-                    client = caller.log_name(),
-                    fencingToken = grant.fencing_token,
-                    attempts = attempt,
-                    waitedMillis = started.elapsed().as_millis() as u64,
-                );
-                return Ok(grant);
-            }
-            Acquired::Contended => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                tracing::info!(
-                    event = "contention",
-                    key = %key,
-                    attempt = attempt,
-                    delayMillis = left.as_millis() as u64,
-                );
-                if left.is_zero() {
-                    return Err(ApiError::new(
-                        ErrorCode::LockContended,
-                        "the lock is held by another session",
-                    ));
-                }
-                if waiter.is_none() {
-                    waiter = Some(state.waiters.enter(&key).ok_or_else(contention_exceeded)?);
-                }
-                tokio::select! {
-                    _ = state.store.wait_change(&key, left) => {}
-                    _ = shutdown.wait_for(|stopping| *stopping) => return Err(shutting_down()),
-                }
-            }
+    let acquired = tokio::select! {
+        acquired = state.store.acquire(&key, &req.session_id, caller.client(), ttl, queue) => acquired?,
+        // Only a queued request can still be running when the server stops.
+        _ = shutdown.wait_for(|stopping| *stopping), if queue.is_some() => {
+            return Err(shutting_down());
+        }
+    };
+    match acquired {
+        Acquired::Granted(granted) => {
+            let grant = LockGrant {
+                waited_millis: granted.lease_start.saturating_sub(arrival),
+                ..granted.grant
+            };
+            // Only a log field: a store that cannot name the holder now must not turn a
+            // grant into an error.
+            let holder_id = state.store.holder_id(&grant.session_id).await;
+            tracing::info!(
+                event = "lock_granted",
+                key = %grant.key,
+                holderId = %holder_id.unwrap_or_default(),
+                client = caller.log_name(),
+                fencingToken = grant.fencing_token,
+                attempts = granted.attempts,
+                waitedMillis = grant.waited_millis,
+            );
+            Ok(grant)
+        }
+        Acquired::Contended { attempts } => {
+            tracing::info!(event = "contention", key = %key, attempt = attempts, delayMillis = 0);
+            Err(ApiError::new(
+                ErrorCode::LockContended,
+                "the lock is held by another session, or others queue for it",
+            ))
         }
     }
-}
-
-fn contention_exceeded() -> ApiError {
-    let mut body = ErrorBody::new(
-        ErrorCode::ContentionExceeded,
-        "too many requests are already waiting for this key",
-    );
-    body.retry_after_millis = Some(CONTENTION_RETRY_AFTER_MS);
-    ApiError(Box::new(body))
 }
 
 fn shutting_down() -> ApiError {
@@ -181,19 +160,18 @@ async fn log_release(
     );
 }
 
-/// L7 `GET /v1/locks/{key}`: the holder at the instant of the read (by holder id, never
-/// session id), and this replica's waiter count (see `contention`).
+/// L7 `GET /v1/locks/{key}`: the holder (by holder id, never session id) and the queue's
+/// length at the instant of the read.
 pub async fn read(
     State(state): State<AppState>,
     caller: Caller,
     KeyParam(key): KeyParam,
 ) -> Result<Json<LockState>, ApiError> {
     caller.check_key(&key)?;
-    let holder = state.store.holder(&key).await?;
-    let waiter_count = state.waiters.count(&key);
+    let current = state.store.lock_state(&key).await?;
     Ok(Json(LockState {
         key,
-        holder,
-        waiter_count,
+        holder: current.holder,
+        waiter_count: current.waiters,
     }))
 }

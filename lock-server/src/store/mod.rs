@@ -1,23 +1,24 @@
 //! The storage seam. Routes speak only to [`Store`]; the embedded SQLite backend and the etcd
 //! backend implement it, so the HTTP contract and its tests are the same for both.
 //!
-//! Every method is one atomic step against the backend. Durations are milliseconds. Expiry
+//! Every method is one atomic step against the backend (a waiting acquire is a series of
+//! them: it waits between its attempts). Durations are milliseconds. Expiry
 //! is the store's business: a store never reports a holder, session or lock whose TTL has run
 //! out, whether or not a reaper has deleted it yet.
 //!
 //! Layout: this file (the trait, its outcomes and errors), what every backend shares
-//! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session;
-//! `lease`: wall-clock deadlines; `wakeup`: waking server-side waiters), and one folder per backend with its private modules (`sqlite/`,
+//! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session; `lease`:
+//! wall-clock deadlines; `queue`: the rules of the wait queue per key; `wakeup`: waking
+//! server-side waiters), and one folder per backend with its private modules (`sqlite/`,
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
 pub mod holder_id;
 pub mod lease;
+pub mod queue;
 pub mod session;
 pub mod sqlite;
 pub mod wakeup;
-
-use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_api::{HeartbeatResponse, Holder, LedgerEntries, LockGrant, SessionOpened, SessionStatus};
@@ -26,14 +27,38 @@ use lock_api::{HeartbeatResponse, Holder, LedgerEntries, LockGrant, SessionOpene
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
-/// What a single, non-waiting acquire attempt found.
+pub use self::queue::Queueing;
+
+/// How an L4 ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
     /// A new grant, or the existing one, renewed, when this session already holds the key
     /// (L4 is idempotent per session: a retried request must not mint a second token).
-    Granted(LockGrant),
-    /// Another live session holds the key.
-    Contended,
+    Granted(Grant),
+    /// Another live session holds the key, or others queue for it, and the request's wait (if
+    /// any) ended. `attempts`: store attempts this request made (for the log).
+    Contended { attempts: u32 },
+}
+
+/// A grant as L4 answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The grant (`waitedMillis` is the route's to fill in, from `lease_start`).
+    pub grant: LockGrant,
+    /// Wall-clock millisecond from which the answered lease runs (`ttlMillis` from here): the
+    /// grant's or renewal's instant, never before the request arrived.
+    pub lease_start: u64,
+    /// Store attempts this request made (for the log).
+    pub attempts: u32,
+}
+
+/// L7's view of a key, read at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyState {
+    /// The live holder, if any.
+    pub holder: Option<Holder>,
+    /// Live tickets in the key's queue (every replica's, on a shared backend).
+    pub waiters: u32,
 }
 
 /// Failures a route maps to a contract error code.
@@ -48,6 +73,9 @@ pub enum StoreError {
     /// 409 FENCED_OUT from the demo ledger: a higher token was already accepted.
     #[error("fenced out: highest token seen is {highest}")]
     FencedOut { highest: u64 },
+    /// 429 CONTENTION_EXCEEDED: the key's queue already holds as many tickets as its cap.
+    #[error("the key's wait queue is full")]
+    QueueFull,
     /// 503 NOT_LEADER: the backend cannot accept writes now (no quorum, unreachable, or
     /// grants held back after a start that may have lost writes). Retry-safe.
     #[error("store unavailable: {reason}")]
@@ -93,7 +121,8 @@ pub trait Store: Send + Sync + 'static {
         client: Option<&str>,
     ) -> Result<HeartbeatResponse, StoreError>;
 
-    /// L3: deletes the session and releases all its locks.
+    /// L3: deletes the session and its tickets and releases all its locks (each to its
+    /// queue's first live ticket).
     async fn close_session(&self, session_id: &str, client: Option<&str>)
         -> Result<(), StoreError>;
 
@@ -104,35 +133,37 @@ pub trait Store: Send + Sync + 'static {
         client: Option<&str>,
     ) -> Result<SessionStatus, StoreError>;
 
-    /// L4, one attempt, no waiting: grant if the key is free (minting a token strictly
-    /// greater than every token ever issued for it); if this session holds it, return the
-    /// existing grant (same token, the lock's own TTL) and renew the lock to now + that TTL;
-    /// else [`Acquired::Contended`].
-    async fn try_acquire(
+    /// L4. If this session holds the key: the existing grant (same token, the lock's own
+    /// TTL), renewed to now + that TTL. Else, if the key is free and nobody queues: a grant
+    /// with a token strictly greater than every token ever issued for the key. Else, without
+    /// `queue`: [`Acquired::Contended`] at once. With `queue`: take (or keep) this session's
+    /// ticket and wait until a hand-off grants the lock to it or `queue.open_until` passes
+    /// (see [`queue`] for the rules). Dropping the future ends the request's part in the
+    /// ticket as if its wait had ended then.
+    async fn acquire(
         &self,
         key: &str,
         session_id: &str,
         client: Option<&str>,
         ttl_millis: u64,
+        queue: Option<Queueing>,
     ) -> Result<Acquired, StoreError>;
 
     /// The public holder id of `session_id` (see [`holder_id`]), for log lines. Any string
     /// has one; it says nothing about whether the session exists.
     async fn holder_id(&self, session_id: &str) -> Result<String, StoreError>;
 
-    /// L6: compare-and-delete on `(key, fencing_token)` and nothing else.
+    /// L6: compare-and-delete on `(key, fencing_token)` and nothing else; in the same
+    /// transaction the lock passes to the queue's first live ticket, if any.
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError>;
 
-    /// L7: the live holder, if any, named by its holder id (never its session id).
-    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError>;
+    /// L7: the live holder, if any, named by its holder id (never its session id), and the
+    /// queue's length, at one instant.
+    async fn lock_state(&self, key: &str) -> Result<KeyState, StoreError>;
 
-    /// R1: deletes the key's lock whoever holds it; returns the revoked token.
+    /// R1: deletes the key's lock whoever holds it (handing it to the queue's first live
+    /// ticket); returns the revoked token.
     async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError>;
-
-    /// Resolves when the key's holder may have changed (release, revoke, expiry), or after
-    /// `timeout`. Spurious wake-ups are allowed: callers re-try the acquire. Used for L4's
-    /// server-side `waitMillis`.
-    async fn wait_change(&self, key: &str, timeout: Duration);
 
     /// Demo ledger: appends if `fencing_token` ≥ the highest token seen for `key`.
     async fn ledger_append(

@@ -65,7 +65,7 @@ pub async fn timeout<T>(
     }
 }
 
-#[cfg(any(test, feature = "test-util"))]
+#[cfg(any(test, feature = "sim"))]
 mod manual;
-#[cfg(any(test, feature = "test-util"))]
+#[cfg(any(test, feature = "sim"))]
 pub use manual::ManualClock;

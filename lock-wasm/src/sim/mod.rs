@@ -18,7 +18,9 @@
 //!    simulated clock (or, if its client is paused then, at the first instant it runs again);
 //!    a handle reported lost for another reason was reported no later than that;
 //! 6. no side effect starts after its handle was reported lost, and none outlasts the report
-//!    (each worker races its side effects against `lost()`).
+//!    (each worker races its side effects against `lost()`);
+//! 7. the server's wait queue hands each key to its oldest live ticket (half the seeds'
+//!    clients acquire with `waitMillis` > 0, drawn from a stream of their own).
 //!
 //! Run any number of seeds: `cargo run -p lock-wasm --example simulate -- --seeds 10000`;
 //! replay one with its calls traced: `SIM_TRACE=1 cargo run -p lock-wasm --example simulate
@@ -204,7 +206,26 @@ struct Scenario {
     nests: bool,
 }
 
+/// Salt of the stream the wait queue is drawn from, so the other draws of a seed are the
+/// same with and without it.
+const QUEUE_STREAM: u64 = 0x0051_7E0E;
+
 impl Scenario {
+    /// With probability ½, every acquire of the run waits in the server's queue, for up to
+    /// two thirds of its budget per L4.
+    fn maybe_queue(&mut self, rng: &mut StdRng) {
+        if !rng.random_bool(0.5) {
+            return;
+        }
+        let settings = self.policy.settings();
+        let budget = settings.total_budget.as_millis() as u64;
+        self.policy = AcquirePolicy::new(PolicySettings {
+            wait_millis: rng.random_range(50..=budget * 2 / 3),
+            ..settings
+        })
+        .expect("a wait below the budget is valid");
+    }
+
     /// Draws a scenario. The fault run draws more clients and rounds, always some network
     /// loss (but less), and more pauses, and does not nest acquires; every draw stays in the
     /// order each run had before the two were one harness, so seeds replay as they did.
@@ -262,7 +283,9 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
         // A different stream from the base simulation's, so the two cover different runs.
         Injection::Chaos => seed ^ 0xC4A0_5EED,
     });
-    let scenario = Arc::new(Scenario::draw(&mut rng, injection));
+    let mut scenario = Scenario::draw(&mut rng, injection);
+    scenario.maybe_queue(&mut StdRng::seed_from_u64(seed ^ QUEUE_STREAM));
+    let scenario = Arc::new(scenario);
     let plan = (injection == Injection::Chaos).then(|| FaultPlan::draw(&mut rng));
     let clock = ManualClock::new();
     let exec = SimExecutor::new(clock.clone());
@@ -279,8 +302,11 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
     let watch = HeartbeatWatch::new(transport, clock.clone());
     let transport: Arc<dyn Transport> = Arc::new(watch.clone());
     let world = Arc::new(World::default());
+    // The server's own invariant first: a run stopped by it leaves the post-run checks of
+    // the clients' reports (invariant 5) with handles nobody got to report.
     let violations = || {
-        let mut all = world.violations.lock().unwrap().clone();
+        let mut all = service.out_of_order();
+        all.extend(world.violations.lock().unwrap().iter().cloned());
         all.extend(network.violations());
         all.extend(faulty.iter().flat_map(FaultyTransport::violations));
         all
@@ -752,15 +778,15 @@ mod tests {
             fast_expiry: true,
             ..Faults::default()
         };
-        let caught: Vec<String> = (0..50)
+        let caught: Vec<String> = (0..100)
             .filter_map(|seed| run_seed(seed, faults).err())
             .collect();
         println!(
-            "fast expiry caught in {}/50 seeds, e.g. {:?}",
+            "fast expiry caught in {}/100 seeds, e.g. {:?}",
             caught.len(),
             caught.first()
         );
-        assert!(caught.len() >= 10, "caught only {} of 50", caught.len());
+        assert!(caught.len() >= 15, "caught only {} of 100", caught.len());
         assert!(caught
             .iter()
             .all(|e| e.contains("server holder") || e.contains("expired at the server")));
@@ -774,6 +800,29 @@ mod tests {
     fn seed_2_keeps_a_short_lock_and_reports_its_deadline() {
         let report = run_seed(2, Faults::default()).unwrap();
         assert!(report.grants > 0, "{report:?}");
+    }
+
+    /// Invariant 7 can fail: a queue that serves its newest ticket first is caught.
+    #[test]
+    fn a_queue_out_of_order_is_caught() {
+        let faults = Faults {
+            lifo_queue: true,
+            ..Faults::default()
+        };
+        let caught: Vec<String> = (0..100)
+            .filter_map(|seed| run_seed(seed, faults).err())
+            .collect();
+        println!(
+            "LIFO queue caught in {}/100 seeds, e.g. {:?}",
+            caught.len(),
+            caught.first()
+        );
+        assert!(caught.len() >= 5, "caught only {} of 100", caught.len());
+        let other: Vec<&String> = caught
+            .iter()
+            .filter(|e| !e.contains("while ticket"))
+            .collect();
+        assert!(other.is_empty(), "{other:?}");
     }
 
     /// A seed replays exactly.

@@ -1,7 +1,13 @@
 //! A model of lock-server for the simulation: sessions and locks with TTLs on the simulated
-//! clock, per-key strictly increasing fencing tokens, idempotent L4 per session, and
-//! compare-and-delete L6 — the C3 rules, in memory. [`SimTransport`] puts a seeded, lossy
-//! network in front of it.
+//! clock, per-key strictly increasing fencing tokens, idempotent L4 per session,
+//! compare-and-delete L6, and the wait queue per key (tickets served in arrival order, the
+//! lock handed to the first live ticket when it ends, a grace period after a ticket's last
+//! request, unclaimed hand-offs, no barging, the cap) — the C3 rules, in memory.
+//! [`SimTransport`] puts a seeded, lossy network in front of it.
+//!
+//! One deliberate difference: an L4 by the holder returns its grant *without* renewing it
+//! (a server of the kind C2 stays safe against), except when it claims an unclaimed
+//! hand-off, which the server renews from the claiming request's arrival.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -16,7 +22,15 @@ use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
+use crate::signal::Notify;
 use crate::transport::Transport;
+
+/// How long a ticket keeps its place after its last request ended (the server's default).
+pub const GRACE: Duration = Duration::from_millis(1_000);
+/// Most tickets in one key's queue (the server's default).
+pub const QUEUE_CAP: usize = 64;
+/// Extra wait past a holder's deadline before a waiter looks again (as the server's).
+const EXPIRY_SLACK: Duration = Duration::from_millis(5);
 
 /// Deliberate bugs, to prove the simulation's invariants can fail.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,6 +40,8 @@ pub struct Faults {
     /// Locks expire after half their TTL (a server clock running twice as fast as the
     /// client's: beyond what any safety margin covers).
     pub fast_expiry: bool,
+    /// The queue hands the lock to its newest live ticket instead of its oldest.
+    pub lifo_queue: bool,
 }
 
 /// The modelled server. Cheap to clone; clones share state.
@@ -34,6 +50,8 @@ pub struct SimService {
     clock: ManualClock,
     faults: Faults,
     state: Arc<Mutex<ServiceState>>,
+    /// Every hand-off: waiting requests look again.
+    handed: Notify,
 }
 
 #[derive(Default)]
@@ -44,6 +62,37 @@ struct ServiceState {
     last_token: BTreeMap<String, u64>,
     /// Locks that ran out their own TTL while their session lived, in expiry order.
     lapsed: Vec<Lapse>,
+    /// Each key's wait queue, oldest ticket first.
+    queues: BTreeMap<String, Vec<SimTicket>>,
+    next_ticket: u64,
+    /// Hand-offs that skipped an older live ticket (the FIFO invariant).
+    out_of_order: Vec<String>,
+}
+
+/// A ticket in a key's wait queue.
+#[derive(Clone)]
+struct SimTicket {
+    session: String,
+    ttl: Duration,
+    /// Until when a request of it is open.
+    open_until: Duration,
+    /// Arrival order.
+    seq: u64,
+}
+
+impl SimTicket {
+    fn live(&self, now: Duration, sessions: &BTreeMap<String, SimSession>) -> bool {
+        now < self.open_until + GRACE && sessions.contains_key(&self.session)
+    }
+}
+
+/// What one L4 attempt found.
+enum Attempt {
+    /// Granted; the lease runs from `lease_start`.
+    Granted(LockGrant, Duration),
+    Contended,
+    /// This session's ticket waits; the holder's lock lives at most this much longer.
+    Queued(Duration),
 }
 
 /// A lock that expired by its own TTL while its session was alive: nothing renewed it in
@@ -72,6 +121,16 @@ struct SimLock {
     token: u64,
     ttl: Duration,
     expires: Duration,
+    /// A hand-off to a ticket whose request had ended: the lock lives only until then unless
+    /// an L4 of its session claims it.
+    claim_by: Option<Duration>,
+}
+
+impl SimLock {
+    /// When it ends unless renewed or claimed.
+    fn end(&self) -> Duration {
+        self.claim_by.map_or(self.expires, |c| c.min(self.expires))
+    }
 }
 
 fn status(code: ErrorCode) -> TransportError {
@@ -88,11 +147,14 @@ impl SimService {
             clock,
             faults,
             state: Arc::default(),
+            handed: Notify::default(),
         }
     }
 
-    /// Drops expired sessions and locks; a lock dies with its session. A lock whose own TTL
-    /// ran out first is recorded as a [`Lapse`].
+    /// Drops expired sessions and locks (a lock dies with its session; one whose own TTL ran
+    /// out first is recorded as a [`Lapse`]), then hands every free key with a live ticket
+    /// to its queue. Every operation starts here, so, as at the real server, the first one
+    /// after an expiry is what hands the key on.
     fn expire(&self, s: &mut ServiceState) {
         let now = self.clock.now();
         let ServiceState {
@@ -102,11 +164,11 @@ impl SimService {
             ..
         } = s;
         locks.retain(|key, lock| {
-            if lock.expires > now {
+            if lock.end() > now {
                 return true;
             }
             let session_expires = sessions.get(&lock.session).map(|s| s.expires);
-            if session_expires.is_some_and(|e| e > lock.expires) {
+            if lock.claim_by.is_none() && session_expires.is_some_and(|e| e > lock.expires) {
                 lapsed.push(Lapse {
                     key: key.clone(),
                     session: lock.session.clone(),
@@ -118,6 +180,58 @@ impl SimService {
         });
         sessions.retain(|_, session| session.expires > now);
         locks.retain(|_, lock| sessions.contains_key(&lock.session));
+        let keys: Vec<String> = s.queues.keys().cloned().collect();
+        for key in keys {
+            self.settle(s, &key);
+        }
+    }
+
+    /// The hand-off: if `key` is free, grants it to the first live ticket of its queue
+    /// (dropping dead ones ahead), checking that no older live ticket was passed over.
+    fn settle(&self, s: &mut ServiceState, key: &str) {
+        let now = self.clock.now();
+        let Some(queue) = s.queues.get_mut(key) else {
+            return;
+        };
+        let sessions = &s.sessions;
+        queue.retain(|t| t.live(now, sessions));
+        if s.locks.contains_key(key) || queue.is_empty() {
+            if queue.is_empty() {
+                s.queues.remove(key);
+            }
+            return;
+        }
+        let chosen = if self.faults.lifo_queue {
+            queue.len() - 1
+        } else {
+            0
+        };
+        let oldest = queue.iter().map(|t| t.seq).min();
+        let ticket = queue.remove(chosen);
+        if oldest != Some(ticket.seq) {
+            s.out_of_order.push(format!(
+                "{key} handed at {now:?} to ticket {} of {} while ticket {oldest:?} waited",
+                ticket.seq, ticket.session
+            ));
+        }
+        let token = s.last_token.get(key).copied().unwrap_or(0) + 1;
+        s.last_token.insert(key.to_owned(), token);
+        s.locks.insert(
+            key.to_owned(),
+            SimLock {
+                session: ticket.session,
+                token,
+                ttl: ticket.ttl,
+                expires: now + ticket.ttl,
+                claim_by: (now >= ticket.open_until).then_some(ticket.open_until + GRACE),
+            },
+        );
+        self.handed.notify();
+    }
+
+    /// Hand-offs that passed over an older live ticket (always empty for a correct queue).
+    pub fn out_of_order(&self) -> Vec<String> {
+        self.state.lock().unwrap().out_of_order.clone()
     }
 
     /// Every [`Lapse`] so far.
@@ -172,43 +286,136 @@ impl SimService {
     fn close(&self, id: &str) -> Result<(), TransportError> {
         let mut s = self.state.lock().unwrap();
         s.locks.retain(|_, l| l.session != id);
-        match s.sessions.remove(id) {
+        let closed = s.sessions.remove(id);
+        self.expire(&mut s);
+        match closed {
             Some(_) => Ok(()),
             None => Err(status(ErrorCode::SessionNotFound)),
         }
     }
 
-    fn acquire(&self, key: &str, request: &AcquireRequest) -> Result<LockGrant, TransportError> {
+    /// One L4 attempt; `open_until`: the request waits in the queue until then.
+    fn attempt(
+        &self,
+        key: &str,
+        request: &AcquireRequest,
+        open_until: Option<Duration>,
+    ) -> Result<Attempt, TransportError> {
         let mut s = self.state.lock().unwrap();
+        let now = self.clock.now();
+        let id = &request.session_id;
+        if let (Some(open_until), Some(queue)) = (open_until, s.queues.get_mut(key)) {
+            // A live ticket stays open until this request's end; a dead one goes (the
+            // request queues again at the end).
+            queue.retain(|t| &t.session != id || now < t.open_until + GRACE);
+            if let Some(ticket) = queue.iter_mut().find(|t| &t.session == id) {
+                ticket.open_until = ticket.open_until.max(open_until);
+            }
+        }
         self.expire(&mut s);
-        if !s.sessions.contains_key(&request.session_id) {
+        if !s.sessions.contains_key(id) {
             return Err(status(ErrorCode::SessionNotFound));
         }
         let mut ttl = Duration::from_millis(request.ttl_millis.unwrap_or(10_000));
         if self.faults.fast_expiry {
             ttl /= 2;
         }
-        if let Some(lock) = s.locks.get(key) {
-            if lock.session == request.session_id {
-                // Idempotent per session: a retried L4 gets the same token.
-                return Ok(grant(key, lock));
+        if let Some(lock) = s.locks.get_mut(key) {
+            if &lock.session == id {
+                // Idempotent per session: a retried L4 gets the same token. Claiming an
+                // unclaimed hand-off renews it from now.
+                let lease_start = match lock.claim_by.take() {
+                    Some(_) => {
+                        lock.expires = now + lock.ttl;
+                        now
+                    }
+                    None => lock.expires - lock.ttl,
+                };
+                let answer = grant(key, lock);
+                if let Some(queue) = s.queues.get_mut(key) {
+                    queue.retain(|t| &t.session != id);
+                }
+                return Ok(Attempt::Granted(answer, lease_start));
             }
             if !self.faults.double_grant {
-                return Err(status(ErrorCode::LockContended));
+                let holder_left = lock.end().saturating_sub(now);
+                return match open_until {
+                    None => Ok(Attempt::Contended),
+                    Some(open_until) => self.join(&mut s, key, id, ttl, open_until, holder_left),
+                };
             }
         }
+        // Free, and `expire` left no live ticket (no barging).
         let token = s.last_token.get(key).copied().unwrap_or(0) + 1;
         s.last_token.insert(key.to_owned(), token);
         let lock = SimLock {
-            session: request.session_id.clone(),
+            session: id.clone(),
             token,
             ttl,
-            expires: self.clock.now() + ttl,
+            expires: now + ttl,
+            claim_by: None,
         };
         let mut answer = grant(key, &lock);
         answer.ttl_millis = request.ttl_millis.unwrap_or(10_000);
         s.locks.insert(key.to_owned(), lock);
-        Ok(answer)
+        Ok(Attempt::Granted(answer, now))
+    }
+
+    /// Takes a ticket at the end of `key`'s queue unless the session has one; 429 when full.
+    fn join(
+        &self,
+        s: &mut ServiceState,
+        key: &str,
+        id: &str,
+        ttl: Duration,
+        open_until: Duration,
+        holder_left: Duration,
+    ) -> Result<Attempt, TransportError> {
+        s.next_ticket += 1;
+        let seq = s.next_ticket;
+        let queue = s.queues.entry(key.to_owned()).or_default();
+        if !queue.iter().any(|t| t.session == id) {
+            if queue.len() >= QUEUE_CAP {
+                return Err(status(ErrorCode::ContentionExceeded));
+            }
+            queue.push(SimTicket {
+                session: id.to_owned(),
+                ttl,
+                open_until,
+                seq,
+            });
+        }
+        Ok(Attempt::Queued(holder_left))
+    }
+
+    /// L4 as the server runs it: one attempt, or, with `waitMillis` > 0, attempts until a
+    /// hand-off grants the lock or the wait ends. `waitedMillis` is the lease's start minus
+    /// the request's arrival.
+    async fn acquire(
+        &self,
+        key: &str,
+        request: &AcquireRequest,
+    ) -> Result<LockGrant, TransportError> {
+        let arrival = self.clock.now();
+        let wait = Duration::from_millis(request.wait_millis.unwrap_or(0));
+        let open_until = (wait > Duration::ZERO).then_some(arrival + wait);
+        loop {
+            let handed = self.handed.listen();
+            let holder_left = match self.attempt(key, request, open_until)? {
+                Attempt::Granted(mut grant, lease_start) => {
+                    grant.waited_millis = lease_start.saturating_sub(arrival).as_millis() as u64;
+                    return Ok(grant);
+                }
+                Attempt::Contended => return Err(status(ErrorCode::LockContended)),
+                Attempt::Queued(holder_left) => holder_left,
+            };
+            let left = (arrival + wait).saturating_sub(self.clock.now());
+            if left.is_zero() {
+                return Err(status(ErrorCode::LockContended));
+            }
+            let sleep = self.clock.sleep(left.min(holder_left + EXPIRY_SLACK));
+            futures::future::select(Box::pin(handed), sleep).await;
+        }
     }
 
     fn release(&self, key: &str, request: &ReleaseRequest) -> Result<(), TransportError> {
@@ -217,6 +424,7 @@ impl SimService {
         match s.locks.get(key) {
             Some(lock) if lock.token == request.fencing_token => {
                 s.locks.remove(key);
+                self.settle(&mut s, key);
                 Ok(())
             }
             _ => Err(status(ErrorCode::LockLost)),
@@ -238,7 +446,7 @@ impl SimService {
             .map(|(key, l)| LockStatus {
                 key: key.clone(),
                 fencing_token: l.token,
-                remaining_millis: (l.expires - now).as_millis() as u64,
+                remaining_millis: (l.end() - now).as_millis() as u64,
             })
             .collect();
         Ok(SessionStatus {
@@ -258,9 +466,9 @@ impl SimService {
                 holder_id: sim_holder_id(&l.session),
                 owner: None,
                 fencing_token: l.token,
-                remaining_millis: (l.expires - now).as_millis() as u64,
+                remaining_millis: (l.end() - now).as_millis() as u64,
             }),
-            waiter_count: 0,
+            waiter_count: s.queues.get(key).map_or(0, |q| q.len() as u32),
         }
     }
 }
@@ -276,6 +484,7 @@ fn grant(key: &str, lock: &SimLock) -> LockGrant {
         session_id: lock.session.clone(),
         fencing_token: lock.token,
         ttl_millis: lock.ttl.as_millis() as u64,
+        waited_millis: 0,
     }
 }
 
@@ -424,7 +633,13 @@ impl Transport for SimTransport {
         _timeout: Duration,
     ) -> Result<LockGrant, TransportError> {
         self.check_session("L4", &request.session_id);
-        self.exchange(|s| s.acquire(key, request)).await
+        self.hop().await;
+        let answer = self.service.acquire(key, request).await;
+        if self.trace {
+            eprintln!("{:?} server answered {answer:?}", self.service.clock.now());
+        }
+        self.hop().await;
+        answer
     }
 
     async fn session_status(

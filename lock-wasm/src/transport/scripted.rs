@@ -105,6 +105,7 @@ impl ScriptedTransport {
             session_id: session_id.to_owned(),
             fencing_token: token,
             ttl_millis,
+            waited_millis: 0,
         }
     }
 

@@ -52,6 +52,7 @@ pub fn to_js(event: &ClientEvent) -> JsValue {
             fencing_token,
             attempts,
             waited,
+            queued,
         } => {
             set("type", text("granted"));
             set("key", text(key));
@@ -59,6 +60,7 @@ pub fn to_js(event: &ClientEvent) -> JsValue {
             set("fencingToken", num(*fencing_token as f64));
             set("attempts", num(f64::from(*attempts)));
             set("waitedMs", num(millis(*waited)));
+            set("queuedMs", num(millis(*queued)));
         }
         ClientEvent::Contention {
             key,

@@ -155,6 +155,8 @@ impl FromJs for LockGrant {
             session_id: field(v, "sessionId")?,
             fencing_token: field(v, "fencingToken")?,
             ttl_millis: field(v, "ttlMillis")?,
+            // Absent from a server without the wait queue: it did not wait.
+            waited_millis: field::<Option<u64>>(v, "waitedMillis")?.unwrap_or(0),
         })
     }
 }
@@ -288,7 +290,14 @@ mod tests {
                 session_id: "s".into(),
                 fencing_token: 3,
                 ttl_millis: 10,
+                waited_millis: 0,
             })
+        );
+        let waited =
+            json(r#"{"key":"k","sessionId":"s","fencingToken":3,"ttlMillis":10,"waitedMillis":7}"#);
+        assert_eq!(
+            LockGrant::from_js(&waited).map(|g| g.waited_millis),
+            Some(7)
         );
         let beat = json(r#"{"ttlMillis":9,"locks":[{"key":"a","fencingToken":1}]}"#);
         assert_eq!(HeartbeatResponse::from_js(&beat).unwrap().locks.len(), 1);

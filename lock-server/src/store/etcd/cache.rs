@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::records::SessionRecord;
+use super::records::{SessionRecord, TicketRecord};
 
 /// Entries per map before it is simply cleared (ASSUMPTION: a bound on memory; a cleared
 /// hint only means one extra read).
@@ -20,12 +20,26 @@ pub(super) struct SessionHint {
     pub mod_revision: i64,
 }
 
+/// A wait-queue ticket kept open by a request waiting on this replica, as last written or read.
+#[derive(Debug, Clone)]
+pub(super) struct OpenTicket {
+    pub session_id: String,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    pub record: TicketRecord,
+}
+
 /// The hints. std mutexes: held for one map operation, never across an await.
 #[derive(Debug, Default)]
 pub(super) struct Hints {
     sessions: Mutex<HashMap<String, SessionHint>>,
-    /// key → (fencing token, holder session id).
-    holders: Mutex<HashMap<String, (u64, String)>>,
+    /// key → the tickets of requests waiting on this replica, so a release here can hand the
+    /// key on in one transaction (its compares check that the oldest of them is the queue's
+    /// head, and unchanged).
+    tickets: Mutex<HashMap<String, Vec<OpenTicket>>>,
+    /// key → (fencing token, holder session id, `create_revision` of the holder's index
+    /// entry, which names the grant).
+    holders: Mutex<HashMap<String, (u64, String, i64)>>,
 }
 
 impl Hints {
@@ -41,24 +55,56 @@ impl Hints {
         lock(&self.sessions).remove(session_id);
     }
 
-    /// The holder session of `key` if the hint is for this very token.
-    pub(super) fn holder(&self, key: &str, token: u64) -> Option<String> {
+    /// The holder session of `key` and its index entry's `create_revision`, if the hint is
+    /// for this very token.
+    pub(super) fn holder(&self, key: &str, token: u64) -> Option<(String, i64)> {
         lock(&self.holders)
             .get(key)
-            .filter(|(held, _)| *held == token)
-            .map(|(_, session)| session.clone())
+            .filter(|(held, _, _)| *held == token)
+            .map(|(_, session, index)| (session.clone(), *index))
     }
 
-    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str) {
+    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str, index: i64) {
         insert_bounded(
             &mut lock(&self.holders),
             key.to_owned(),
-            (token, session_id.to_owned()),
+            (token, session_id.to_owned(), index),
         );
     }
 
     pub(super) fn forget_holder(&self, key: &str) {
         lock(&self.holders).remove(key);
+    }
+
+    /// The oldest ticket of `key` that a request on this replica keeps open.
+    pub(super) fn first_ticket(&self, key: &str) -> Option<OpenTicket> {
+        let tickets = lock(&self.tickets);
+        tickets
+            .get(key)?
+            .iter()
+            .min_by_key(|t| t.create_revision)
+            .cloned()
+    }
+
+    pub(super) fn remember_ticket(&self, key: &str, ticket: OpenTicket) {
+        let mut tickets = lock(&self.tickets);
+        if tickets.len() >= MAX_ENTRIES && !tickets.contains_key(key) {
+            tickets.clear();
+        }
+        let open = tickets.entry(key.to_owned()).or_default();
+        open.retain(|t| t.session_id != ticket.session_id);
+        open.push(ticket);
+    }
+
+    /// The request of `session_id` waiting for `key` ended.
+    pub(super) fn forget_ticket(&self, key: &str, session_id: &str) {
+        let mut tickets = lock(&self.tickets);
+        if let Some(open) = tickets.get_mut(key) {
+            open.retain(|t| t.session_id != session_id);
+            if open.is_empty() {
+                tickets.remove(key);
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! <prefix>s/<sessionId>            SessionRecord  (session lease)
 //! <prefix>l/<encKey>               LockRecord     (holder's session lease); token = create_revision
 //! <prefix>h/<sessionId>/<encKey>   LockRecord     (same lease; written in the same txns as l/)
+//! <prefix>q/<encKey>/<sessionId>   TicketRecord   (waiter's session lease); queue order = create_revision
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
@@ -59,6 +60,16 @@ impl Keys {
     /// The HMAC key of holder ids, shared by every replica of the deployment.
     pub(super) fn holder_id_key(&self) -> String {
         format!("{}k/holder-id", self.prefix)
+    }
+
+    /// The session's ticket in the key's wait queue.
+    pub(super) fn ticket(&self, key: &str, session_id: &str) -> String {
+        format!("{}q/{}/{session_id}", self.prefix, encode_key(key))
+    }
+
+    /// The key's wait queue (a prefix; `encode_key` escapes `/`, so it covers no other key's).
+    pub(super) fn queue(&self, key: &str) -> String {
+        format!("{}q/{}/", self.prefix, encode_key(key))
     }
 
     pub(super) fn ledger_head(&self, key: &str) -> String {

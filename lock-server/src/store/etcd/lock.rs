@@ -1,272 +1,320 @@
-//! Locks: L4 acquire, L6 release, L7 read, R1 revoke, and the watch behind `waitMillis`.
+//! Locks: L4 acquire, L6 release, L7 read, R1 revoke.
 //!
-//! `l/<key>` holds the live lock, on its session's lease; its `create_revision` is the
-//! fencing token. Every transaction that creates, renews or deletes `l/<key>` does the same
-//! to the holder's index entry `h/<session>/<key>`, so the two always exist together and
-//! carry the same record.
+//! `l/<key>` holds the live lock, on its holder session's lease. Every transaction that
+//! creates, renews, hands on or deletes `l/<key>` does the same to the holder's index entry
+//! `h/<session>/<key>`, so the two always exist together and carry the same record; the index
+//! entry's `create_revision` names one grant (the hinted L6 compares it). The fencing token is
+//! [`LockRecord::token`]: `l/<key>`'s `create_revision` when the granting transaction created
+//! it, the ticket's when the lock was handed to a queued ticket (`queue`).
 
-use std::time::Duration;
-
-use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, WatchOptions};
+use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
 use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
 use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::queue::{grant_of, Joined, KeyView, PassedOn};
 use super::records::LockRecord;
-use super::session::LiveSession;
-use super::{decode, encode, EtcdStore, CAS_ATTEMPTS};
+use super::session::{LiveSession, Whose};
+use super::{encode, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
-use crate::store::wakeup::until_expiry;
-use crate::store::{session, Acquired, StoreError};
+use crate::store::queue::Attempt;
+use crate::store::{session, KeyState, Queueing, StoreError};
 
 impl EtcdStore {
-    /// L4, one attempt. With a session hint from this replica it is one transaction:
-    /// create if the key is free and the session unchanged, else read both back. Loops to
-    /// renew the lock when this session already holds it, to take over a lock whose TTL ran
-    /// out (deleting it first, so the new grant gets a new `create_revision`) or after losing
-    /// a race.
-    pub(super) async fn acquire_once(
+    /// L4, one attempt. With a session hint from this replica an uncontended grant is one
+    /// transaction: create if the key is free, nobody queues and the session is unchanged,
+    /// else read the session, the lock and the queue back. From that view it renews the
+    /// holder's own lock, queues (or answers contended), or hands on a lock that ended
+    /// unnoticed, and loops after a lost race.
+    pub(super) async fn attempt(
         &self,
         key: &str,
         session_id: &str,
         client: Option<&str>,
         ttl_millis: u64,
-    ) -> Result<Acquired, StoreError> {
+        queue: Option<Queueing>,
+    ) -> Result<Attempt, StoreError> {
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let mut session = self.hinted_session(session_id, client);
-        let mut current: Option<(KeyValue, LockRecord)> = None;
+        let mut session = self.hinted_session(session_id, Whose::Client(client));
+        let mut view: Option<KeyView> = None;
         for _ in 0..CAS_ATTEMPTS {
             let live = match session.take() {
                 Some(live) => live,
                 None => {
-                    let lock_read = TxnOp::get(self.keys.lock(key), None);
-                    let (live, kvs, _) =
-                        self.read_session_and(session_id, client, lock_read).await?;
-                    current = decode_lock(kvs.into_iter().next())?;
+                    let (live, read) = self.read_session_and_key(session_id, client, key).await?;
+                    view = Some(read);
                     live
                 }
             };
             let now = now_millis();
-            let lock_key = self.keys.lock(key);
-            let (lock, unchanged) = match current.take() {
-                None => (
-                    LockRecord {
-                        key: key.to_owned(),
-                        session_id: session_id.to_owned(),
-                        ttl_millis,
-                        deadline_ms: now + ttl_millis,
+            let Some(current) = view.take() else {
+                let lock = LockRecord {
+                    key: key.to_owned(),
+                    session_id: session_id.to_owned(),
+                    ttl_millis,
+                    deadline_ms: now + ttl_millis,
+                    session_deadline_ms: live.record.deadline_ms,
+                    owner: live.record.owner.clone(),
+                    token: None,
+                    claim_by_ms: None,
+                };
+                let free = vec![
+                    Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
+                    self.queue_empty(key),
+                ];
+                match self.write_lock(&lock, &live, free, Vec::new()).await? {
+                    Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
+                    Written::Conflict(kv, read) => {
+                        session = Some(self.live_session(
+                            session_id,
+                            Whose::Client(client),
+                            kv.as_ref(),
+                        )?);
+                        view = Some(*read);
+                    }
+                }
+                continue;
+            };
+            match current.live_lock(now) {
+                Some((kv, lock)) if lock.session_id == session_id => {
+                    // Idempotent L4: the same grant (same token, the lock's own TTL), renewed
+                    // from now and claimed, so every answered L4 is a lease from its arrival.
+                    let renewed = LockRecord {
+                        deadline_ms: now + lock.ttl_millis,
                         session_deadline_ms: live.record.deadline_ms,
-                        owner: live.record.owner.clone(),
-                    },
-                    Compare::create_revision(lock_key, CompareOp::Equal, 0),
-                ),
-                Some((kv, lock)) => {
-                    self.hints
-                        .remember_holder(key, kv.create_revision() as u64, &lock.session_id);
-                    match lock.remaining(now) {
-                        // Idempotent L4: the same grant (same token, the lock's own TTL),
-                        // renewed from now, so every answered L4 is a lease from its arrival.
-                        Some(_) if lock.session_id == session_id => (
-                            LockRecord {
-                                deadline_ms: now + lock.ttl_millis,
-                                session_deadline_ms: live.record.deadline_ms,
-                                ..lock
-                            },
-                            Compare::mod_revision(lock_key, CompareOp::Equal, kv.mod_revision()),
-                        ),
-                        Some(_) => return Ok(Acquired::Contended),
-                        None => {
-                            self.delete_if_unchanged(&kv, &lock).await?;
-                            continue;
+                        claim_by_ms: None,
+                        ..lock.clone()
+                    };
+                    let unchanged = vec![Compare::mod_revision(
+                        self.keys.lock(key),
+                        CompareOp::Equal,
+                        kv.mod_revision(),
+                    )];
+                    let claim = vec![TxnOp::delete(self.keys.ticket(key, session_id), None)];
+                    match self.write_lock(&renewed, &live, unchanged, claim).await? {
+                        Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
+                        Written::Conflict(kv, read) => {
+                            session = Some(self.live_session(
+                                session_id,
+                                Whose::Client(client),
+                                kv.as_ref(),
+                            )?);
+                            view = Some(*read);
                         }
                     }
                 }
-            };
-            match self.write_lock(&lock, &live, unchanged).await? {
-                Written::Granted(granted) => return Ok(Acquired::Granted(granted)),
-                Written::Conflict { session: kv, lock } => {
-                    // Both read in the failed transaction: no extra round trip.
-                    session = Some(self.live_session(session_id, client, kv.as_ref())?);
-                    current = decode_lock(lock)?;
+                Some((kv, lock)) => {
+                    let Some(queue) = queue else {
+                        return Ok(Attempt::Contended);
+                    };
+                    let holder_remaining = lock.remaining(now).unwrap_or(0);
+                    let joined = self
+                        .join_queue(key, session_id, ttl_millis, queue, &live, &current, kv)
+                        .await?;
+                    if let Joined::Queued { revision, ticket } = joined {
+                        self.hints.remember_ticket(key, ticket);
+                        return Ok(Attempt::Queued {
+                            holder_remaining,
+                            seen: revision,
+                        });
+                    }
+                }
+                None if current.lock.is_none() && current.tickets.is_empty() => {
+                    // Free and nobody queues: the optimistic create.
+                    session = Some(live);
+                }
+                None => {
+                    // The lock ended unnoticed, or tickets wait on a free key: hand it on,
+                    // maybe to this very session.
+                    let guard = match &current.lock {
+                        Some((kv, _)) => Compare::mod_revision(
+                            self.keys.lock(key),
+                            CompareOp::Equal,
+                            kv.mod_revision(),
+                        ),
+                        None => Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
+                    };
+                    match self.pass_on(key, &current, guard).await? {
+                        PassedOn::Handed(grant) if grant.session_id == session_id => {
+                            return Ok(Attempt::Granted { grant, at: now })
+                        }
+                        PassedOn::Freed => session = Some(live),
+                        PassedOn::Handed(_) | PassedOn::Conflict => {}
+                    }
                 }
             }
         }
         Err(unavailable("acquire lost too many races; retry"))
     }
 
-    /// L6: compare-and-delete on `(key, token)`; the token is the key's `create_revision`.
+    /// L6: compare-and-delete on `(key, token)`, handing the key to its queue in the same
+    /// transaction.
     pub(super) async fn release_token(&self, key: &str, token: u64) -> Result<(), StoreError> {
-        if let Some(released) = self.release_hinted(key, token).await? {
-            return released;
-        }
-        let Some((kv, lock)) = self.lock_kv(key).await? else {
-            return Err(StoreError::LockLost);
+        let view = match self.release_hinted(key, token).await? {
+            Hinted::Released(result) => return result,
+            Hinted::Read(view) => view,
+            Hinted::NoHint => self.read_key(key).await?,
         };
-        if kv.create_revision() as u64 != token {
-            return Err(StoreError::LockLost);
-        }
-        let live = lock.remaining(now_millis()).is_some();
-        let deleted = self
-            .txn(
-                Txn::new()
-                    .when(vec![Compare::create_revision(
-                        self.keys.lock(key),
-                        CompareOp::Equal,
-                        kv.create_revision(),
-                    )])
-                    .and_then(self.delete_ops(&lock)),
-            )
+        match self
+            .end_lock(key, view, |kv, lock| lock.token(kv) == token)
             .await?
-            .succeeded();
-        // An expired lock is deleted for tidiness but was already lost.
-        if deleted && live {
-            Ok(())
-        } else {
-            Err(StoreError::LockLost)
+        {
+            Some((_, true)) => Ok(()),
+            // An expired lock is deleted for tidiness but was already lost.
+            _ => Err(StoreError::LockLost),
         }
     }
 
-    /// L6 in one transaction when this replica knows the holder of `(key, token)`: the index
-    /// key is named by the holder, and both compares pin the exact grant. `None` when there
-    /// is no hint or it was wrong (the caller takes the two-step path).
-    async fn release_hinted(
-        &self,
-        key: &str,
-        token: u64,
-    ) -> Result<Option<Result<(), StoreError>>, StoreError> {
-        let Some(holder) = self.hints.holder(key, token) else {
-            return Ok(None);
+    /// L6 in one transaction when this replica knows the grant of `(key, token)`: the holder's
+    /// index entry, by its `create_revision`, pins the exact grant. If a request waiting on
+    /// this replica holds a ticket for the key, the same transaction hands the key to the
+    /// oldest such ticket, provided no older ticket exists anywhere (so it is the queue's
+    /// head); else it requires an empty queue. Otherwise the transaction reads the key back.
+    async fn release_hinted(&self, key: &str, token: u64) -> Result<Hinted, StoreError> {
+        let Some((holder, index_revision)) = self.hints.holder(key, token) else {
+            return Ok(Hinted::NoHint);
         };
         self.hints.forget_holder(key);
         let (lock_key, held_key) = (self.keys.lock(key), self.keys.held(&holder, key));
-        let txn = Txn::new()
-            .when(vec![
-                Compare::create_revision(lock_key.clone(), CompareOp::Equal, token as i64),
-                Compare::create_revision(held_key.clone(), CompareOp::Equal, token as i64),
-            ])
-            .and_then(vec![
-                TxnOp::get(lock_key.clone(), None),
-                TxnOp::delete(lock_key.clone(), None),
-                TxnOp::delete(held_key, None),
-            ]);
-        let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
-        if !response.succeeded() {
-            return Ok(None);
+        let mut compares = vec![Compare::create_revision(
+            held_key.clone(),
+            CompareOp::Equal,
+            index_revision,
+        )];
+        let mut ops = vec![
+            TxnOp::get(lock_key.clone(), None),
+            TxnOp::delete(held_key, None),
+        ];
+        let head = self.hints.first_ticket(key).and_then(|ticket| {
+            let session = self.hinted_session(&ticket.session_id, Whose::Any)?;
+            Some((ticket, session))
+        });
+        match &head {
+            Some((ticket, session)) if ticket.session_id != holder => {
+                let (checks, writes, _) = self.hand_to(key, ticket, session, now_millis());
+                compares.extend(checks);
+                compares.push(
+                    Compare::create_revision(
+                        self.keys.queue(key),
+                        CompareOp::Greater,
+                        ticket.create_revision - 1,
+                    )
+                    .with_prefix(),
+                );
+                ops.extend(writes);
+            }
+            _ => {
+                compares.push(self.queue_empty(key));
+                ops.push(TxnOp::delete(lock_key.clone(), None));
+            }
         }
-        let deleted = decode_lock(super::range_results(&response).into_iter().flatten().next())?;
-        // An expired lock is deleted for tidiness but was already lost.
-        let live = deleted.is_some_and(|(_, lock)| lock.remaining(now_millis()).is_some());
-        Ok(Some(if live {
-            Ok(())
-        } else {
-            Err(StoreError::LockLost)
+        let txn = Txn::new()
+            .when(compares)
+            .and_then(ops)
+            .or_else(self.key_reads(key));
+        let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
+        let revision = response.header().map_or(0, |h| h.revision());
+        let mut reads = super::range_results(&response).into_iter();
+        if !response.succeeded() {
+            if let Some((ticket, _)) = &head {
+                // Maybe a stale session hint: the next hand-off reads the session.
+                self.hints.forget_session(&ticket.session_id);
+            }
+            let lock = reads.next().unwrap_or_default();
+            let tickets = reads.next().unwrap_or_default();
+            return Ok(Hinted::Read(KeyView::decode(lock, tickets, revision)?));
+        }
+        let ended = KeyView::decode(reads.next().unwrap_or_default(), Vec::new(), revision)?;
+        // An expired lock is deleted (or handed on) for tidiness but was already lost.
+        Ok(Hinted::Released(match ended.live_lock(now_millis()) {
+            Some(_) => Ok(()),
+            None => Err(StoreError::LockLost),
         }))
     }
 
-    /// L7: the holder named by its holder id, never its session id.
-    pub(super) async fn read_holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
-        let holder_ids = self.holder_ids().await?;
-        let Some((kv, lock)) = self.lock_kv(key).await? else {
-            return Ok(None);
-        };
-        Ok(lock.remaining(now_millis()).map(|remaining_millis| Holder {
-            holder_id: holder_ids.of(&lock.session_id),
-            owner: lock.owner,
-            fencing_token: kv.create_revision() as u64,
-            remaining_millis,
-        }))
-    }
-
-    /// R1: deletes whatever lock is there; the token only if it was still live.
-    pub(super) async fn revoke_key(&self, key: &str) -> Result<Option<u64>, StoreError> {
+    /// Ends `key`'s lock if `pick` accepts it, handing the key to its queue in the same
+    /// transaction. Returns the ended lock's token and whether it was still live; `None` if
+    /// there was no such lock.
+    pub(super) async fn end_lock(
+        &self,
+        key: &str,
+        mut view: KeyView,
+        pick: impl Fn(&KeyValue, &LockRecord) -> bool,
+    ) -> Result<Option<(u64, bool)>, StoreError> {
         for _ in 0..CAS_ATTEMPTS {
-            let Some((kv, lock)) = self.lock_kv(key).await? else {
+            let Some((kv, lock)) = view.lock.as_ref().filter(|(kv, lock)| pick(kv, lock)) else {
                 return Ok(None);
             };
-            let live = lock.remaining(now_millis()).is_some();
-            if self.delete_if_unchanged(&kv, &lock).await? {
-                return Ok(live.then_some(kv.create_revision() as u64));
+            let ended = (lock.token(kv), lock.remaining(now_millis()).is_some());
+            let guard =
+                Compare::mod_revision(self.keys.lock(key), CompareOp::Equal, kv.mod_revision());
+            match self.pass_on(key, &view, guard).await? {
+                PassedOn::Conflict => view = self.read_key(key).await?,
+                PassedOn::Freed | PassedOn::Handed(_) => return Ok(Some(ended)),
             }
         }
-        Err(unavailable("revoke lost too many races; retry"))
+        Err(unavailable("ending a lock lost too many races; retry"))
     }
 
-    /// Resolves when `l/<key>` changes (an etcd watch, no polling), when the current holder's
-    /// deadline passes (expiry by deadline writes nothing, so no event would come), or after
-    /// `timeout`. Errors end the wait early: the caller's retried acquire reports them.
-    pub(super) async fn watch_key(&self, key: &str, timeout: Duration) {
-        let Ok((current, revision)) = self.get(&self.keys.lock(key)).await else {
-            return;
-        };
-        let bound = match current {
-            None => return,
-            Some(kv) => match decode::<LockRecord>(&kv)
-                .ok()
-                .and_then(|l| l.remaining(now_millis()))
-            {
-                None => return,
-                Some(left) => until_expiry(timeout, left),
-            },
-        };
-        let index = self.pinned.load(std::sync::atomic::Ordering::Relaxed) % self.clients.len();
-        let mut client = self.clients[index].clone();
-        // Start right after the read, so a change between the read and the watch is seen.
-        let options = WatchOptions::new().with_start_revision(revision + 1);
-        let lock_key = self.keys.lock(key);
-        let wait = async {
-            let Ok(mut stream) = client.watch(lock_key, Some(options)).await else {
-                return;
-            };
-            while let Ok(Some(response)) = stream.message().await {
-                if !response.events().is_empty() || response.canceled() {
-                    return;
-                }
-            }
-        };
-        let _ = tokio::time::timeout(bound, wait).await;
+    /// L7: the live holder (named by its holder id, never its session id) and the live
+    /// tickets, read at one revision.
+    pub(super) async fn read_state(&self, key: &str) -> Result<KeyState, StoreError> {
+        let holder_ids = self.holder_ids().await?;
+        let view = self.read_key(key).await?;
+        let now = now_millis();
+        let holder = view.live_lock(now).map(|(kv, lock)| Holder {
+            holder_id: holder_ids.of(&lock.session_id),
+            owner: lock.owner.clone(),
+            fencing_token: lock.token(kv),
+            remaining_millis: lock.remaining(now).unwrap_or(0),
+        });
+        Ok(KeyState {
+            holder,
+            waiters: view.waiters(now),
+        })
     }
 
-    /// The record at `l/<key>`, live or not.
-    async fn lock_kv(&self, key: &str) -> Result<Option<(KeyValue, LockRecord)>, StoreError> {
-        match self.get(&self.keys.lock(key)).await?.0 {
-            Some(kv) => {
-                let lock = decode(&kv)?;
-                Ok(Some((kv, lock)))
-            }
-            None => Ok(None),
-        }
+    /// R1: deletes whatever lock is there, handing the key to its queue; the token only if it
+    /// was still live.
+    pub(super) async fn revoke_key(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let view = self.read_key(key).await?;
+        let ended = self.end_lock(key, view, |_, _| true).await?;
+        Ok(ended.and_then(|(token, live)| live.then_some(token)))
     }
 
-    /// Writes `l/<key>` and its index entry on the session's lease if `unchanged` holds for
-    /// `l/<key>` (absent, to create; the version read, to renew) and the session record is
-    /// still the one in `session`; otherwise reads both back in the same transaction.
+    /// Writes `l/<key>` and its index entry on the session's lease (plus `extra` operations)
+    /// if `unchanged` holds and the session record is still the one in `session`; otherwise
+    /// reads the session and the key back in the same transaction.
     async fn write_lock(
         &self,
         lock: &LockRecord,
         session: &LiveSession,
-        unchanged: Compare,
+        mut unchanged: Vec<Compare>,
+        extra: Vec<TxnOp>,
     ) -> Result<Written, StoreError> {
         let lock_key = self.keys.lock(&lock.key);
+        let held_key = self.keys.held(&lock.session_id, &lock.key);
         let session_key = self.keys.session(&lock.session_id);
         let value = encode(lock);
         let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
-        let txn = Txn::new()
-            .when(vec![
-                unchanged,
-                Compare::mod_revision(session_key.clone(), CompareOp::Equal, session.mod_revision),
-            ])
-            .and_then(vec![
-                TxnOp::put(lock_key.clone(), value.clone(), on_lease.clone()),
-                TxnOp::put(self.keys.held(&lock.session_id, &lock.key), value, on_lease),
-                // Read back in the same transaction: its create_revision is the token.
-                TxnOp::get(lock_key.clone(), None),
-            ])
-            .or_else(vec![
-                TxnOp::get(session_key, None),
-                TxnOp::get(lock_key.clone(), None),
-            ]);
+        unchanged.push(Compare::mod_revision(
+            session_key.clone(),
+            CompareOp::Equal,
+            session.mod_revision,
+        ));
+        let mut writes = vec![
+            TxnOp::put(lock_key.clone(), value.clone(), on_lease.clone()),
+            TxnOp::put(held_key.clone(), value, on_lease),
+            // Read back in the same transaction: the token, and the grant's index revision.
+            TxnOp::get(lock_key.clone(), None),
+            TxnOp::get(held_key, None),
+        ];
+        writes.extend(extra);
+        let mut reads = vec![TxnOp::get(session_key, None)];
+        reads.extend(self.key_reads(&lock.key));
+        let txn = Txn::new().when(unchanged).and_then(writes).or_else(reads);
         let response = match self.txn_grouped(lock_key, txn).await {
             Ok(response) => response,
             Err(error) if is_lease_gone(&error) => {
@@ -275,79 +323,62 @@ impl EtcdStore {
             }
             Err(error) => return Err(from_etcd(error)),
         };
+        let revision = response.header().map_or(0, |h| h.revision());
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {
             let session = reads.next().and_then(|kvs| kvs.into_iter().next());
-            let lock = reads.next().and_then(|kvs| kvs.into_iter().next());
-            return Ok(Written::Conflict { session, lock });
+            let lock = reads.next().unwrap_or_default();
+            let tickets = reads.next().unwrap_or_default();
+            return Ok(Written::Conflict(
+                session,
+                Box::new(KeyView::decode(lock, tickets, revision)?),
+            ));
         }
-        let written = reads
-            .flatten()
-            .next()
-            .ok_or_else(|| StoreError::Internal("written lock not read back".into()))?;
+        let (Some(written), Some(index)) = (
+            reads.next().and_then(|kvs| kvs.into_iter().next()),
+            reads.next().and_then(|kvs| kvs.into_iter().next()),
+        ) else {
+            return Err(StoreError::Internal("written lock not read back".into()));
+        };
         let granted = grant(&written, lock)?;
-        self.hints
-            .remember_holder(&lock.key, granted.fencing_token, &lock.session_id);
+        self.hints.remember_holder(
+            &lock.key,
+            granted.fencing_token,
+            &lock.session_id,
+            index.create_revision(),
+        );
         Ok(Written::Granted(granted))
-    }
-
-    /// Deletes the lock and its index entry if `l/<key>` is still the version in `kv`.
-    async fn delete_if_unchanged(
-        &self,
-        kv: &KeyValue,
-        lock: &LockRecord,
-    ) -> Result<bool, StoreError> {
-        let txn = Txn::new()
-            .when(vec![Compare::mod_revision(
-                self.keys.lock(&lock.key),
-                CompareOp::Equal,
-                kv.mod_revision(),
-            )])
-            .and_then(self.delete_ops(lock));
-        Ok(self.txn(txn).await?.succeeded())
-    }
-
-    fn delete_ops(&self, lock: &LockRecord) -> Vec<TxnOp> {
-        vec![
-            TxnOp::delete(self.keys.lock(&lock.key), None),
-            TxnOp::delete(self.keys.held(&lock.session_id, &lock.key), None),
-        ]
     }
 }
 
 /// What a lock write transaction found.
 enum Written {
     Granted(LockGrant),
-    /// The lock or the session record was not as expected: both as read by the transaction.
-    Conflict {
-        session: Option<KeyValue>,
-        lock: Option<KeyValue>,
-    },
+    /// The lock, the queue or the session record was not as expected: the session record and
+    /// the key as read by the transaction.
+    Conflict(Option<KeyValue>, Box<KeyView>),
 }
 
-/// Decodes an optional read of `l/<key>`.
-fn decode_lock(kv: Option<KeyValue>) -> Result<Option<(KeyValue, LockRecord)>, StoreError> {
-    match kv {
-        Some(kv) => {
-            let lock = decode(&kv)?;
-            Ok(Some((kv, lock)))
-        }
-        None => Ok(None),
-    }
+/// What the hinted L6 did.
+enum Hinted {
+    NoHint,
+    Released(Result<(), StoreError>),
+    /// The hint was stale or someone queues: the key as read by the same transaction.
+    Read(KeyView),
 }
 
 /// The grant for a lock record; refuses a token a JavaScript number cannot hold exactly.
 fn grant(kv: &KeyValue, lock: &LockRecord) -> Result<LockGrant, StoreError> {
-    let token = kv.create_revision() as u64;
+    checked(grant_of(lock, lock.token(kv)))
+}
+
+/// Refuses a grant whose token is 0 or past what a JavaScript number holds exactly.
+pub(super) fn checked(grant: LockGrant) -> Result<LockGrant, StoreError> {
+    let token = grant.fencing_token;
     if token == 0 || token > MAX_FENCING_TOKEN {
         return Err(StoreError::Internal(format!(
             "etcd revision {token} is not a valid fencing token"
         )));
     }
-    Ok(LockGrant {
-        key: lock.key.clone(),
-        session_id: lock.session_id.clone(),
-        fencing_token: token,
-        ttl_millis: lock.ttl_millis,
-    })
+    Ok(grant)
 }

@@ -9,7 +9,8 @@
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
 //! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
-//! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke and the watch behind `waitMillis`.
+//! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke.
+//! - `queue`: the wait queue per key (tickets, the hand-off, the watch behind `waitMillis`).
 //! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
 //!
 //! Design in one paragraph (docs/etcd.md has the long form): a session is an etcd lease; every
@@ -27,6 +28,7 @@ mod error;
 mod keys;
 mod ledger;
 mod lock;
+mod queue;
 mod records;
 mod session;
 
@@ -40,7 +42,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse,
     TxnResponse,
 };
-use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
+use lock_api::{HeartbeatResponse, LedgerEntries, SessionOpened, SessionStatus};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
@@ -49,7 +51,8 @@ use self::cache::Hints;
 use self::error::from_etcd;
 use self::keys::Keys;
 use crate::store::holder_id::HolderIds;
-use crate::store::{Acquired, Store, StoreCounts, StoreError};
+use crate::store::queue::acquire_with;
+use crate::store::{Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
 
 /// Default key prefix (`--etcd-prefix`).
 pub const DEFAULT_PREFIX: &str = "/lock-server/";
@@ -254,6 +257,19 @@ fn range_results(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
         .collect()
 }
 
+/// Forgets the hint of the request's ticket when the request ends, however it ends.
+struct ForgetTicket<'a> {
+    store: &'a EtcdStore,
+    key: &'a str,
+    session_id: &'a str,
+}
+
+impl Drop for ForgetTicket<'_> {
+    fn drop(&mut self) {
+        self.store.hints.forget_ticket(self.key, self.session_id);
+    }
+}
+
 /// Parses a stored JSON value; a value we cannot read is corruption, hence Internal.
 ///
 /// The error names the record type and revision, not the key: session keys hold session
@@ -316,14 +332,35 @@ impl Store for EtcdStore {
         self.status(session_id, client).await
     }
 
-    async fn try_acquire(
+    async fn acquire(
         &self,
         key: &str,
         session_id: &str,
         client: Option<&str>,
         ttl_millis: u64,
+        queue: Option<Queueing>,
     ) -> Result<Acquired, StoreError> {
-        self.acquire_once(key, session_id, client, ttl_millis).await
+        let cancel = || {
+            if let Some(queue) = queue {
+                self.end_wait(key, session_id, queue.open_until);
+            }
+        };
+        // No reaper runs here: a waiter also looks again at least once per grace period,
+        // which is how an unclaimed hand-off running out (or a lock handed to someone else
+        // since its last look, then expiring) is noticed.
+        let recheck = Duration::from_millis(queue.map_or(0, |q| q.grace));
+        let _forget = ForgetTicket {
+            store: self,
+            key,
+            session_id,
+        };
+        acquire_with(
+            queue,
+            cancel,
+            |queue| self.attempt(key, session_id, client, ttl_millis, queue),
+            |bound, seen| self.wait_for_hand_off(key, session_id, seen, bound.min(recheck)),
+        )
+        .await
     }
 
     async fn holder_id(&self, session_id: &str) -> Result<String, StoreError> {
@@ -334,16 +371,12 @@ impl Store for EtcdStore {
         self.release_token(key, fencing_token).await
     }
 
-    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
-        self.read_holder(key).await
+    async fn lock_state(&self, key: &str) -> Result<KeyState, StoreError> {
+        self.read_state(key).await
     }
 
     async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
         self.revoke_key(key).await
-    }
-
-    async fn wait_change(&self, key: &str, timeout: Duration) {
-        self.watch_key(key, timeout).await
     }
 
     async fn ledger_append(

@@ -7,9 +7,11 @@
 //! a second. Deadlines are wall-clock milliseconds (`store::lease`) of the replica that wrote
 //! them: replicas are assumed to run NTP-synchronised clocks (ASSUMPTION, see docs/etcd.md).
 
+use etcd_client::KeyValue;
 use serde::{Deserialize, Serialize};
 
 use crate::store::lease;
+use crate::store::queue::TicketTimes;
 
 /// The value of `s/<sessionId>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,12 +54,60 @@ pub(super) struct LockRecord {
     /// The holder session's `owner` label, copied for L7 for the same reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The fencing token when the lock was handed to a queued ticket: that ticket's
+    /// `create_revision`. Absent when the transaction that granted it created `l/<key>`: then
+    /// the token is `l/<key>`'s `create_revision`. See [`LockRecord::token`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// For a hand-off to a ticket whose request had ended: the lock lives only until then
+    /// unless an L4 of its holder claims it first (which clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_by_ms: Option<u64>,
 }
 
 impl LockRecord {
-    /// Milliseconds the lock still lives (both its TTL and its session), or `None`.
+    /// Milliseconds the lock still lives (its TTL, its session and its claim deadline), or
+    /// `None`.
     pub(super) fn remaining(&self, now: u64) -> Option<u64> {
-        remaining(self.deadline_ms.min(self.session_deadline_ms), now)
+        let claim_by = self.claim_by_ms.unwrap_or(u64::MAX);
+        remaining(
+            self.deadline_ms.min(self.session_deadline_ms).min(claim_by),
+            now,
+        )
+    }
+
+    /// The fencing token of this record read at `kv` (`l/<key>` or its index twin, which
+    /// share it).
+    pub(super) fn token(&self, kv: &KeyValue) -> u64 {
+        self.token.unwrap_or(kv.create_revision() as u64)
+    }
+}
+
+/// The value of `q/<key>/<sessionId>`: a ticket in the key's wait queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TicketRecord {
+    pub session_id: String,
+    /// The TTL the lock gets when handed to this ticket.
+    pub ttl_millis: u64,
+    /// Wall-clock ms until which a request of the ticket is open (`store::queue`).
+    pub open_until_ms: u64,
+    /// The ticket's grace period after `open_until_ms`.
+    pub grace_millis: u64,
+}
+
+impl TicketRecord {
+    /// Its times, for the queue's rules.
+    pub(super) fn times(&self) -> TicketTimes {
+        TicketTimes {
+            open_until: self.open_until_ms,
+            grace: self.grace_millis,
+        }
+    }
+
+    /// Whether the ticket still holds its place.
+    pub(super) fn live(&self, now: u64) -> bool {
+        self.times().live(now)
     }
 }
 
@@ -103,9 +153,25 @@ mod tests {
             deadline_ms: 1_000,
             session_deadline_ms: 800,
             owner: None,
+            token: None,
+            claim_by_ms: None,
         };
         assert_eq!(lock.remaining(700), Some(100));
         assert_eq!(lock.remaining(800), None);
         assert_eq!(lock.remaining(900), None);
+        let unclaimed = LockRecord {
+            claim_by_ms: Some(750),
+            ..lock
+        };
+        assert_eq!(unclaimed.remaining(700), Some(50));
+        assert_eq!(unclaimed.remaining(750), None);
+    }
+
+    #[test]
+    fn records_written_before_the_queue_still_read() {
+        let old =
+            r#"{"key":"k","sessionId":"s","ttlMillis":1,"deadlineMs":2,"sessionDeadlineMs":3}"#;
+        let lock: LockRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((lock.token, lock.claim_by_ms), (None, None));
     }
 }

@@ -15,6 +15,7 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 
 use super::cache::SessionHint;
 use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::queue::KeyView;
 use super::records::{lease_seconds, LockRecord, SessionRecord};
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
@@ -33,6 +34,24 @@ pub(super) struct SessionView {
 }
 
 /// A session record that was live when read.
+/// Whose sessions a read may find.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Whose<'a> {
+    /// A request's: only those of the client it authenticated as (`None`: no auth file).
+    Client(Option<&'a str>),
+    /// The store's own, handing a lock to a queued ticket: any session.
+    Any,
+}
+
+impl Whose<'_> {
+    fn admits(self, record: &SessionRecord) -> bool {
+        match self {
+            Whose::Client(client) => record.client.as_deref() == client,
+            Whose::Any => true,
+        }
+    }
+}
+
 pub(super) struct LiveSession {
     pub record: SessionRecord,
     /// `mod_revision` of `s/<id>`, for compare-and-swap.
@@ -120,7 +139,9 @@ impl EtcdStore {
         Err(unavailable("heartbeat lost too many races; retry"))
     }
 
-    /// L3: revoking the lease deletes the session, its locks and its index atomically.
+    /// L3: each lock the session holds passes to its key's queue (one transaction per key),
+    /// then revoking the lease deletes the session, its tickets and whatever locks and index
+    /// entries are left, atomically.
     pub(super) async fn close(
         &self,
         session_id: &str,
@@ -131,6 +152,9 @@ impl EtcdStore {
             _ => return Err(StoreError::SessionNotFound),
         };
         self.hints.forget_session(session_id);
+        if record.remaining(now_millis()).is_some() {
+            self.hand_on_held(session_id, client).await?;
+        }
         match self.revoke_lease(record.lease).await {
             Ok(_) => match record.remaining(now_millis()) {
                 Some(_) => Ok(()),
@@ -160,7 +184,7 @@ impl EtcdStore {
             .filter_map(|(kv, lock)| {
                 Some(LockStatus {
                     key: lock.key.clone(),
-                    fencing_token: kv.create_revision() as u64,
+                    fencing_token: lock.token(kv),
                     remaining_millis: lock.remaining(now)?.min(remaining_millis),
                 })
             })
@@ -179,9 +203,12 @@ impl EtcdStore {
         client: Option<&str>,
     ) -> Result<SessionView, StoreError> {
         let held_by = TxnOp::get(self.keys.held_by(session_id), prefix());
-        let (session, held_kvs, revision) =
-            self.read_session_and(session_id, client, held_by).await?;
-        let held = held_kvs
+        let (session, mut reads, revision) = self
+            .read_session_and(session_id, client, vec![held_by])
+            .await?;
+        let held = reads
+            .pop()
+            .unwrap_or_default()
             .into_iter()
             .map(|kv| decode(&kv).map(|lock| (kv, lock)))
             .collect::<Result<_, _>>()?;
@@ -194,32 +221,46 @@ impl EtcdStore {
         })
     }
 
-    /// The live session and one more read at the same revision, in one round trip (L4 reads
-    /// its session and the lock key together).
-    pub(super) async fn read_session_and(
+    /// The live session and more reads at the same revision, in one round trip.
+    async fn read_session_and(
         &self,
         session_id: &str,
         client: Option<&str>,
-        other: TxnOp,
-    ) -> Result<(LiveSession, Vec<KeyValue>, i64), StoreError> {
+        others: Vec<TxnOp>,
+    ) -> Result<(LiveSession, Vec<Vec<KeyValue>>, i64), StoreError> {
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let (mut reads, revision) = self
-            .read(vec![TxnOp::get(self.keys.session(session_id), None), other])
-            .await?;
-        let other_kvs = reads.pop().unwrap_or_default();
+        let mut ops = vec![TxnOp::get(self.keys.session(session_id), None)];
+        ops.extend(others);
+        let (mut reads, revision) = self.read(ops).await?;
+        let others = reads.split_off(1.min(reads.len()));
         let session_kv = reads.pop().unwrap_or_default().into_iter().next();
-        let session = self.live_session(session_id, client, session_kv.as_ref())?;
-        Ok((session, other_kvs, revision))
+        let session = self.live_session(session_id, Whose::Client(client), session_kv.as_ref())?;
+        Ok((session, others, revision))
     }
 
-    /// Parses a read of `s/<id>` into a live session of `client` and refreshes the hint; a
+    /// The live session of `client` and a view of `key`, at one revision (L4 without a hint).
+    pub(super) async fn read_session_and_key(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+        key: &str,
+    ) -> Result<(LiveSession, KeyView), StoreError> {
+        let (session, mut reads, revision) = self
+            .read_session_and(session_id, client, self.key_reads(key))
+            .await?;
+        let tickets = reads.pop().unwrap_or_default();
+        let lock = reads.pop().unwrap_or_default();
+        Ok((session, KeyView::decode(lock, tickets, revision)?))
+    }
+
+    /// Parses a read of `s/<id>` into a live session `whose` may use and refreshes the hint; a
     /// missing or expired record, or another client's, is SESSION_NOT_FOUND.
     pub(super) fn live_session(
         &self,
         session_id: &str,
-        client: Option<&str>,
+        whose: Whose<'_>,
         session_kv: Option<&KeyValue>,
     ) -> Result<LiveSession, StoreError> {
         let Some(session_kv) = session_kv else {
@@ -227,7 +268,7 @@ impl EtcdStore {
             return Err(StoreError::SessionNotFound);
         };
         let record: SessionRecord = decode(session_kv)?;
-        if record.client.as_deref() != client {
+        if !whose.admits(&record) {
             // The owner's hint stays: another client's request must not cost it anything.
             return Err(StoreError::SessionNotFound);
         }
@@ -243,23 +284,36 @@ impl EtcdStore {
         Ok(session)
     }
 
-    /// The live session from this replica's hint, if it has one of `client` that has not
-    /// expired. The caller's transaction must compare `mod_revision`. Another client's
+    /// The live session from this replica's hint, if it has one that `whose` may use and that
+    /// has not expired. The caller's transaction must compare `mod_revision`. Another client's
     /// session has no hint for it: its request takes the read path an unknown id takes.
-    pub(super) fn hinted_session(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Option<LiveSession> {
+    pub(super) fn hinted_session(&self, session_id: &str, whose: Whose<'_>) -> Option<LiveSession> {
         let hint = self
             .hints
             .session(session_id)
-            .filter(|hint| hint.record.client.as_deref() == client)?;
+            .filter(|hint| whose.admits(&hint.record))?;
         hint.record.remaining(now_millis())?;
         Some(LiveSession {
             record: hint.record,
             mod_revision: hint.mod_revision,
         })
+    }
+
+    /// Hands every lock the session holds to its key's queue, where tickets wait.
+    async fn hand_on_held(&self, session_id: &str, client: Option<&str>) -> Result<(), StoreError> {
+        let held = match self.read_session(session_id, client).await {
+            Ok(view) => view.held,
+            Err(StoreError::SessionNotFound) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        for (_, lock) in held {
+            let view = self.read_key(&lock.key).await?;
+            if !view.tickets.is_empty() {
+                self.end_lock(&lock.key, view, |_, l| l.session_id == session_id)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// The session record whether or not its deadline passed, for L3's tidy-up.
@@ -334,7 +388,7 @@ impl EtcdStore {
             ops.push(TxnOp::put(held_key, renewed_lock, lease.clone()));
             locks.push(HeldLock {
                 key: lock.key.clone(),
-                fencing_token: kv.create_revision() as u64,
+                fencing_token: lock.token(kv),
             });
         }
         match self.txn_raw(Txn::new().when(compares).and_then(ops)).await {

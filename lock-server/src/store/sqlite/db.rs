@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, Params};
 
 use super::fencing::TokenAllocator;
 use crate::store::holder_id::HolderIds;
+use crate::store::wakeup::HandedOff;
 use crate::store::StoreError;
 
 /// Database file name inside the data dir.
@@ -45,15 +46,36 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 /// file whose `user_version` is below their number, each in one transaction with the version
 /// bump: a fresh file and a data dir of any older release end with the same schema, and an
 /// older one keeps its data.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // 1: a session belongs to the auth-file client that opened it (NULL without an auth
     // file; sessions from before have none); `secrets` holds the holder-id key.
     "ALTER TABLE sessions ADD COLUMN client TEXT;
      CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);",
+    // 2: a lock handed to a queued session must be claimed by `claim_by` (NULL: claimed by
+    // the request that got it, which every lock from before was).
+    "ALTER TABLE locks ADD COLUMN claim_by INTEGER;",
 ];
 
 /// The `secrets` row of the holder-id key.
 const HOLDER_ID_KEY: &str = "holder_id_key";
+
+/// The wait queues: a TEMP table, so it lives in memory (`temp_store=MEMORY`), is gone after
+/// a restart (tickets are not durable: waiters re-send) and still takes part in each batch's
+/// transaction, so a rolled-back batch rolls its queue changes back too. `seq` orders each
+/// key's tickets by arrival (a new rowid is larger than every existing one).
+const QUEUE_SCHEMA: &str = "
+CREATE TEMP TABLE IF NOT EXISTS tickets (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    open_until INTEGER NOT NULL,
+    grace_ms INTEGER NOT NULL,
+    UNIQUE (key, session_id)
+);
+CREATE INDEX IF NOT EXISTS temp.tickets_by_key ON tickets(key, seq);
+CREATE INDEX IF NOT EXISTS temp.tickets_by_session ON tickets(session_id);
+";
 
 /// Everything the writer thread owns.
 pub(super) struct Db {
@@ -65,15 +87,19 @@ pub(super) struct Db {
     pub holdback_until: u64,
     /// One clock reading per batch, so every job of a batch sees the same instant.
     pub now: u64,
-    /// Keys whose holder changed in this batch, woken after the commit.
-    pub changed: Vec<String>,
+    /// `(key, session, grant for an open request)` of every hand-off in this batch: those
+    /// waiters are woken after the commit.
+    pub granted: Vec<(String, String, Option<HandedOff>)>,
 }
 
 impl Db {
-    /// Runs a `DELETE FROM locks ... RETURNING key` and notes the keys, whose waiters are
-    /// woken after the commit.
-    pub fn delete_locks(&mut self, statement: &str, params: impl Params) -> Result<(), StoreError> {
-        let keys: Vec<String> = self
+    /// Runs a statement `... RETURNING key` and returns the keys, deduplicated.
+    pub fn returning_keys(
+        &mut self,
+        statement: &str,
+        params: impl Params,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut keys: Vec<String> = self
             .conn
             .prepare_cached(statement)
             .map_err(sql)?
@@ -81,8 +107,9 @@ impl Db {
             .map_err(sql)?
             .collect::<Result<_, _>>()
             .map_err(sql)?;
-        self.changed.extend(keys);
-        Ok(())
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
     }
 }
 
@@ -110,6 +137,7 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;
     migrate(&conn)?;
+    conn.execute_batch(QUEUE_SCHEMA).map_err(sql)?;
     Ok(conn)
 }
 

@@ -9,9 +9,10 @@
 //! Layout:
 //! - `db`: the file, schema and connection settings; `Db`, the state operations run on.
 //! - `writer`: the writer thread, its batches and the shutdown checkpoint.
-//! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1), `ledger` (demo ledger): the
-//!   operations, each a function of `&mut Db` run inside a batch.
-//! - `reaper`: deletes expired rows and wakes their waiters.
+//! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1 and the wait queue with its hand-off),
+//!   `ledger` (demo ledger): the operations, each a function of `&mut Db` run inside a
+//!   batch.
+//! - `reaper`: deletes expired rows and hands the freed keys to their queues.
 //! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
 
@@ -26,10 +27,9 @@ mod writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_api::{HeartbeatResponse, Holder, LedgerEntries, SessionOpened, SessionStatus};
+use lock_api::{HeartbeatResponse, LedgerEntries, SessionOpened, SessionStatus};
 
 use self::db::{sql, Db};
 use self::fencing::TokenAllocator;
@@ -37,8 +37,8 @@ use self::sessions::SessionOf;
 use self::writer::Writer;
 use super::holder_id::HolderIds;
 use super::lease::now_millis;
-use super::wakeup::{until_expiry, KeyWakeups};
-use super::{session, Acquired, Store, StoreCounts, StoreError};
+use super::wakeup::KeyWakeups;
+use super::{queue, session, Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
 
 pub use self::db::DB_FILE;
 pub use self::recovery::StartState;
@@ -95,7 +95,7 @@ impl SqliteStore {
             holder_ids: holder_ids.clone(),
             holdback_until: start.holdback_until_millis,
             now,
-            changed: Vec::new(),
+            granted: Vec::new(),
         };
         let wakeups = Arc::new(KeyWakeups::default());
         let writer = Writer::spawn(db, wakeups.clone(), dir.clone())?;
@@ -165,17 +165,36 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn try_acquire(
+    async fn acquire(
         &self,
         key: &str,
         session_id: &str,
         client: Option<&str>,
         ttl_millis: u64,
+        queue: Option<Queueing>,
     ) -> Result<Acquired, StoreError> {
-        let (key, session) = (key.to_string(), SessionOf::new(session_id, client));
-        self.writer
-            .run(move |db| locks::acquire(db, &key, &session, ttl_millis))
-            .await
+        // Registered for the whole request: a hand-off between an attempt and the wait
+        // leaves a permit, so it is not missed.
+        let registration = self.wakeups.register(key, session_id);
+        let cancel = || {
+            if let Some(queue) = queue {
+                let (key, id) = (key.to_string(), session_id.to_string());
+                self.writer
+                    .submit(move |db| locks::end_wait(db, &key, &id, queue.open_until));
+            }
+        };
+        let registration = &registration;
+        queue::acquire_with(
+            queue,
+            cancel,
+            |queue| {
+                let (key, session) = (key.to_string(), SessionOf::new(session_id, client));
+                self.writer
+                    .run(move |db| locks::acquire(db, &key, &session, ttl_millis, queue))
+            },
+            |bound, _| registration.handed_off(bound),
+        )
+        .await
     }
 
     async fn holder_id(&self, session_id: &str) -> Result<String, StoreError> {
@@ -189,30 +208,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn holder(&self, key: &str) -> Result<Option<Holder>, StoreError> {
+    async fn lock_state(&self, key: &str) -> Result<KeyState, StoreError> {
         let key = key.to_string();
-        self.writer.run(move |db| locks::holder(db, &key)).await
+        self.writer.run(move |db| locks::state(db, &key)).await
     }
 
     async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
         let key = key.to_string();
         self.writer.run(move |db| locks::revoke(db, &key)).await
-    }
-
-    async fn wait_change(&self, key: &str, timeout: Duration) {
-        let registration = self.wakeups.register(key);
-        let notified = registration.notify.notified();
-        tokio::pin!(notified);
-        // Enabled before the re-check, so a release between the caller's attempt and here
-        // is either seen by the re-check or wakes this future; none is missed.
-        notified.as_mut().enable();
-        let bound = match self.holder(key).await {
-            Ok(None) => return,
-            // Wake when the holder's lease would run out, even if no reaper ran yet.
-            Ok(Some(h)) => until_expiry(timeout, h.remaining_millis),
-            Err(_) => timeout,
-        };
-        let _ = tokio::time::timeout(bound, notified).await;
     }
 
     async fn ledger_append(
@@ -253,7 +256,8 @@ fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
         .conn
         .prepare_cached(
             "SELECT COUNT(*) FROM locks l JOIN sessions s ON s.id = l.session_id
-             WHERE l.expires_at > ?1 AND s.expires_at > ?1",
+             WHERE l.expires_at > ?1 AND s.expires_at > ?1
+               AND (l.claim_by IS NULL OR l.claim_by > ?1)",
         )
         .map_err(sql)?
         .query_row([db.now], |r| r.get(0))

@@ -1,12 +1,13 @@
-//! The reaper: deletes expired locks and sessions every [`REAP_INTERVAL`] and wakes the
-//! waiters of the freed keys. Correctness does not depend on it: every read filters on the
-//! deadlines; it only frees rows and wakes waiters sooner than their expiry bound would.
+//! The reaper: every [`REAP_INTERVAL`] deletes expired locks, sessions and tickets and hands
+//! the freed keys to their queues. Correctness does not depend on it: every read filters on
+//! the deadlines and every attempt hands an expired lock on; it only frees rows and serves
+//! queues sooner than a waiter's expiry bound would.
 
 use std::sync::Weak;
 use std::time::Duration;
 
 use super::db::{sql, Db};
-use super::SqliteStore;
+use super::{locks, SqliteStore};
 use crate::store::StoreError;
 
 /// How often expired rows are deleted (ASSUMPTION: 200 ms).
@@ -27,18 +28,29 @@ pub(super) fn spawn(store: Weak<SqliteStore>) {
     });
 }
 
-/// Deletes expired locks (own TTL or session gone) and expired sessions.
+/// Deletes expired locks (own TTL, claim deadline or session gone), dead tickets (session
+/// gone or grace period over) and expired sessions; settles every key it touched.
 fn reap(db: &mut Db) -> Result<(), StoreError> {
     let now = db.now;
-    db.delete_locks(
-        "DELETE FROM locks WHERE expires_at <= ?1 OR session_id NOT IN
+    let mut keys = db.returning_keys(
+        "DELETE FROM locks WHERE expires_at <= ?1 OR claim_by <= ?1 OR session_id NOT IN
          (SELECT id FROM sessions WHERE expires_at > ?1) RETURNING key",
         [now],
     )?;
+    keys.extend(db.returning_keys(
+        "DELETE FROM tickets WHERE open_until + grace_ms <= ?1 OR session_id NOT IN
+         (SELECT id FROM sessions WHERE expires_at > ?1) RETURNING key",
+        [now],
+    )?);
     db.conn
         .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?1")
         .map_err(sql)?
         .execute([now])
         .map_err(sql)?;
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        locks::settle(db, &key)?;
+    }
     Ok(())
 }

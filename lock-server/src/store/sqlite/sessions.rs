@@ -5,6 +5,7 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{sql, Db};
+use super::locks;
 use crate::store::lease::remaining;
 use crate::store::StoreError;
 
@@ -58,11 +59,12 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
         .map_err(sql)?
         .execute(params![id, db.now + ttl])
         .map_err(sql)?;
-    // Only live locks are renewed: one whose own TTL ran out stays dead.
+    // Only live locks are renewed: one whose own TTL (or claim deadline) ran out stays dead.
+    // An unclaimed hand-off stays unclaimed: only an L4 claims it.
     db.conn
         .prepare_cached(
             "UPDATE locks SET expires_at = ?2 + ttl_ms
-             WHERE session_id = ?1 AND expires_at > ?2",
+             WHERE session_id = ?1 AND expires_at > ?2 AND (claim_by IS NULL OR claim_by > ?2)",
         )
         .map_err(sql)?
         .execute(params![id, db.now])
@@ -77,19 +79,27 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
     })
 }
 
-/// L3: deletes the session and its locks.
+/// L3: deletes the session, its tickets and its locks; each lock passes to its queue.
 pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<(), StoreError> {
     live_session(db, session)?;
     let id = session.id.as_str();
-    db.delete_locks(
+    let freed = db.returning_keys(
         "DELETE FROM locks WHERE session_id = ?1 RETURNING key",
         [id],
     )?;
+    db.conn
+        .prepare_cached("DELETE FROM tickets WHERE session_id = ?1")
+        .map_err(sql)?
+        .execute([id])
+        .map_err(sql)?;
     db.conn
         .prepare_cached("DELETE FROM sessions WHERE id = ?1")
         .map_err(sql)?
         .execute([id])
         .map_err(sql)?;
+    for key in freed {
+        locks::settle(db, &key)?;
+    }
     Ok(())
 }
 
@@ -135,8 +145,9 @@ fn session_locks(db: &Db, id: &str) -> Result<Vec<(String, u64, u64)>, StoreErro
     let mut stmt = db
         .conn
         .prepare_cached(
-            "SELECT key, token, expires_at FROM locks
-             WHERE session_id = ?1 AND expires_at > ?2 ORDER BY key",
+            "SELECT key, token, MIN(expires_at, COALESCE(claim_by, expires_at)) FROM locks
+             WHERE session_id = ?1 AND expires_at > ?2 AND (claim_by IS NULL OR claim_by > ?2)
+             ORDER BY key",
         )
         .map_err(sql)?;
     let rows = stmt

@@ -29,13 +29,14 @@ enum Job {
 }
 
 /// The handle to the writer thread; the thread ends after [`Writer::close`].
+#[derive(Clone)]
 pub(super) struct Writer {
     jobs: mpsc::Sender<Job>,
 }
 
 impl Writer {
-    /// Starts the thread on `db`. It wakes the waiters of every key a batch changed, after
-    /// the commit; `dir` receives the clean-shutdown marker on close.
+    /// Starts the thread on `db`. After each commit it wakes the waiters that batch's
+    /// hand-offs granted; `dir` receives the clean-shutdown marker on close.
     pub(super) fn spawn(
         db: Db,
         wakeups: Arc<KeyWakeups>,
@@ -58,19 +59,36 @@ impl Writer {
         F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        self.send(f, move |result| {
+            let _ = tx.send(result);
+        })?;
+        rx.await.map_err(|_| closed())?
+    }
+
+    /// Like [`Writer::run`] without waiting for the answer (nobody is left to read it).
+    pub(super) fn submit<F>(&self, f: F)
+    where
+        F: FnOnce(&mut Db) -> Result<(), StoreError> + Send + 'static,
+    {
+        let _ = self.send(f, |_| {});
+    }
+
+    fn send<T, F, A>(&self, f: F, answer: A) -> Result<(), StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+        A: FnOnce(Result<T, StoreError>) + Send + 'static,
+    {
         let work: Work = Box::new(move |db| {
             let result = f(db);
             let abort = match &result {
                 Err(e @ StoreError::Internal(_)) => Some(e.clone()),
                 _ => None,
             };
-            let reply: Reply = Box::new(move |commit| {
-                let _ = tx.send(commit.and(result));
-            });
+            let reply: Reply = Box::new(move |commit| answer(commit.and(result)));
             (abort, reply)
         });
-        self.jobs.send(Job::Work(work)).map_err(|_| closed())?;
-        rx.await.map_err(|_| closed())?
+        self.jobs.send(Job::Work(work)).map_err(|_| closed())
     }
 
     /// Finishes the queued jobs, checkpoints and closes the database, writes the clean
@@ -106,9 +124,11 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
             }
         }
         if !batch.is_empty() {
-            run_batch(&mut db, batch);
-            for key in db.changed.drain(..) {
-                wakeups.wake(&key);
+            let committed = run_batch(&mut db, batch);
+            for (key, session_id, handed) in db.granted.drain(..) {
+                if committed {
+                    wakeups.wake(&key, &session_id, handed);
+                }
             }
         }
         if let Some(reply) = close {
@@ -120,12 +140,13 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
     }
 }
 
-fn run_batch(db: &mut Db, batch: Vec<Work>) {
+/// Runs and commits one batch; whether it committed.
+fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
     db.now = lease::now_millis();
     if let Err(e) = db.conn.execute_batch("BEGIN IMMEDIATE") {
         // Nothing ran. Dropping the jobs drops their reply channels: each caller sees 503.
         tracing::error!(event = "store_error", message = %e);
-        return;
+        return false;
     }
     let mut replies = Vec::with_capacity(batch.len());
     let mut failed = None;
@@ -147,9 +168,11 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) {
     if commit.is_err() {
         let _ = db.conn.execute_batch("ROLLBACK");
     }
+    let committed = commit.is_ok();
     for reply in replies {
         reply(commit.clone());
     }
+    committed
 }
 
 fn shut_down(db: Db, dir: &Path) -> Result<(), StoreError> {
