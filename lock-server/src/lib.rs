@@ -11,6 +11,7 @@
 //! - [`contention`]: server-side waiters per key (`waiterCount`, CONTENTION_EXCEEDED).
 //! - [`metrics`]: `/metrics` (C4).
 //! - [`openapi`]: the `/openapi.json` document.
+//! - [`trace_context`]: a request's W3C `traceparent` → the `traceId` of its log lines.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
 //!   heartbeat cadence, wall-clock lease time, waking waiters) and the backends, each in its
 //!   folder: `store/sqlite/` (writer thread, fencing-token reservation, start-up recovery,
@@ -27,3 +28,4 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod trace_context;
