@@ -47,13 +47,12 @@ impl Ledger for FetchLedger {
         let json = serde_json::to_string(body).unwrap_or_default();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;
-            let reply =
-                exchange("POST", &url, Some(&json), timeout)
-                    .await
-                    .map_err(|e| match e {
-                        FetchError::Timeout => TransportError::Timeout(timeout),
-                        FetchError::Network(m) => TransportError::Network(m),
-                    })?;
+            let reply = exchange("POST", &url, Some(&json), None, timeout)
+                .await
+                .map_err(|e| match e {
+                    FetchError::Timeout => TransportError::Timeout(timeout),
+                    FetchError::Network(m) => TransportError::Network(m),
+                })?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {

@@ -48,23 +48,28 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Sends `method url` with an optional JSON body and waits for status and body text.
+/// Sends `method url` with an optional JSON body and extra headers (a plain object of
+/// name → value, e.g. `{ traceparent }`), and waits for status and body text.
 pub async fn exchange(
     method: &str,
     url: &str,
     json_body: Option<&str>,
+    extra_headers: Option<&js_sys::Object>,
     timeout: Duration,
 ) -> Result<Reply, FetchError> {
     let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
     let init = RequestInit::new();
     init.set_method(method);
     init.set_signal(Some(&controller.signal()));
+    let headers = js_sys::Object::new();
+    if let Some(extra) = extra_headers {
+        js_sys::Object::assign(&headers, extra);
+    }
     if let Some(body) = json_body {
-        let headers = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&headers, &"content-type".into(), &"application/json".into());
-        init.set_headers(&headers);
         init.set_body(&JsValue::from_str(body));
     }
+    init.set_headers(&headers);
     let mut guard = AbortOnDrop(Some(controller));
     let request = Box::pin(send(url, init));
     // A foreground timer even for a heartbeat's request: it lives only while the request is

@@ -13,6 +13,8 @@ use lock_api::{
     ReleaseRequest, SessionOpened, SessionStatus,
 };
 
+use wasm_bindgen::{JsCast, JsValue};
+
 use crate::error::TransportError;
 use crate::transport::{http_answer, Transport};
 
@@ -25,6 +27,8 @@ use super::wire::{FromJs, JsObject};
 #[derive(Debug, Clone)]
 pub struct FetchTransport {
     base: String,
+    /// `(method, path) => headers | undefined`, asked before each request.
+    request_headers: Option<js_sys::Function>,
 }
 
 impl FetchTransport {
@@ -32,7 +36,25 @@ impl FetchTransport {
     pub fn new(base_url: &str) -> Self {
         FetchTransport {
             base: base_url.trim_end_matches('/').to_owned(),
+            request_headers: None,
         }
+    }
+
+    /// Asks `headers(method, path)` before each request for extra headers to send: a plain
+    /// object of name → value, or `undefined` for none (the npm package's tracing passes
+    /// the `traceparent` of the span a request belongs to). A callback that throws or
+    /// answers anything but an object adds nothing.
+    pub fn with_request_headers(mut self, headers: js_sys::Function) -> Self {
+        self.request_headers = Some(headers);
+        self
+    }
+
+    fn extra_headers(&self, method: &str, path: &str) -> Option<js_sys::Object> {
+        let callback = self.request_headers.as_ref()?;
+        let answer = callback
+            .call2(&JsValue::NULL, &method.into(), &path.into())
+            .ok()?;
+        answer.dyn_into::<js_sys::Object>().ok()
     }
 
     async fn call(
@@ -43,7 +65,8 @@ impl FetchTransport {
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
         let url = format!("{}{path}", self.base);
-        let reply = exchange(method, &url, body.as_deref(), timeout)
+        let extra = self.extra_headers(method, path);
+        let reply = exchange(method, &url, body.as_deref(), extra.as_ref(), timeout)
             .await
             .map_err(|err| match err {
                 FetchError::Timeout => TransportError::Timeout(timeout),
