@@ -60,8 +60,33 @@ fn schemas() -> Value {
     })
 }
 
+/// The optional W3C `traceparent` header every operation takes (C3, C4).
+fn traceparent_param() -> Value {
+    json!({ "name": "traceparent", "in": "header", "required": false,
+            "description": "W3C Trace Context. A valid one puts its trace id into this request's log lines (`traceId`); an invalid one is ignored, never an error.",
+            "schema": { "type": "string" } })
+}
+
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
+    let mut doc = routes();
+    for ops in doc["paths"].as_object_mut().expect("paths").values_mut() {
+        for op in ops.as_object_mut().expect("operations").values_mut() {
+            let params = op
+                .as_object_mut()
+                .expect("operation")
+                .entry("parameters")
+                .or_insert_with(|| json!([]));
+            params
+                .as_array_mut()
+                .expect("parameters")
+                .push(json!({ "$ref": "#/components/parameters/traceparent" }));
+        }
+    }
+    doc
+}
+
+fn routes() -> Value {
     let bad = err("VALIDATION_FAILED");
     let no_session = err("SESSION_NOT_FOUND");
     json!({
@@ -106,6 +131,7 @@ pub fn document() -> Value {
         },
         "components": {
             "schemas": schemas(),
+            "parameters": { "traceparent": traceparent_param() },
             "securitySchemes": { "adminBearer": { "type": "http", "scheme": "bearer" } }
         }
     })
@@ -129,5 +155,17 @@ mod tests {
             .map(|r| (r.method.to_string(), r.path.to_string()))
             .collect();
         assert_eq!(described, routed);
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for op in ops.as_object().unwrap().values() {
+                let params = op["parameters"].as_array().unwrap();
+                assert!(params
+                    .iter()
+                    .any(|p| p["$ref"] == "#/components/parameters/traceparent"));
+            }
+        }
+        assert_eq!(
+            doc["components"]["parameters"]["traceparent"]["in"],
+            "header"
+        );
     }
 }
