@@ -27,8 +27,8 @@ done
 [ -n "$url" ] || { cat "$work/server.log"; exit 1; }
 
 mkdir -p "$work/project" "$work/project-otel"
-cp tests/node/bench.mjs tests/node/bench-otel.mjs "$work/project/"
-cp tests/node/bench-otel.mjs "$work/project-otel/"
+cp tests/node/bench.mjs tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/project/"
+cp tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/project-otel/"
 printf '{ "name": "lock-wasm-bench", "private": true, "type": "module" }\n' >"$work/project/package.json"
 cp "$work/project/package.json" "$work/project-otel/"
 (cd "$work/project" && npm install --silent --no-audit --no-fund --offline "$work"/npm/lock-wasm-*.tgz)

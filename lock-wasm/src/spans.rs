@@ -291,6 +291,13 @@ mod tests {
         }
     }
 
+    /// A capturing subscriber, the default on this thread while the guard lives.
+    fn capture() -> (Capture, tracing::subscriber::DefaultGuard) {
+        let capture = Capture::default();
+        let subscriber = tracing_subscriber::registry().with(capture.clone());
+        (capture, tracing::subscriber::set_default(subscriber))
+    }
+
     fn grant(key: &str, token: u64) -> LockGrant {
         ScriptedTransport::grant(key, "s1", token, 10_000)
     }
@@ -300,9 +307,7 @@ mod tests {
     /// lists it. Every span has the names, fields and parents of C4's client spans.
     #[test]
     fn acquire_and_hold_spans_have_their_fields_and_parents() {
-        let capture = Capture::default();
-        let subscriber = tracing_subscriber::registry().with(capture.clone());
-        let _default = tracing::subscriber::set_default(subscriber);
+        let (capture, _default) = capture();
         let f = Fixture::new();
         let session = f.session();
         f.transport
@@ -378,9 +383,7 @@ mod tests {
     /// An acquire dropped mid-wait records `cancelled`; one that fails records `error`.
     #[test]
     fn cancelled_and_failed_acquires_say_so() {
-        let capture = Capture::default();
-        let subscriber = tracing_subscriber::registry().with(capture.clone());
-        let _default = tracing::subscriber::set_default(subscriber);
+        let (capture, _default) = capture();
         let f = Fixture::new();
         let session = f.session();
         f.transport

@@ -9,6 +9,7 @@
 // Both directories hold this file and the installed package; the child mode
 // (`--child CYCLES`) prints one block's samples as JSON.
 import { spawnSync } from "node:child_process";
+import { mean, p50, printTable } from "./bench-stats.mjs";
 
 const baseUrl = process.env.LOCK_URL;
 
@@ -65,13 +66,9 @@ if (process.argv[2] === "--child") {
     plain.push(...run(plainDir, perBlock, false));
     otel.push(...run(otelDir, perBlock, true));
   }
-  const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const row = (name, xs) =>
-    `| ${name} | ${xs.length} | ${mean(xs).toFixed(3)} | ${pct(xs, 0.5).toFixed(3)} | ${pct(xs, 0.99).toFixed(3)} |`;
-  console.log("| client | cycles | mean ms | p50 ms | p99 ms |");
-  console.log("|---|---|---|---|---|");
-  console.log(row("without @opentelemetry/api", plain));
-  console.log(row("OpenTelemetry SDK, no exporter", otel));
-  console.log(`ratio traced/untraced: mean ${(mean(otel) / mean(plain)).toFixed(3)}x, p50 ${(pct(otel, 0.5) / pct(plain, 0.5)).toFixed(3)}x`);
+  printTable([
+    ["without @opentelemetry/api", plain],
+    ["OpenTelemetry SDK, no exporter", otel],
+  ]);
+  console.log(`ratio traced/untraced: mean ${(mean(otel) / mean(plain)).toFixed(3)}x, p50 ${(p50(otel) / p50(plain)).toFixed(3)}x`);
 }
