@@ -9,7 +9,6 @@
 // `parentSpanContext` (1.x: `parentSpanId`).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { context, trace, SpanStatusCode } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
@@ -18,10 +17,7 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { LockClient } from "lock-wasm";
-import { baseUrl, uniqueKey, deleteSession, waitFor } from "./helpers.mjs";
-
-const serverLog = process.env.LOCK_LOG;
-assert.ok(serverLog, "LOCK_LOG must name the server's log file (scripts/test-wasm.sh sets it)");
+import { baseUrl, uniqueKey, deleteSession, serverLines, waitFor } from "./helpers.mjs";
 
 const exporter = new InMemorySpanExporter();
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -35,26 +31,25 @@ const finished = (name, key) =>
   exporter.getFinishedSpans().filter((s) => s.name === name && s.attributes["lock.key"] === key);
 const parentOf = (span) => span.parentSpanContext?.spanId;
 
-/** The server's JSON log lines with `event` for `key`. */
-async function serverLines(event, key) {
-  const text = await readFile(serverLog, "utf8");
-  return text
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line))
-    .filter((line) => line.event === event && line.key === key);
-}
-
 test("an acquire that waits: lock.acquire and lock.hold spans, and the trace id in the server log", async () => {
   const key = uniqueKey("otel/wait");
   const holder = await client.openSession();
   const held = await holder.acquire(key);
   // Client-side retries only (no server-side wait), so each refusal is an attempt.
   const policy = { waitMs: 0, baseBackoffMs: 20, maxBackoffMs: 40, totalBudgetMs: 20_000, maxAttempts: 1000 };
+  let elapsed;
   const job = await tracer.startActiveSpan("job", async (span) => {
     const session = await client.openSession();
-    setTimeout(() => holder.release(held), 200);
+    // The holder lets go once the waiter has been refused: at least one refusal, whatever
+    // the machine's speed.
+    let released;
+    session.onEvent((event) => {
+      if (event.type === "contention" && event.key === key) released ??= holder.release(held);
+    });
+    const started = performance.now();
     const handle = await session.acquire(key, { policy });
+    elapsed = performance.now() - started;
+    await released;
     assert.ok(handle, "granted once the holder released");
     assert.equal(await session.acquire(key), handle, "a nested hold");
     await session.release(handle);
@@ -74,7 +69,8 @@ test("an acquire that waits: lock.acquire and lock.hold spans, and the trace id 
   assert.ok(attempts >= 2, `refused at least once, then granted (${attempts} attempts)`);
   const contention = wait.events.filter((e) => e.name === "lock.contention");
   assert.equal(contention.length, attempts - 1, "one lock.contention event per refusal");
-  assert.ok(wait.attributes["lock.acquire.waited_ms"] >= 150, "waited for the holder");
+  const waited = wait.attributes["lock.acquire.waited_ms"];
+  assert.ok(waited > 0 && waited <= elapsed, `waited ${waited} ms of the call's ${elapsed} ms`);
   const token = wait.attributes["lock.fencing_token"];
   assert.ok(Number.isSafeInteger(token) && token > held.fencingToken);
   assert.equal(nested.attributes["lock.acquire.outcome"], "nested");
@@ -123,7 +119,8 @@ test("a lock lost: its hold span ends with a lock.lost event and an error status
   const [hold] = finished("lock.hold", key);
   assert.ok(hold, "the hold span ended with the loss");
   const reason = hold.attributes["lock.hold.end_reason"];
-  assert.ok(["notInHeartbeat", "sessionLost"].includes(reason), reason);
+  // Which loss the SDK learns of first depends on timing; each is one the owner did not ask for.
+  assert.ok(["deadlinePassed", "notInHeartbeat", "sessionLost"].includes(reason), reason);
   assert.equal(hold.status.code, SpanStatusCode.ERROR);
   const lost = hold.events.filter((e) => e.name === "lock.lost");
   assert.equal(lost.length, 1);
