@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): acquire+release latency through the npm package in Node vs the
 # same L4 + L6 requests made with raw `fetch`, against one release-built lock-server, in one
-# run (tests/node/bench.mjs). Prints a Markdown table and the SDK/raw ratio.
+# run (tests/node/bench.mjs). Prints a Markdown table and the SDK/raw ratio. Then the same
+# acquire+release cycles with OpenTelemetry installed (API + SDK tracer provider, no
+# exporter) vs without it, in alternating child processes (tests/node/bench-otel.mjs).
 #
 #   scripts/bench-npm.sh [CYCLES_PER_BLOCK] [BLOCKS]     # defaults 200 5
 set -euo pipefail
@@ -24,9 +26,17 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || { cat "$work/server.log"; exit 1; }
 
-mkdir -p "$work/project"
-cp tests/node/bench.mjs "$work/project/"
+mkdir -p "$work/project" "$work/project-otel"
+cp tests/node/bench.mjs tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/project/"
+cp tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/project-otel/"
 printf '{ "name": "lock-wasm-bench", "private": true, "type": "module" }\n' >"$work/project/package.json"
+cp "$work/project/package.json" "$work/project-otel/"
 (cd "$work/project" && npm install --silent --no-audit --no-fund --offline "$work"/npm/lock-wasm-*.tgz)
+# The versions the tracing suite pins (scripts/test-wasm.sh).
+(cd "$work/project-otel" && npm install --silent --no-audit --no-fund --prefer-offline \
+  "$work"/npm/lock-wasm-*.tgz @opentelemetry/api@1.9.1 @opentelemetry/sdk-trace-base@2.12.1 \
+  @opentelemetry/context-async-hooks@2.12.1)
 echo "lock-server (release, sqlite) at $url; node $(node --version)"
 (cd "$work/project" && LOCK_URL="$url" node bench.mjs "${1:-200}" "${2:-5}")
+echo
+(cd "$work/project" && LOCK_URL="$url" node bench-otel.mjs "$work/project" "$work/project-otel" "${1:-200}" "${2:-5}")

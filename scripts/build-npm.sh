@@ -96,6 +96,9 @@ assemble() {
   sed -e 's/^export function createApi/function createApi/' "$src/src/api.js" >"$pkg/node/api.cjs"
   printf '\nmodule.exports = { createApi };\n' >>"$pkg/node/api.cjs"
   cp "$src/src/node.cjs" "$pkg/node/index.cjs"
+  # The OpenTelemetry layer, loaded by dynamic import (ESM in both builds).
+  cp "$src/src/tracing.js" "$pkg/node/tracing.js"
+  cp "$src/src/tracing.js" "$pkg/web/tracing.js"
   # The CommonJS glue must not be read as ESM under the package's "type": "module".
   mv "$pkg/node/lock_wasm.js" "$pkg/node/lock_wasm.cjs"
   # ESM needs its named exports spelled out; they are the keys of createApi()'s result

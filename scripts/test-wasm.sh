@@ -15,7 +15,8 @@
 #      temp project and runs the node:test suites (tests/node/*.test.*), `tsc --noEmit` on the
 #      TypeScript example, the compiled example under Node, the package's browser entry in
 #      headless Chromium (tests/node/browser-smoke.mjs), and the smoke example and the
-#      TypeScript example under Deno.
+#      TypeScript example under Deno; then, in a second project that also has the
+#      OpenTelemetry API and SDK, the tracing suite (tests/node/otel-tracing.mjs).
 #
 # Exits non-zero if any step fails; prints each runner's summary lines at the end.
 # Installs what it needs on first use (binaryen and typescript from npm into .tools/, deno
@@ -111,6 +112,8 @@ start_servers() {
   page_port="$(free_port)"
   launch --data-dir "$work/data" --cors-origin "$origin,http://127.0.0.1:$page_port" || return 1
   export LOCK_URL="$url"
+  # Its JSON log, where the tracing suite looks for the trace ids of its requests.
+  export LOCK_LOG="$work/server-${#pids[@]}.log"
 
   echo boot-a >"$work/boot-id"
   launch --data-dir "$work/data-holdback" --boot-id-path "$work/boot-id" \
@@ -156,6 +159,24 @@ install_package() {
   echo "$project"
 }
 
+# A second consumer project that also has the OpenTelemetry API and SDK (pinned; the API
+# 1.9 line is the newest SDK 2.x accepts), for the tracing suite. The project above has
+# none, so every other suite shows the package unchanged without it.
+install_otel_project() {
+  local project="$work/project-otel"
+  mkdir -p "$project"
+  cp tests/node/helpers.mjs tests/node/otel-tracing.mjs "$project/"
+  printf '{ "name": "lock-wasm-otel-consumer", "private": true, "type": "module" }\n' >"$project/package.json"
+  (cd "$project" && npm install --silent --no-audit --no-fund --prefer-offline "$tarball" \
+    @opentelemetry/api@1.9.1 @opentelemetry/sdk-trace-base@2.12.1 \
+    @opentelemetry/context-async-hooks@2.12.1) || return 1
+  echo "$project"
+}
+
+otel_tests() {
+  (cd "$1" && node --test otel-tracing.mjs)
+}
+
 node_tests() {
   (cd "$1" && node --test --test-concurrency=1 --test-timeout=120000 --test-force-exit ./*.test.mjs ./*.test.cjs)
 }
@@ -197,6 +218,13 @@ if [ -n "$tarball" ] && project="$(install_package)"; then
   step "browser smoke (packed package, headless Chromium)" '^browser smoke' browser_smoke "$project"
   step "Deno smoke" '^smoke ok' deno_smoke "$project"
   step "Deno TypeScript example (native await using)" '^example ok' deno_example "$project"
+  if otel_project="$(install_otel_project)"; then
+    step "OpenTelemetry tracing (packed tarball + @opentelemetry/api)" '^# (tests|pass|fail)' \
+      otel_tests "$otel_project"
+  else
+    note "--- install OpenTelemetry project: FAILED"
+    failed=1
+  fi
 else
   note "--- install packed tarball: FAILED"
   failed=1

@@ -11,6 +11,7 @@
 //! - [`state`]: what handlers share.
 //! - [`metrics`]: `/metrics` (C4).
 //! - [`openapi`]: the `/openapi.json` document.
+//! - [`trace_context`]: a request's W3C `traceparent` → the `traceId` of its log lines.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
 //!   heartbeat cadence, wall-clock lease time, the wait queue's rules, waking waiters) and
 //!   the backends, each in its
@@ -28,3 +29,4 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod trace_context;

@@ -17,6 +17,7 @@ async fn main() {
         .json()
         .flatten_event(true)
         .with_current_span(false)
+        .map_event_format(lock_server::trace_context::WithTraceId)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

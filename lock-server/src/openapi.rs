@@ -69,10 +69,18 @@ fn schemas() -> Value {
     })
 }
 
+/// The optional W3C `traceparent` header every operation takes (C3, C4).
+fn traceparent_param() -> Value {
+    json!({ "name": "traceparent", "in": "header", "required": false,
+            "description": "W3C Trace Context. A valid one puts its trace id into this request's log lines (`traceId`); an invalid one is ignored, never an error.",
+            "schema": { "type": "string" } })
+}
+
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut doc = described();
     add_access(&mut doc);
+    add_traceparent(&mut doc);
     doc
 }
 
@@ -100,6 +108,23 @@ fn add_access(doc: &mut Value) {
                     err("UNAUTHORIZED: no credential (with an auth file: no known token)");
                 op["responses"]["403"] = err("FORBIDDEN: neither the admin token nor an admin client whose keyPrefixes cover the key (without an admin token and auth file, always)");
             }
+        }
+    }
+}
+
+/// Every operation accepts the optional `traceparent` header.
+fn add_traceparent(doc: &mut Value) {
+    for ops in doc["paths"].as_object_mut().expect("paths").values_mut() {
+        for op in ops.as_object_mut().expect("operations").values_mut() {
+            let params = op
+                .as_object_mut()
+                .expect("operation")
+                .entry("parameters")
+                .or_insert_with(|| json!([]));
+            params
+                .as_array_mut()
+                .expect("parameters")
+                .push(json!({ "$ref": "#/components/parameters/traceparent" }));
         }
     }
 }
@@ -150,6 +175,7 @@ fn described() -> Value {
         },
         "components": {
             "schemas": schemas(),
+            "parameters": { "traceparent": traceparent_param() },
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer",
                 "description": "An auth-file client's token, or the --admin-token (R1, /metrics, /openapi.json)." } }
         }
@@ -174,6 +200,18 @@ mod tests {
             .map(|r| (r.method.to_string(), r.path.to_string()))
             .collect();
         assert_eq!(described, routed);
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for op in ops.as_object().unwrap().values() {
+                let params = op["parameters"].as_array().unwrap();
+                assert!(params
+                    .iter()
+                    .any(|p| p["$ref"] == "#/components/parameters/traceparent"));
+            }
+        }
+        assert_eq!(
+            doc["components"]["parameters"]["traceparent"]["in"],
+            "header"
+        );
     }
 
     #[test]

@@ -203,6 +203,13 @@ export declare class Session implements AsyncDisposable {
 /** Entry point. */
 export declare class LockClient {
   constructor(options: LockClientOptions);
+  /**
+   * Opens a session (L1) and starts its heartbeats. In Node, Deno and Bun, when the
+   * application has `@opentelemetry/api` (an optional peer dependency), the session's
+   * acquires and grants become `lock.acquire` and `lock.hold` spans and each request carries
+   * the W3C `traceparent` of its span; without it nothing changes. Nothing to configure:
+   * spans go to the application's registered tracer provider.
+   */
   openSession(options?: OpenSessionOptions): Promise<Session>;
 }
 

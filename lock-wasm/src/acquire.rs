@@ -40,6 +40,7 @@ use crate::handle::LockHandle;
 use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
 use crate::session_state::{Claim, Claimed, SessionState};
+use crate::spans::{AcquireSpan, Outcome};
 use crate::transport::call;
 
 /// What one attempt's outcome tells the loop.
@@ -55,19 +56,55 @@ enum Verdict {
     Fail(LockError),
 }
 
-/// See the module docs.
+/// See the module docs. Traced as one `lock.acquire` span ([`crate::spans`]).
 pub(crate) async fn acquire(
     session: &SessionState,
     key: &str,
     ttl: Duration,
     policy: &AcquirePolicy,
 ) -> Result<Option<LockHandle>, LockError> {
+    let clock = &session.parts().clock;
+    let span = AcquireSpan::start(key);
+    let start = clock.now();
+    let (result, nested) = span
+        .instrument(claim_and_attempt(session, key, ttl, policy, &span))
+        .await;
+    let outcome = match &result {
+        Ok(Some(_)) if nested => Outcome::Nested,
+        Ok(Some(_)) => Outcome::Granted,
+        Ok(None) => Outcome::NotGranted,
+        Err(_) => Outcome::Error,
+    };
+    let token = result
+        .as_ref()
+        .ok()
+        .and_then(Option::as_ref)
+        .map(LockHandle::fencing_token);
+    let code = result.as_ref().err().map(LockError::code);
+    span.finish(outcome, clock.now() - start, token, code);
+    result
+}
+
+/// The acquire itself; the flag says whether the session already held the key.
+async fn claim_and_attempt(
+    session: &SessionState,
+    key: &str,
+    ttl: Duration,
+    policy: &AcquirePolicy,
+    span: &AcquireSpan,
+) -> (Result<Option<LockHandle>, LockError>, bool) {
     let parts = session.parts();
-    validate_key(key).map_err(|e| LockError::validation("key", e.to_string()))?;
-    parts.config.check_lock_ttl(ttl, "ttlMillis")?;
-    match session.claim(key)? {
-        Claimed::Held(handle) => Ok(Some(handle)),
-        Claimed::Fresh(claim) => Attempts::new(parts, claim, key, ttl, policy).run().await,
+    let claimed = validate_key(key)
+        .map_err(|e| LockError::validation("key", e.to_string()))
+        .and_then(|()| parts.config.check_lock_ttl(ttl, "ttlMillis"))
+        .and_then(|()| session.claim(key));
+    match claimed {
+        Ok(Claimed::Held(handle)) => (Ok(Some(handle)), true),
+        Ok(Claimed::Fresh(claim)) => {
+            let attempts = Attempts::new(parts, claim, key, ttl, policy, span);
+            (attempts.run().await, false)
+        }
+        Err(e) => (Err(e), false),
     }
 }
 
@@ -86,6 +123,7 @@ struct Attempts<'a> {
     claim: Claim<'a>,
     key: &'a str,
     policy: &'a AcquirePolicy,
+    span: &'a AcquireSpan,
     request: AcquireRequest,
     backoff: Backoff,
     start: Duration,
@@ -100,6 +138,7 @@ impl<'a> Attempts<'a> {
         key: &'a str,
         ttl: Duration,
         policy: &'a AcquirePolicy,
+        span: &'a AcquireSpan,
     ) -> Self {
         let start = parts.clock.now();
         Attempts {
@@ -112,6 +151,7 @@ impl<'a> Attempts<'a> {
             claim,
             key,
             policy,
+            span,
             backoff: Backoff::new(policy.base_backoff(), policy.max_backoff()),
             start,
             deadline: start + policy.total_budget(),
@@ -133,6 +173,7 @@ impl<'a> Attempts<'a> {
             }
             let hop = (self.parts.config.request_timeout + wait).min(remaining);
             self.attempts += 1;
+            self.span.attempt(self.attempts);
             let earlier = self.claim.sending(sent_at);
             let outcome = self.attempt(hop).await?;
             if held_by_someone_else(&outcome) {

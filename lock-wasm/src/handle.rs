@@ -20,6 +20,7 @@ use lock_api::LockGrant;
 
 use crate::clock::Clock;
 use crate::signal::Signal;
+use crate::spans::HoldSpan;
 use crate::spawn::MaybeSend;
 
 /// Why a handle is lost. The first three are losses the owner did not ask for (each is one
@@ -81,6 +82,8 @@ struct HandleInner {
     state: Mutex<HandleState>,
     /// Set once, when the loss is reported.
     reported: Signal,
+    /// The grant's `lock.hold` span, ended with the report.
+    hold: HoldSpan,
 }
 
 struct HandleState {
@@ -117,6 +120,7 @@ impl LockHandle {
                     lost: None,
                 }),
                 reported: Signal::new(),
+                hold: HoldSpan::start(&grant.key, grant.fencing_token),
             }),
         }
     }
@@ -193,6 +197,7 @@ impl LockHandle {
             }
             state.lost = Some(reason);
         }
+        self.inner.hold.end(reason.as_str(), reason.by_owner());
         announce();
         self.inner.reported.set();
         true

@@ -10,9 +10,10 @@
 //! Layout, bottom to top (no module imports one above it; `tests/source_rules.rs` checks
 //! that the modules form no cycle):
 //! - Seams and leaves: [`spawn`] (the `Spawner` seam, the `Send`-or-not future types),
-//!   [`signal`] (`Signal`, `Notify`), [`clock`] (the `Clock` seam, `BackgroundClock`, the
-//!   heartbeat task's view of a clock), [`transport`] (the `Transport` seam L1–L7, the
-//!   status mapping HTTP transports share, timed calls), [`error`] (`TransportError`,
+//!   [`signal`] (`Signal`, `Notify`), `spans` (the `tracing` spans `lock.acquire` and
+//!   `lock.hold`, feature `native`; nothing without it), [`clock`] (the `Clock` seam,
+//!   `BackgroundClock`, the heartbeat task's view of a clock), [`transport`] (the
+//!   `Transport` seam L1–L7, the status mapping HTTP transports share, timed calls), [`error`] (`TransportError`,
 //!   `LockError` and the mapping between them), [`backoff`] (full-jitter delays, the
 //!   `RngSource` seam), [`policy`] (`AcquirePolicy`, validated at construction).
 //! - Rules and records: [`renewal`] (the safety margin, when a renewal is due, the shortest
@@ -59,6 +60,7 @@ pub(crate) mod session_state;
 pub mod signal;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
+pub(crate) mod spans;
 pub mod spawn;
 // Native only: the fixture runs on the multi-threaded simulated executor (Send futures).
 #[cfg(all(any(test, feature = "test-util"), not(target_arch = "wasm32")))]

@@ -2,6 +2,7 @@
 // with raw `fetch`, against the same server in the same run. Blocks alternate so drift of a
 // noisy machine hits both sides alike. `node bench.mjs [CYCLES_PER_BLOCK] [BLOCKS]`.
 import { LockClient } from "lock-wasm";
+import { mean, p50, printTable } from "./bench-stats.mjs";
 
 const baseUrl = process.env.LOCK_URL;
 const perBlock = Number(process.argv[2] ?? 200);
@@ -52,12 +53,8 @@ for (let b = 0; b < blocks; b += 1) {
 await session.close();
 await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
 
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const row = (name, xs) =>
-  `| ${name} | ${xs.length} | ${mean(xs).toFixed(3)} | ${pct(xs, 0.5).toFixed(3)} | ${pct(xs, 0.99).toFixed(3)} |`;
-console.log("| client | cycles | mean ms | p50 ms | p99 ms |");
-console.log("|---|---|---|---|---|");
-console.log(row("lock-wasm SDK (acquire+release)", sdk));
-console.log(row("raw fetch (L4 + L6 POSTs)", plain));
-console.log(`ratio SDK/raw: mean ${(mean(sdk) / mean(plain)).toFixed(3)}x, p50 ${(pct(sdk, 0.5) / pct(plain, 0.5)).toFixed(3)}x`);
+printTable([
+  ["lock-wasm SDK (acquire+release)", sdk],
+  ["raw fetch (L4 + L6 POSTs)", plain],
+]);
+console.log(`ratio SDK/raw: mean ${(mean(sdk) / mean(plain)).toFixed(3)}x, p50 ${(p50(sdk) / p50(plain)).toFixed(3)}x`);

@@ -1,6 +1,7 @@
 // Shared helpers of the node:test suites. They talk to the real lock-server whose URL the
 // runner (scripts/test-wasm.sh) passes in LOCK_URL.
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import net from "node:net";
 
 export const baseUrl = process.env.LOCK_URL;
@@ -42,6 +43,20 @@ export async function ledgerEntries(key) {
 /** L3 through raw fetch: makes the server forget a session behind the SDK's back. */
 export async function deleteSession(id) {
   return (await json("DELETE", `/v1/sessions/${id}`)).status;
+}
+
+/**
+ * The server's JSON log lines with `event` for `key`, from the log file the runner passes in
+ * LOCK_LOG (scripts/test-wasm.sh).
+ */
+export async function serverLines(event, key) {
+  assert.ok(process.env.LOCK_LOG, "LOCK_LOG must name the server's log file");
+  const text = await readFile(process.env.LOCK_LOG, "utf8");
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.event === event && line.key === key);
 }
 
 /** Polls `predicate` every 20 ms until it holds or `boundMs` passes (a generous bound). */

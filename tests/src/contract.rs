@@ -1413,7 +1413,7 @@ pub async fn cors_only_for_configured_origins(server: &TestServer) {
     for method in ["get", "post", "delete"] {
         assert!(header("access-control-allow-methods").contains(method));
     }
-    for name in ["content-type", "authorization"] {
+    for name in ["content-type", "authorization", "traceparent"] {
         assert!(header("access-control-allow-headers").contains(name));
     }
     let other = preflight("http://evil.example").await;

@@ -1,4 +1,8 @@
-//! C3 contract suite against the embedded (SQLite) backend.
+//! C3 contract suite against the embedded (SQLite) backend, and the C4 join of a request's
+//! `traceparent` to its log lines (`trace_context`, in this binary to spare a link).
+
+#[path = "server_contract/trace_context.rs"]
+mod trace_context;
 
 use lock_e2e::{auth_contract, contract, ServerOptions, TestServer};
 

@@ -87,12 +87,19 @@ impl Ledger for FetchLedger {
         let authorization = self.authorization.clone();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;
-            let reply = exchange("POST", &url, Some(&json), authorization.as_deref(), timeout)
-                .await
-                .map_err(|e| match e {
-                    FetchError::Timeout => TransportError::Timeout(timeout),
-                    FetchError::Network(m) => TransportError::Network(m),
-                })?;
+            let reply = exchange(
+                "POST",
+                &url,
+                Some(&json),
+                authorization.as_deref(),
+                None,
+                timeout,
+            )
+            .await
+            .map_err(|e| match e {
+                FetchError::Timeout => TransportError::Timeout(timeout),
+                FetchError::Network(m) => TransportError::Network(m),
+            })?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {

@@ -13,7 +13,7 @@ pub mod sessions;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, MethodRouter};
@@ -150,7 +150,8 @@ pub fn router(state: AppState, config: &Config) -> Router {
         .with_state(state)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(middleware::from_fn(json_errors))
-        .layer(CatchPanicLayer::custom(panic_response));
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn(crate::trace_context::scope));
     if !config.cors_origins.is_empty() {
         router = router.layer(cors(&config.cors_origins));
     }
@@ -211,6 +212,10 @@ fn cors(origins: &[String]) -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
         .allow_methods([Method::GET, Method::POST, Method::DELETE])
-        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            HeaderName::from_static(crate::trace_context::TRACEPARENT),
+        ])
         .max_age(std::time::Duration::from_secs(600))
 }

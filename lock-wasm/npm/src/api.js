@@ -206,10 +206,15 @@ class Session {
   // The same RawHandle (reentrant acquires) must map to the same LockHandle, so that
   // `handle === handle2` holds for nested acquires just as their tokens match.
   #handles = new Map();
-  constructor(raw, clientListener) {
+  #trace;
+  constructor(raw, clientListener, trace) {
     this.#raw = raw;
+    this.#trace = trace;
     if (clientListener) this.#listeners.add(clientListener);
-    raw.setListener((event) => this.#dispatch(event));
+    raw.setListener((event) => {
+      trace?.event(event);
+      this.#dispatch(event);
+    });
   }
   /** The server's session id: the session's credential; never log or show it. */
   get id() {
@@ -247,12 +252,13 @@ class Session {
   }
   // Each acquire that resolves a handle is one hold; release gives one back. At depth zero
   // the entry goes, so a later grant of the same key (new token) gets a new LockHandle.
-  #wrap(raw) {
+  #wrap(raw, trace) {
     const id = grantId(raw);
     let entry = this.#handles.get(id);
     if (!entry) {
       entry = { handle: new LockHandle(raw, this), depth: 0 };
       this.#handles.set(id, entry);
+      trace?.hold(entry.handle);
     } else {
       raw.free(); // a second wasm object for the same grant: the first one stays in use
     }
@@ -267,8 +273,17 @@ class Session {
     const { signal, rest } = splitSignal(opts, "options");
     if (typeof key !== "string") throw invalid("key", "must be a string");
     signal?.throwIfAborted?.();
-    const raw = await call(this.#raw.acquire(key, rest, signal));
-    return raw === undefined ? undefined : this.#wrap(raw);
+    const trace = this.#trace?.acquire(key);
+    let handle;
+    try {
+      const raw = await call(this.#raw.acquire(key, rest, signal));
+      handle = raw === undefined ? undefined : this.#wrap(raw, trace);
+    } catch (err) {
+      trace?.failed(err, signal?.aborted === true && err === signal.reason);
+      throw err;
+    }
+    trace?.done(handle);
+    return handle;
   }
   /** Releases one hold; the lock itself goes at depth zero. A lost lock releases quietly. */
   async release(handle) {
@@ -299,6 +314,7 @@ class Session {
   }
   /** Stops heartbeats and closes the session server-side (its locks go with it). */
   async close() {
+    this.#trace?.closing();
     await call(this.#raw.close());
     this.#handles.clear();
   }
@@ -326,9 +342,24 @@ class LockClient {
   }
   /** Opens a session (L1) and starts its heartbeats. */
   async openSession(opts) {
-    const raw = await call(this.#raw.openSession(options(opts, "options")));
-    return new Session(raw, this.#listener);
+    const trace = (await loadTracing())?.session();
+    const raw = await call(this.#raw.openSession(options(opts, "options"), trace?.headers));
+    return new Session(raw, this.#listener, trace);
   }
+}
+
+// OpenTelemetry tracing (tracing.js) when the application has `@opentelemetry/api`: tried
+// once, on the first openSession, in Node, Deno and Bun. Browsers and Workers never try, so
+// they load nothing more; a failed try costs nothing after the first.
+let tracing;
+function loadTracing() {
+  const serverRuntime = globalThis.process?.versions?.node || globalThis.Deno || globalThis.Bun;
+  if (!serverRuntime) return Promise.resolve(undefined);
+  tracing ??= import("./tracing.js").then(
+    (module) => module.loadTracing(),
+    () => undefined,
+  );
+  return tracing;
 }
 
 function adoptSync(fn) {

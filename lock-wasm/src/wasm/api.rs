@@ -84,10 +84,20 @@ impl RawClient {
         })
     }
 
-    /// L1, then heartbeats in the background. Resolves a `RawSession`.
+    /// L1, then heartbeats in the background. Resolves a `RawSession`. `request_headers`
+    /// (`(method, path) => headers | undefined`, see
+    /// [`FetchTransport::with_request_headers`]) adds headers to this session's requests.
     #[wasm_bindgen(js_name = openSession)]
-    pub fn open_session(&self, options: JsValue) -> js_sys::Promise {
-        let defaults = self.defaults.clone();
+    pub fn open_session(
+        &self,
+        options: JsValue,
+        request_headers: Option<js_sys::Function>,
+    ) -> js_sys::Promise {
+        let mut defaults = self.defaults.clone();
+        if let Some(headers) = request_headers {
+            let transport = (*defaults.transport).clone().with_request_headers(headers);
+            defaults.transport = Arc::new(transport);
+        }
         let parsed = SessionOptions::parse(options).and_then(|o| {
             let ttl = o
                 .ttl_ms

@@ -48,13 +48,15 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Sends `method url` with an optional JSON body and an optional `Authorization` header
-/// value, and waits for status and body text.
+/// Sends `method url` with an optional JSON body, an optional `Authorization` header value
+/// and extra headers (a plain object of name → value, e.g. `{ traceparent }`), and waits for
+/// status and body text.
 pub async fn exchange(
     method: &str,
     url: &str,
     json_body: Option<&str>,
     authorization: Option<&str>,
+    extra_headers: Option<&js_sys::Object>,
     timeout: Duration,
 ) -> Result<Reply, FetchError> {
     let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
@@ -62,6 +64,10 @@ pub async fn exchange(
     init.set_method(method);
     init.set_signal(Some(&controller.signal()));
     let headers = js_sys::Object::new();
+    if let Some(extra) = extra_headers {
+        js_sys::Object::assign(&headers, extra);
+    }
+    // Set after the extra headers, which cannot replace them.
     let header = |name: &str, value: &str| {
         let _ = js_sys::Reflect::set(&headers, &name.into(), &value.into());
     };

@@ -13,6 +13,8 @@ use lock_api::{
     ReleaseRequest, SessionOpened, SessionStatus,
 };
 
+use wasm_bindgen::{JsCast, JsValue};
+
 use crate::error::{LockError, TransportError};
 use crate::transport::{http_answer, Transport};
 
@@ -27,6 +29,8 @@ pub struct FetchTransport {
     base: String,
     /// `Bearer <token>` for a server with an auth file.
     authorization: Option<String>,
+    /// `(method, path) => headers | undefined`, asked before each request.
+    request_headers: Option<js_sys::Function>,
 }
 
 impl std::fmt::Debug for FetchTransport {
@@ -45,6 +49,7 @@ impl FetchTransport {
         FetchTransport {
             base: base_url.trim_end_matches('/').to_owned(),
             authorization: None,
+            request_headers: None,
         }
     }
 
@@ -65,6 +70,23 @@ impl FetchTransport {
         self.authorization.as_deref()
     }
 
+    /// Asks `headers(method, path)` before each request for extra headers to send: a plain
+    /// object of name → value, or `undefined` for none (the npm package's tracing passes
+    /// the `traceparent` of the span a request belongs to). A callback that throws or
+    /// answers anything but an object adds nothing.
+    pub fn with_request_headers(mut self, headers: js_sys::Function) -> Self {
+        self.request_headers = Some(headers);
+        self
+    }
+
+    fn extra_headers(&self, method: &str, path: &str) -> Option<js_sys::Object> {
+        let callback = self.request_headers.as_ref()?;
+        let answer = callback
+            .call2(&JsValue::NULL, &method.into(), &path.into())
+            .ok()?;
+        answer.dyn_into::<js_sys::Object>().ok()
+    }
+
     async fn call(
         &self,
         method: &str,
@@ -73,11 +95,13 @@ impl FetchTransport {
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
         let url = format!("{}{path}", self.base);
+        let extra = self.extra_headers(method, path);
         let reply = exchange(
             method,
             &url,
             body.as_deref(),
             self.authorization.as_deref(),
+            extra.as_ref(),
             timeout,
         )
         .await
