@@ -55,11 +55,11 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
     })
 }
 
-/// Serves as the lock-server binary does (its accept loop, header timeout, NODELAY), so the
-/// two HTTP systems differ only in what their handlers do.
+/// Serves as the lock-server binary does (its accept loop, connection bounds, NODELAY), so
+/// the two HTTP systems differ only in what their handlers do.
 async fn serve(listener: tokio::net::TcpListener, app: Router) {
-    let header_timeout = Duration::from_millis(lock_server::config::DEFAULT_HEADER_READ_TIMEOUT_MS);
-    lock_server::connections::serve(listener, app, header_timeout, std::future::pending()).await
+    let limits = lock_server::connections::Limits::default();
+    lock_server::connections::serve(listener, None, app, limits, std::future::pending()).await
 }
 
 /// Starts a handler that answers L1, L4 and L6 with fixed bodies and does nothing else:

@@ -15,12 +15,15 @@ use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
 use crate::store::{sqlite, Store, StoreError};
+use crate::tls::{self, TlsError};
 
 /// Fatal start-up failures.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("cannot open store: {0}")]
     Store(#[from] OpenError),
+    #[error("{0}")]
+    Tls(#[from] TlsError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -103,6 +106,7 @@ pub fn app_state(
 
 /// Runs until a shutdown signal; returns after the store is closed.
 pub async fn run(config: Config) -> Result<(), ServeError> {
+    let tls = tls_acceptor(&config)?;
     let store = open_store(&config).await?;
     let listener = TcpListener::bind(config.listen)
         .await
@@ -113,18 +117,13 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let app = routes::router(app_state(&config, store.clone(), stop_rx), &config);
-    // The one line tools wait for; printed directly so it is there whatever the log filter.
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::json!({ "event": "listening", "addr": addr.to_string() })
-        );
-        let _ = out.flush();
-    }
-    let header_read_timeout = Duration::from_millis(config.header_read_timeout_ms);
-    connections::serve(listener, app, header_read_timeout, async move {
+    // The one line tools wait for.
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    print_line(
+        serde_json::json!({ "event": "listening", "addr": addr.to_string(), "scheme": scheme }),
+    );
+    let limits = connections::Limits::from(&config);
+    connections::serve(listener, tls, app, limits, async move {
         shutdown_signal().await;
         tracing::info!(event = "shutting_down");
         let _ = stop_tx.send(true);
@@ -135,6 +134,32 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         Err(e) => tracing::error!(event = "stopped", clean = false, error = %e),
     }
     Ok(())
+}
+
+/// The configured TLS acceptor, if any; for `--tls-self-signed` the certificate is made (or
+/// found) in the data dir first and announced.
+fn tls_acceptor(config: &Config) -> Result<Option<tokio_rustls::TlsAcceptor>, TlsError> {
+    if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
+        return tls::acceptor(cert, key).map(Some);
+    }
+    if !config.tls_self_signed {
+        return Ok(None);
+    }
+    let own = tls::self_signed(&config.data_dir, config.listen)?;
+    print_line(serde_json::json!({
+        "event": "tls_self_signed",
+        "cert": own.cert.display().to_string(),
+        "sha256": own.sha256,
+        "created": own.created,
+    }));
+    tls::acceptor(&own.cert, &own.key).map(Some)
+}
+
+/// A JSON line printed directly to stdout, so it is there whatever the log filter.
+fn print_line(line: serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 async fn shutdown_signal() {

@@ -9,10 +9,12 @@
 //!
 //! Output (stdout and stderr, one entry per line) is kept in memory for [`ServerProcess::logs`],
 //! or appended to a file with [`Launch::log_file`] (long runs, where memory would grow).
+//!
+//! A server started with TLS flags says `"scheme":"https"` in its `listening` line; the
+//! health check then goes over TLS and trusts only [`Launch::tls_ca`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -31,6 +33,7 @@ pub struct Launch {
     env: Vec<(String, String)>,
     keep_port: bool,
     log_file: Option<PathBuf>,
+    tls_ca: Option<PathBuf>,
 }
 
 impl Launch {
@@ -43,7 +46,15 @@ impl Launch {
             env: Vec::new(),
             keep_port: false,
             log_file: None,
+            tls_ca: None,
         }
+    }
+
+    /// The CA certificate (PEM) a TLS server's certificate is checked against; it may be
+    /// written by the server itself (`--tls-self-signed`) before it listens.
+    pub fn tls_ca(mut self, path: &Path) -> Launch {
+        self.tls_ca = Some(path.to_owned());
+        self
     }
 
     /// Appends command-line arguments.
@@ -80,6 +91,7 @@ impl Launch {
             launch: self,
             child: None,
             addr: String::new(),
+            scheme: Scheme::Http,
             lines: Arc::new(Mutex::new(Vec::new())),
             restarts: 0,
         };
@@ -94,6 +106,7 @@ pub struct ServerProcess {
     child: Option<Child>,
     /// `127.0.0.1:PORT` of the current (or last) start.
     addr: String,
+    scheme: Scheme,
     lines: Arc<Mutex<Vec<String>>>,
     restarts: usize,
 }
@@ -104,9 +117,17 @@ impl ServerProcess {
         &self.addr
     }
 
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://127.0.0.1:PORT`, or `https://…` for a TLS server (no trailing slash).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme.as_str(), self.addr)
+    }
+
+    /// The CA to trust for a TLS server ([`Launch::tls_ca`]); `None` for plain HTTP.
+    pub fn tls_ca(&self) -> Option<&Path> {
+        match self.scheme {
+            Scheme::Http => None,
+            Scheme::Https => self.launch.tls_ca.as_deref(),
+        }
     }
 
     /// The child's pid, while it runs.
@@ -212,7 +233,7 @@ impl ServerProcess {
         forward(stderr, sink.clone());
         let listening = listening_addr(stdout, sink);
         self.child = Some(child);
-        let Some(addr) = listening else {
+        let Some((addr, scheme)) = listening else {
             let exited = self
                 .child
                 .as_mut()
@@ -225,6 +246,12 @@ impl ServerProcess {
             )));
         };
         self.addr = addr;
+        self.scheme = scheme;
+        if scheme == Scheme::Https && self.launch.tls_ca.is_none() {
+            return Err(std::io::Error::other(
+                "lock-server serves TLS: give Launch::tls_ca to check its health",
+            ));
+        }
         self.wait_healthy()
     }
 
@@ -237,7 +264,7 @@ impl ServerProcess {
                     self.output_hint()
                 )));
             }
-            if http_get_status(&self.addr, "/healthz") == Some(200) {
+            if crate::tls::get_status(&self.addr, "/healthz", self.tls_ca()) == Some(200) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -294,9 +321,25 @@ fn forward(stream: impl Read + Send + 'static, sink: Sink) {
     });
 }
 
-/// Forwards stdout like [`forward`] and returns the address of its `listening` line, or
-/// `None` when the stream ends first or the start timeout passes.
-fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<String> {
+/// Plain HTTP or TLS, as the `listening` line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// Forwards stdout like [`forward`] and returns the address and scheme of its `listening`
+/// line, or `None` when the stream ends first or the start timeout passes.
+fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<(String, Scheme)> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut tx = Some(tx);
@@ -311,25 +354,24 @@ fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<Stri
     rx.recv_timeout(START_TIMEOUT).ok()
 }
 
-/// The address in `{"event":"listening","addr":"..."}`.
-fn listening_line(line: &str) -> Option<String> {
+/// The address and scheme in `{"event":"listening","addr":"...","scheme":"https"}` (no
+/// scheme: plain HTTP).
+fn listening_line(line: &str) -> Option<(String, Scheme)> {
     let value: serde_json::Value = serde_json::from_str(line).ok()?;
     if value["event"] != "listening" {
         return None;
     }
-    value["addr"].as_str().map(str::to_owned)
+    let scheme = match value["scheme"].as_str() {
+        Some("https") => Scheme::Https,
+        _ => Scheme::Http,
+    };
+    Some((value["addr"].as_str()?.to_owned(), scheme))
 }
 
 /// A plain-socket `GET` returning the status code (`None` when nothing answers), usable from
 /// sync and async code alike.
 pub fn http_get_status(addr: &str, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.get(9..12)?.parse().ok()
+    crate::tls::get_status(addr, path, None)
 }
 
 /// `VmRSS` of `pid` in KiB (from `/proc/PID/status`).
@@ -398,7 +440,11 @@ mod tests {
     fn only_the_listening_event_names_the_address() {
         assert_eq!(
             listening_line(r#"{"event":"listening","addr":"127.0.0.1:5"}"#),
-            Some("127.0.0.1:5".into())
+            Some(("127.0.0.1:5".into(), Scheme::Http))
+        );
+        assert_eq!(
+            listening_line(r#"{"event":"listening","addr":"127.0.0.1:5","scheme":"https"}"#),
+            Some(("127.0.0.1:5".into(), Scheme::Https))
         );
         assert_eq!(listening_line(r#"{"event":"store_opened"}"#), None);
         assert_eq!(listening_line("lock-server: cannot listen"), None);
