@@ -7,11 +7,12 @@
 //! ever. And that timeout covers HTTP/1 only; the HTTP/2 guards are ours:
 //!
 //! - **Idle bound** (both versions): a connection with no request in flight for
-//!   `header_read_timeout` is shut down gracefully. The first window starts at accept, so
-//!   the TLS handshake and the first request share it: a client that completes TLS (or the
-//!   HTTP/2 preface) and then sends nothing, or never finishes a header block, is closed
-//!   after the bound. On HTTP/1 hyper's header read timeout also closes a head trickled
-//!   within a request.
+//!   `header_read_timeout` is shut down gracefully, and dropped if it has still had none
+//!   for the bound after that (a peer that ignores the HTTP/2 GOAWAY). The first window
+//!   starts at accept, so the TLS handshake and the first request share it: a client that
+//!   completes TLS (or the HTTP/2 preface) and then sends nothing, or never finishes a
+//!   header block, is closed. On HTTP/1 hyper's header read timeout also closes a head
+//!   trickled within a request.
 //! - **Keep-alive pings** (HTTP/2): a ping every `http2_keepalive`; no answer within the same
 //!   time closes the connection, so a dead peer cannot hold its streams.
 //! - **Streams** (HTTP/2): at most `http2_max_streams` concurrent streams per connection;
@@ -184,11 +185,8 @@ impl Connection {
             .builder
             .serve_connection_with_upgrades(TokioIo::new(io), service);
         let mut connection = std::pin::pin!(connection);
-        let idle = idle_for(
-            watch_in_flight,
-            self.limits.header_read_timeout,
-            self.accepted,
-        );
+        let bound = self.limits.header_read_timeout;
+        let idle = idle_for(watch_in_flight.clone(), bound, self.accepted);
         let result = tokio::select! {
             result = connection.as_mut() => Some(result),
             () = idle => None,
@@ -198,7 +196,15 @@ impl Connection {
             Some(result) => result,
             None => {
                 connection.as_mut().graceful_shutdown();
-                connection.await
+                // A peer that takes no part in the close (on HTTP/2 it must acknowledge the
+                // GOAWAY's ping) is dropped once it has had no request in flight for the
+                // bound again: nothing is lost then.
+                tokio::select! {
+                    result = connection => result,
+                    () = idle_for(watch_in_flight, bound, Instant::now()) => {
+                        return tracing::debug!(event = "connection_dropped");
+                    }
+                }
             }
         };
         // Errors here are per connection (timeouts, resets, malformed heads hyper already
@@ -209,21 +215,25 @@ impl Connection {
     }
 }
 
-/// Completes once the connection has had no request in flight for `bound`. The first window
-/// runs from `accepted`; later ones from the end of the last request in flight.
-async fn idle_for(mut in_flight: watch::Receiver<usize>, bound: Duration, accepted: Instant) {
-    let mut deadline = accepted + bound;
+/// Completes once the connection has had no request in flight for `bound`: the first window
+/// runs from `since` (or from the end of the requests in flight then), later ones from the
+/// end of the last request in flight.
+async fn idle_for(mut in_flight: watch::Receiver<usize>, bound: Duration, since: Instant) {
+    let mut deadline = since + bound;
     loop {
+        if *in_flight.borrow_and_update() > 0 {
+            if in_flight.wait_for(|n| *n == 0).await.is_err() {
+                // The service is gone, so is the connection: nothing left to bound.
+                return std::future::pending().await;
+            }
+            deadline = Instant::now() + bound;
+        }
         match tokio::time::timeout_at(deadline, in_flight.changed()).await {
             Err(_elapsed) => return,
-            // The service is gone, so is the connection: nothing left to bound.
-            Ok(Err(_)) => return std::future::pending().await,
-            Ok(Ok(())) => {}
+            Ok(Err(_closed)) => return std::future::pending().await,
+            // A request began (and may have ended already): a new window after it.
+            Ok(Ok(())) => deadline = Instant::now() + bound,
         }
-        if in_flight.wait_for(|n| *n == 0).await.is_err() {
-            return std::future::pending().await;
-        }
-        deadline = Instant::now() + bound;
     }
 }
 
@@ -298,6 +308,21 @@ mod tests {
             !idle.is_finished(),
             "the window restarts when the request ends"
         );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(idle.is_finished());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_window_opened_while_busy_starts_when_the_requests_end() {
+        let (tx, rx) = watch::channel(0usize);
+        let tx = Arc::new(tx);
+        let request = InFlight::enter(tx.clone());
+        let idle = tokio::spawn(idle_for(rx, Duration::from_secs(5), Instant::now()));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(!idle.is_finished(), "busy since the window opened");
+        drop(request);
+        tokio::time::sleep(Duration::from_millis(4_900)).await;
+        assert!(!idle.is_finished());
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(idle.is_finished());
     }
