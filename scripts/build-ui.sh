@@ -6,19 +6,25 @@
 #   BENCH_UI_PROFILE=dev scripts/build-ui.sh   # faster debug build
 #
 # Steps: cargo build --target wasm32-unknown-unknown -p bench-ui, then wasm-bindgen
-# --target web (the CLI must equal the wasm-bindgen crate in Cargo.lock; scripts/setup.sh
-# installs it), then wasm-opt from npm binaryen@132 in .tools/ if present. Debian's binaryen
-# is never used: its wasm-opt (v108) emits wasm that fails to load.
+# --target web (the CLI must equal the wasm-bindgen crate in Cargo.lock), then, for a release
+# build, wasm-opt -Oz from npm binaryen@132 in .tools/ (or $SETUP_TOOLS_DIR). scripts/setup.sh
+# installs both. A release build without wasm-opt is refused rather than served over a third
+# larger. Debian's binaryen is never used: its wasm-opt (v108) emits wasm that fails to load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 profile="${BENCH_UI_PROFILE:-release}"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
+wasm_opt="${SETUP_TOOLS_DIR:-$root/.tools}/node_modules/.bin/wasm-opt"
 
 want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
 if [ "$have" != "$want" ]; then
   echo "build-ui: wasm-bindgen CLI $want required (found '${have:-none}'); run scripts/setup.sh run" >&2
+  exit 1
+fi
+if [ "$profile" = "release" ] && [ ! -x "$wasm_opt" ]; then
+  echo "build-ui: a release build needs wasm-opt ($wasm_opt, npm binaryen@132); run scripts/setup.sh run" >&2
   exit 1
 fi
 
@@ -42,8 +48,7 @@ fi
 mkdir -p www/pkg
 wasm-bindgen --target web --no-typescript --out-dir www/pkg "$wasm"
 
-wasm_opt="$root/.tools/node_modules/.bin/wasm-opt"
-if [ "$profile" = "release" ] && [ -x "$wasm_opt" ]; then
+if [ "$profile" = "release" ]; then
   # -Oz: the dashboard is downloaded once per visit; size matters more than speed here.
   "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-mutable-globals \

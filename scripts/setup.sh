@@ -2,18 +2,37 @@
 # Installs what the project needs on a fresh Debian machine, idempotently: each step checks
 # before it installs, so a second run costs seconds.
 #
-#   scripts/setup.sh run    # what the run command needs: wasm target, wasm-bindgen CLI
-#   scripts/setup.sh test   # everything the test suite needs (adds Chromium, etcd, protoc)
+#   scripts/setup.sh run    # what the run command needs: wasm target, wasm-bindgen CLI,
+#                           # wasm-opt (npm binaryen@132, into .tools/), protoc (Debian)
+#   scripts/setup.sh test   # everything the test suite needs (adds Chromium, etcd,
+#                           # PostgreSQL, Redis)
+#
+# protoc is in run mode because lock-server always links etcd-client, whose build compiles
+# etcd's .proto files: the binary the run command starts keeps both backends, so a user who
+# outgrows one machine points the same binary at etcd. Debian's protobuf-compiler is how the
+# project installs every other system tool, hence it rather than a protoc from crates.io.
 #
 # Nothing here downloads a prebuilt binary from outside the package registries: Debian
 # packages, crates.io (cargo install builds from source), npm and PyPI only.
+#
+# Two environment variables serve the test that the run command needs nothing from the test
+# set-up (scripts/test-run.sh):
+#   SETUP_APT_RECORD=FILE  append every Debian package asked for to FILE, one a line, whether
+#                          or not it was installed already (missing ones are still installed);
+#   SETUP_TOOLS_DIR=DIR    where the npm tools go (default .tools/; scripts/build-ui.sh reads it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-test}"
+case "$mode" in
+  run | test) ;;
+  *) echo "usage: scripts/setup.sh run|test" >&2; exit 2 ;;
+esac
+tools="${SETUP_TOOLS_DIR:-$PWD/.tools}"
 
 log() { printf '\n== setup: %s\n' "$*"; }
 
 apt_install() {
+  [ -n "${SETUP_APT_RECORD:-}" ] && printf '%s\n' "$@" >>"$SETUP_APT_RECORD"
   local missing=()
   for pkg in "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -55,14 +74,24 @@ ensure_node() {
   command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
 }
 
+# The dashboard is served optimised: scripts/build-ui.sh refuses a release build without
+# this wasm-opt. npm's binaryen, never Debian's (its v108 wasm-opt emits wasm that fails to load).
+ensure_wasm_opt() {
+  [ -x "$tools/node_modules/.bin/wasm-opt" ] && return 0
+  log "npm install binaryen@132 into $tools"
+  npm install --silent --no-audit --no-fund --prefix "$tools" binaryen@132 >/dev/null
+}
+
 ensure_rust
 ensure_node
 [ -f Cargo.lock ] || cargo generate-lockfile
 ensure_wasm_bindgen
+ensure_wasm_opt
+# protoc builds etcd-client, which lock-server always links (see the top of this file).
+apt_install protobuf-compiler
 if [ "$mode" = "test" ]; then
-  # protoc builds etcd-client; etcd is the scale-out backend under test; Chromium and its
-  # driver run the browser suites.
-  apt_install protobuf-compiler etcd-server etcd-client chromium chromium-driver
-  apt_install postgresql redis-server # the fencing examples' real resources (scripts/test-examples.sh)
+  # etcd is the scale-out backend under test; Chromium and its driver run the browser suites;
+  # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh).
+  apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server
 fi
 log "ready ($mode)"

@@ -4,17 +4,22 @@
 //!
 //! Layout:
 //! - [`model`]: plain data and pure logic, host-tested: [`model::config`] (the form and its
-//!   limits), [`model::strategy`] (the four backoff strategies), [`model::record`] (one run's
-//!   events), [`model::counters`], [`model::histogram`] (delays slept vs the uniform
-//!   expectation), [`model::timeline`] (L7 holder bars, client marks, overlaps),
-//!   [`model::sweep`], [`model::export`] (JSON, CSV).
-//! - [`plot`]: chart geometry as data ([`plot::chart::Chart`]): scales, ticks, the three
-//!   chart builders. Host-tested.
-//! - [`runner`]: runs experiments over the SDK's seams: contenders (SDK loop for full
-//!   jitter, [`runner::own_loop`] for the others), the L7 sampler, the fenced ledger,
+//!   limits), [`model::record`] (one run's events), [`model::counters`],
+//!   [`model::histogram`] (delays slept vs the uniform expectation), [`model::timeline`] (L7
+//!   holder bars, client marks, overlaps), [`model::sweep`], [`model::export`] (JSON, CSV).
+//! - [`plot`]: the three charts as `lock_lab::chart::Chart`s. Host-tested.
+//! - [`runner`]: runs experiments over the SDK's seams: contenders (the SDK's loop for full
+//!   jitter, [`runner::comparison`] for the others), the L7 sampler, the fenced ledger,
 //!   cancellation, sweeps.
 //! - `components` and `app` (wasm32 only): the Leptos components and the `App` root;
 //!   `run_dashboard` mounts it (called from `www/index.html`).
+//!
+//! The experiment code the dashboard shares with the bench lives in `lock-lab`: the four
+//! backoff strategies (`lock_lab::strategy`), the comparison retry loop
+//! (`lock_lab::comparison`), the chart geometry and its SVG text (`lock_lab::chart`).
+//!
+//! Invariants: full jitter is the SDK's acquire, unchanged (`runner::sdk`); no jitter, equal
+//! jitter and decorrelated jitter exist only in `lock-lab`, never in the SDK.
 //!
 //! ASSUMPTIONS (values chosen here, not by the contract; each is documented where defined):
 //! - Run defaults: 20 sessions, 1 key, 2 acquisitions each, 40 ms holds, 3 s TTL, backoff
@@ -23,9 +28,9 @@
 //! - Sweep defaults: N = 10, 40, 70, 100 (step 30), 5 ms holds, budget 30 s, 200 attempts,
 //!   L7 sampled every 250 ms ([`model::sweep`]).
 //! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s.
-//! - Every request times out after 5 s; the own loop budgets 5 ms of round trip before a
-//!   sleep ([`runner::REQUEST_TIMEOUT`], [`runner::RTT_ESTIMATE`]); the UI refreshes every
-//!   150 ms; Cancel is noticed within 50 ms; the histogram has 12 bins.
+//! - Every request times out after 5 s; the comparison loop budgets 5 ms of round trip
+//!   before a sleep (`lock_lab::comparison::{REQUEST_TIMEOUT, RTT_ESTIMATE}`); the UI
+//!   refreshes every 150 ms; Cancel is noticed within 50 ms; the histogram has 12 bins.
 //! - Keys are `bench/{runId}/k{i}` with a fresh run id per run; contender `i` is seeded with
 //!   `seed · 1000003 + i`.
 

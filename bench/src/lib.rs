@@ -3,25 +3,24 @@
 //! machine, and writes the owned sections of `docs/BENCHMARKS.md` plus SVG charts.
 //!
 //! Layout:
-//! - [`strategy`]: the backoff strategies of Brooker's experiment (experiment-only; the SDK
-//!   ships full jitter alone).
-//! - [`occ_sim`]: Brooker's OCC experiment as a seeded discrete-event simulation.
+//! - [`occ_sim`]: Brooker's OCC experiment as a seeded discrete-event simulation, over the
+//!   backoff strategies of `lock_lab::strategy` (experiment-only; the SDK ships full jitter
+//!   alone).
 //! - [`stats`]: quantiles, means, run-to-run spread, ratios.
-//! - [`svg`]: dependency-free SVG line and bar charts.
+//! - [`figures`]: the doc figures, `lock_lab`'s charts as standalone SVG files.
 //! - [`doc`]: replaces owned `## ` sections of a Markdown file, keeping everyone else's.
 //! - [`systems`]: the compared systems, started for the bench only on 127.0.0.1: lock-server
 //!   (in process, on SQLite or as an etcd-backend replica), a trivial axum handler, Redis
 //!   (two persistence modes), etcd.
 //! - [`cycles`]: one acquire+release cycle per system, and the closed-loop load generator.
 //! - [`live_sweep`]: N contenders on one key against the real server: the SDK's acquire loop
-//!   vs the experiment-only strategies over the SDK's transport.
+//!   vs `lock_lab`'s comparison loop, both over one counted transport.
 //! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|quick`).
 
 pub mod cycles;
 pub mod doc;
+pub mod figures;
 pub mod live_sweep;
 pub mod occ_sim;
 pub mod stats;
-pub mod strategy;
-pub mod svg;
 pub mod systems;

@@ -4,98 +4,31 @@
 //! the last contender has released.
 //!
 //! Full jitter runs through the SDK itself (`LockClientSession::acquire`, the production
-//! loop). The other strategies are experiment-only and run a minimal loop here over the
-//! SDK's own transport (`lock_wasm::native::HttpTransport`), never through the SDK: they are
-//! forbidden there. Both count L4 calls at the transport.
+//! loop). The other strategies are experiment-only and run `lock_lab`'s comparison loop over
+//! the same transport, never through the SDK: they are forbidden there. Both count L4 calls
+//! at a `lock_lab` counting transport around the SDK's `HttpTransport`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use lock_api::{
-    AcquireRequest, ErrorCode, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
-    ReleaseRequest, SessionOpened, SessionStatus,
-};
-use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock, TokioSpawner};
-use lock_wasm::{AcquirePolicy, LockClient, PolicySettings, Transport, TransportError};
+use lock_api::OpenSessionRequest;
+use lock_lab::comparison::{Acquired, Comparison};
+use lock_lab::counting::{Counting, Operation};
+use lock_lab::native::client_over;
+use lock_lab::strategy::Strategy;
+use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock};
+use lock_wasm::{AcquirePolicy, PolicySettings, Transport};
+use tokio::sync::Barrier;
 
-use crate::strategy::{Backoff, Strategy, Window};
-
-/// Lock TTL asked for, ms (long enough never to expire during a sweep).
+/// Lock TTL asked for (long enough never to expire during a sweep).
 const TTL: Duration = Duration::from_secs(30);
-/// Per-request timeout of the experiment loop (the SDK uses its own default).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Budget of one acquire: generous, so every strategy finishes and the work is comparable
 /// (ASSUMPTION; the SDK default of 10 s would cut the slowest strategies off).
 const BUDGET: Duration = Duration::from_secs(120);
-
-/// Base and cap of the live sweep, the same as the simulation's (Brooker's 5 ms and 2 s).
-pub const WINDOW: Window = Window {
-    base: 5.0,
-    cap: 2_000.0,
-};
-
-/// A transport that counts L4 calls and passes everything to the SDK's HTTP transport.
-pub struct Counting {
-    inner: HttpTransport,
-    acquires: AtomicU64,
-}
-
-impl Counting {
-    /// Counts calls to the server at `base_url`.
-    pub fn new(base_url: &str) -> Self {
-        Counting {
-            inner: HttpTransport::new(base_url),
-            acquires: AtomicU64::new(0),
-        }
-    }
-
-    /// L4 calls so far.
-    pub fn acquires(&self) -> u64 {
-        self.acquires.load(Ordering::Relaxed)
-    }
-}
-
-#[async_trait]
-impl Transport for Counting {
-    async fn open_session(
-        &self,
-        r: &OpenSessionRequest,
-        t: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.inner.open_session(r, t).await
-    }
-    async fn heartbeat(&self, id: &str, t: Duration) -> Result<HeartbeatResponse, TransportError> {
-        self.inner.heartbeat(id, t).await
-    }
-    async fn close_session(&self, id: &str, t: Duration) -> Result<(), TransportError> {
-        self.inner.close_session(id, t).await
-    }
-    async fn acquire(
-        &self,
-        key: &str,
-        r: &AcquireRequest,
-        t: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.acquires.fetch_add(1, Ordering::Relaxed);
-        self.inner.acquire(key, r, t).await
-    }
-    async fn session_status(&self, id: &str, t: Duration) -> Result<SessionStatus, TransportError> {
-        self.inner.session_status(id, t).await
-    }
-    async fn release(
-        &self,
-        key: &str,
-        r: &ReleaseRequest,
-        t: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.release(key, r, t).await
-    }
-    async fn read_lock(&self, key: &str, t: Duration) -> Result<LockState, TransportError> {
-        self.inner.read_lock(key, t).await
-    }
-}
+/// Attempt cap: far above what the budget allows, so the budget alone bounds an acquire.
+const MAX_ATTEMPTS: u32 = 100_000;
+/// Largest backoff window (Brooker's 2 s, as in the simulation).
+const CAP: Duration = Duration::from_secs(2);
 
 /// One sweep point's result.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,7 +42,7 @@ pub struct Point {
 /// The SDK's acquire settings a sweep point runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SdkSettings {
-    /// Full-jitter base window.
+    /// First backoff window.
     pub base: Duration,
     /// `waitMillis` of every L4 (server-side waiting; 0 = client-side backoff only).
     pub wait_millis: u64,
@@ -117,18 +50,34 @@ pub struct SdkSettings {
 
 /// Brooker's parameters: base 5 ms, no server-side waiting.
 pub const BROOKER_SDK: SdkSettings = SdkSettings {
-    base: Duration::from_millis(WINDOW.base as u64),
+    base: Duration::from_millis(5),
     wait_millis: 0,
 };
 
-/// Runs `n` contenders on a fresh key at `base_url` with `strategy`. Full jitter goes
-/// through the SDK (Brooker's base, no server-side waiting); the others through
-/// [`experiment_acquire`].
+impl SdkSettings {
+    /// The policy every contender of a point acquires with.
+    fn policy(self) -> AcquirePolicy {
+        AcquirePolicy::new(PolicySettings {
+            total_budget: BUDGET,
+            base_backoff: self.base,
+            max_backoff: CAP,
+            max_attempts: MAX_ATTEMPTS,
+            wait_millis: self.wait_millis,
+        })
+        .expect("valid policy")
+    }
+}
+
+/// The transport of one point: the SDK's HTTP transport, its calls counted.
+type Counted = Arc<Counting<HttpTransport>>;
+
+/// Runs `n` contenders on a fresh key at `base_url` with `strategy`, with Brooker's
+/// parameters (base 5 ms, no server-side waiting).
 pub async fn run_point(base_url: &str, n: usize, strategy: Strategy, key: &str) -> Point {
     run_point_with(base_url, n, strategy, key, BROOKER_SDK).await
 }
 
-/// [`run_point`] with the SDK's settings given (used by full jitter only).
+/// [`run_point`] with the SDK's settings given (the comparison strategies take the same).
 pub async fn run_point_with(
     base_url: &str,
     n: usize,
@@ -136,8 +85,8 @@ pub async fn run_point_with(
     key: &str,
     sdk: SdkSettings,
 ) -> Point {
-    let transport = Arc::new(Counting::new(base_url));
-    let start_gate = Arc::new(tokio::sync::Barrier::new(n + 1));
+    let transport: Counted = Arc::new(Counting::new(HttpTransport::new(base_url)));
+    let start_gate = Arc::new(Barrier::new(n + 1));
     let tasks: Vec<_> = (0..n)
         .map(|_| {
             let transport = transport.clone();
@@ -147,7 +96,7 @@ pub async fn run_point_with(
                 if strategy == Strategy::FullJitter {
                     sdk_contender(transport, &key, gate, sdk).await
                 } else {
-                    experiment_contender(transport, &key, strategy, gate).await
+                    comparison_contender(transport, &key, strategy, gate, sdk).await
                 }
             })
         })
@@ -159,37 +108,17 @@ pub async fn run_point_with(
     }
     let completion_ms = start.elapsed().as_secs_f64() * 1000.0;
     Point {
-        calls_per_grant: transport.acquires() as f64 / n as f64,
+        calls_per_grant: transport.calls(Operation::Acquire) as f64 / n as f64,
         completion_ms,
     }
 }
 
-/// The SDK path: a `LockClient` over the counting transport, acquire with full jitter
-/// (cap 2 s, base and `waitMillis` from `sdk`), release.
-async fn sdk_contender(
-    transport: Arc<Counting>,
-    key: &str,
-    gate: Arc<tokio::sync::Barrier>,
-    sdk: SdkSettings,
-) {
-    let client = LockClient::new(
-        transport,
-        Arc::new(TokioClock::new()),
-        Arc::new(TokioSpawner),
-        Arc::new(OsRngSource),
-    );
-    let policy = AcquirePolicy::new(PolicySettings {
-        total_budget: BUDGET,
-        base_backoff: sdk.base,
-        max_backoff: Duration::from_millis(WINDOW.cap as u64),
-        max_attempts: 100_000,
-        wait_millis: sdk.wait_millis,
-    })
-    .expect("valid policy");
-    let session = client.open_session().await.expect("L1");
+/// The SDK path: a `LockClient` over the counting transport, the SDK's acquire, release.
+async fn sdk_contender(transport: Counted, key: &str, gate: Arc<Barrier>, sdk: SdkSettings) {
+    let session = client_over(transport).open_session().await.expect("L1");
     gate.wait().await;
     let handle = session
-        .acquire(key, TTL, &policy)
+        .acquire(key, TTL, &sdk.policy())
         .await
         .expect("acquire")
         .expect("granted within the budget");
@@ -197,76 +126,35 @@ async fn sdk_contender(
     let _ = session.close().await;
 }
 
-/// The experiment-only loop: L4; on 409/429 sleep the strategy's delay for this attempt
-/// (numbered like the SDK's: the first retry uses the base window) and try again.
-async fn experiment_contender(
-    transport: Arc<Counting>,
+/// The comparison path: `lock_lab`'s loop with `strategy` over the same transport.
+async fn comparison_contender(
+    transport: Counted,
     key: &str,
     strategy: Strategy,
-    gate: Arc<tokio::sync::Barrier>,
+    gate: Arc<Barrier>,
+    sdk: SdkSettings,
 ) {
-    let opened = transport
-        .open_session(
-            &OpenSessionRequest {
-                // No heartbeats in this loop: the longest TTL the server accepts (5 min)
-                // outlives the acquire budget.
-                ttl_millis: Some(lock_api::limits::TTL_MILLIS_MAX),
-                owner: None,
-            },
-            REQUEST_TIMEOUT,
-        )
-        .await
-        .expect("L1");
-    gate.wait().await;
-    let grant = experiment_acquire(&*transport, key, &opened.session_id, strategy).await;
-    transport
-        .release(
-            key,
-            &ReleaseRequest {
-                fencing_token: grant.fencing_token,
-                session_id: Some(opened.session_id.clone()),
-            },
-            REQUEST_TIMEOUT,
-        )
-        .await
-        .expect("L6");
-    let _ = transport
-        .close_session(&opened.session_id, REQUEST_TIMEOUT)
-        .await;
-}
-
-/// Acquires `key` with `strategy`, retrying contention until [`BUDGET`] runs out.
-pub async fn experiment_acquire(
-    transport: &dyn Transport,
-    key: &str,
-    session_id: &str,
-    strategy: Strategy,
-) -> LockGrant {
-    let request = AcquireRequest {
-        session_id: session_id.to_owned(),
-        ttl_millis: Some(TTL.as_millis() as u64),
-        wait_millis: Some(0),
+    let transport: Arc<dyn Transport> = transport;
+    let comparison = Comparison {
+        transport,
+        clock: Arc::new(TokioClock::new()),
+        // Seeded from the OS per acquire, as the SDK seeds each acquire.
+        rng: Arc::new(OsRngSource),
+        strategy,
+        policy: sdk.policy(),
     };
-    // Seeded from the OS per contender, as the SDK seeds each acquire.
-    let mut rng = lock_wasm::RngSource::rng(&OsRngSource);
-    let mut backoff = Backoff::new(strategy, WINDOW);
-    let deadline = Instant::now() + BUDGET;
-    let mut attempt = 0;
-    loop {
-        match transport.acquire(key, &request, REQUEST_TIMEOUT).await {
-            Ok(grant) => return grant,
-            Err(e)
-                if matches!(
-                    e.code(),
-                    Some(ErrorCode::LockContended | ErrorCode::ContentionExceeded)
-                ) =>
-            {
-                let delay = backoff.delay(attempt, &mut rng);
-                attempt += 1;
-                assert!(Instant::now() < deadline, "{strategy:?} ran out of budget");
-                tokio::time::sleep(Duration::from_secs_f64(delay / 1000.0)).await;
-            }
-            Err(e) => panic!("L4 failed: {e}"),
-        }
-    }
+    // No heartbeats in this loop: the longest TTL the server accepts (5 min) outlives the
+    // acquire budget.
+    let request = OpenSessionRequest {
+        ttl_millis: Some(lock_api::limits::TTL_MILLIS_MAX),
+        owner: None,
+    };
+    let session = comparison.open_session(&request).await.expect("L1");
+    gate.wait().await;
+    let Acquired::Granted { grant, .. } = session.acquire(key, TTL, &mut ()).await.expect("L4")
+    else {
+        panic!("{strategy:?} ran out of budget")
+    };
+    session.release(&grant).await.expect("L6");
+    session.close().await;
 }

@@ -3,17 +3,13 @@
 //! at the end, with no fault injected), server RSS, and heartbeat traffic.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
-use lock_wasm::error::TransportError;
-use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock, TokioSpawner};
-use lock_wasm::{ClientConfig, LockClient, Transport};
+use lock_lab::counting::{Counting, Operation};
+use lock_lab::native::client_over;
+use lock_wasm::native::HttpTransport;
+use lock_wasm::ClientConfig;
 
 use crate::server::{server_binary, ServerProcess};
 
@@ -53,75 +49,6 @@ pub struct LoadReport {
     pub open_retries: u64,
 }
 
-/// Counts heartbeats on the way through to the real HTTP transport.
-struct CountingTransport {
-    inner: HttpTransport,
-    heartbeats: AtomicU64,
-    errors: AtomicU64,
-}
-
-#[async_trait::async_trait]
-impl Transport for CountingTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.inner.open_session(request, timeout).await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.heartbeats.fetch_add(1, Ordering::Relaxed);
-        let answer = self.inner.heartbeat(session_id, timeout).await;
-        if answer.is_err() {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        }
-        answer
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.close_session(session_id, timeout).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.inner.acquire(key, request, timeout).await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.inner.session_status(session_id, timeout).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.release(key, request, timeout).await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.inner.read_lock(key, timeout).await
-    }
-}
-
 /// Starts a server in `dir`, opens the sessions, holds them, checks every one survived.
 pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport> {
     let data = dir.join("data");
@@ -131,18 +58,11 @@ pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport>
         rss_idle_kib: server.rss_kib().unwrap_or(0),
         ..LoadReport::default()
     };
-    let transport = Arc::new(CountingTransport {
-        inner: HttpTransport::new(server.base_url()),
-        heartbeats: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-    });
-    let client = LockClient::new(
-        transport.clone(),
-        Arc::new(TokioClock::new()),
-        Arc::new(TokioSpawner),
-        Arc::new(OsRngSource),
-    )
-    .with_config(ClientConfig {
+    // Heartbeats counted on the way through to the real HTTP transport.
+    let transport = Arc::new(Counting::new(HttpTransport::new(server.base_url())));
+    let heartbeats = || transport.calls(Operation::Heartbeat);
+    let failures = || transport.failures(Operation::Heartbeat);
+    let client = client_over(transport.clone()).with_config(ClientConfig {
         session_ttl: Some(config.session_ttl),
         request_timeout: Duration::from_secs(5),
         backend: "load".into(),
@@ -167,15 +87,14 @@ pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport>
     }
     report.opened = sessions.len();
     report.open_time = started.elapsed();
-    let before = transport.heartbeats.load(Ordering::Relaxed);
-    let errors_before = transport.errors.load(Ordering::Relaxed);
+    let (before, errors_before) = (heartbeats(), failures());
     let hold_start = Instant::now();
     while hold_start.elapsed() < config.hold {
         report.rss_peak_kib = report.rss_peak_kib.max(server.rss_kib().unwrap_or(0));
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    report.heartbeats = transport.heartbeats.load(Ordering::Relaxed) - before;
-    report.heartbeat_errors = transport.errors.load(Ordering::Relaxed) - errors_before;
+    report.heartbeats = heartbeats() - before;
+    report.heartbeat_errors = failures() - errors_before;
     report.heartbeat_rate = report.heartbeats as f64 / hold_start.elapsed().as_secs_f64();
     report.lost_by_sdk = client.session_lost_count();
     for chunk in sessions.chunks(200) {

@@ -9,28 +9,21 @@
 // grant's write was accepted, in token order, as the server's ledger confirms); no error
 // banner, no page error, no panic in the console. Saves a screenshot and prints its path.
 // Exits non-zero on any failure.
-import { chromium } from "playwright-core";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, openSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { checker, flags, launchChromium, readCounter, waitFor, watchConsole } from "./harness.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []),
-);
+const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
 const webRoot = resolve(args["web-root"] ?? "www");
 const screenshot = resolve(args.screenshot ?? "target/bench-ui-e2e.png");
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const SESSIONS = 10;
 const ROUNDS = 2; // the form's default
 
-const failures = [];
-const check = (ok, what) => {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-};
+const { failures, check } = checker();
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -41,19 +34,6 @@ function freePort() {
     });
     s.on("error", rej);
   });
-}
-
-async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {
-  for (let i = 0; i < tries; i++) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "bench-ui-e2e-"));
@@ -72,24 +52,10 @@ try {
     const r = await fetch(`${base}/`);
     return r.ok && (await r.text()).includes("bench_ui.js");
   });
-  browser = await chromium.launchPersistentContext(join(scratch, "profile"), {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1360, height: 1500 },
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--no-first-run",
-    ],
-  });
-  const page = browser.pages()[0] ?? (await browser.newPage());
-  const consoleErrors = [];
-  // Chromium logs every non-2xx fetch ("Failed to load resource: ... 409"): contention
-  // answers are the experiment's data, not errors of the page, so those lines are skipped.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) consoleErrors.push(m.text());
-  });
-  page.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  const launched = await launchChromium(join(scratch, "profile"));
+  browser = launched.context;
+  const page = launched.page;
+  const consoleErrors = watchConsole(page);
 
   await page.goto(`${base}/`);
   await page.waitForSelector("[data-testid=run]", { timeout: 30_000 });
@@ -107,7 +73,7 @@ try {
       `${(firstPlotAt - clickedAt).toFixed(0)} ms after Run; run finished ${(doneAt - clickedAt).toFixed(0)} ms after Run`,
   );
 
-  const counter = async (id) => Number(await page.textContent(`[data-testid=counter-${id}] .value`));
+  const counter = (id) => readCounter(page, id);
   const grants = await counter("grants");
   const gaveUp = await counter("gave-up");
   const errors = await counter("errors");

@@ -4,8 +4,9 @@
 
 use leptos::prelude::*;
 
+use lock_lab::strategy::Strategy;
+
 use crate::model::config::ExperimentConfig;
-use crate::model::strategy::Strategy;
 use crate::model::sweep::SweepConfig;
 
 /// A labelled number input bound to one field. Unparsable input leaves the field as it was.
@@ -41,49 +42,78 @@ fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
+/// A form: a fieldset with its legend, named `test_id` for tests.
+fn form(test_id: &'static str, legend: &'static str, fields: impl IntoView) -> impl IntoView {
+    view! {
+        <fieldset class="form" data-testid=test_id>
+            <legend>{legend}</legend>
+            {fields}
+        </fieldset>
+    }
+}
+
 /// The single-run form.
 #[component]
 pub fn ConfigForm(
     /// The configuration being edited.
     config: RwSignal<ExperimentConfig>,
 ) -> impl IntoView {
+    let fields = view! {
+        {workload_fields(config)}
+        {policy_fields(config)}
+        {number_field("seed", "seed", "", config, |c| c.seed, |c, v| c.seed = v)}
+        {number_field("sampleMillis", "L7 sampling", "ms", config, |c| c.sample_millis, |c, v| c.sample_millis = v)}
+        {strategy_field(config)}
+    };
+    form("config-form", "Experiment", fields)
+}
+
+/// What the contenders do: how many, on how many keys, how often, how long.
+fn workload_fields(config: RwSignal<ExperimentConfig>) -> impl IntoView {
     view! {
-        <fieldset class="form" data-testid="config-form">
-            <legend>"Experiment"</legend>
-            {number_field("sessions", "sessions", "1–200", config, |c| c.sessions.into(), |c, v| c.sessions = clamp_u32(v))}
-            {number_field("keys", "keys", "1–sessions", config, |c| c.keys.into(), |c, v| c.keys = clamp_u32(v))}
-            {number_field("rounds", "acquisitions each", "", config, |c| c.rounds.into(), |c, v| c.rounds = clamp_u32(v))}
-            {number_field("holdMillis", "hold", "ms", config, |c| c.hold_millis, |c, v| c.hold_millis = v)}
-            {number_field("ttlMillis", "TTL", "ms", config, |c| c.ttl_millis, |c, v| c.ttl_millis = v)}
-            {number_field("baseMillis", "backoff base", "ms", config, |c| c.policy.base_millis, |c, v| c.policy.base_millis = v)}
-            {number_field("capMillis", "backoff cap", "ms", config, |c| c.policy.cap_millis, |c, v| c.policy.cap_millis = v)}
-            {number_field("budgetMillis", "budget", "ms", config, |c| c.policy.budget_millis, |c, v| c.policy.budget_millis = v)}
-            {number_field("maxAttempts", "max attempts", "", config, |c| c.policy.max_attempts.into(), |c, v| c.policy.max_attempts = clamp_u32(v))}
-            {number_field("seed", "seed", "", config, |c| c.seed, |c, v| c.seed = v)}
-            {number_field("sampleMillis", "L7 sampling", "ms", config, |c| c.sample_millis, |c, v| c.sample_millis = v)}
-            <label class="field">
-                <span>"strategy"</span>
-                <select
-                    data-testid="field-strategy"
-                    on:change=move |ev| {
-                        if let Some(s) = Strategy::from_id(&event_target_value(&ev)) {
-                            config.update(|c| c.strategy = s);
-                        }
+        {number_field("sessions", "sessions", "1–200", config, |c| c.sessions.into(), |c, v| c.sessions = clamp_u32(v))}
+        {number_field("keys", "keys", "1–sessions", config, |c| c.keys.into(), |c, v| c.keys = clamp_u32(v))}
+        {number_field("rounds", "acquisitions each", "", config, |c| c.rounds.into(), |c, v| c.rounds = clamp_u32(v))}
+        {number_field("holdMillis", "hold", "ms", config, |c| c.hold_millis, |c, v| c.hold_millis = v)}
+        {number_field("ttlMillis", "TTL", "ms", config, |c| c.ttl_millis, |c, v| c.ttl_millis = v)}
+    }
+}
+
+/// The acquire policy: backoff window, budget, attempts.
+fn policy_fields(config: RwSignal<ExperimentConfig>) -> impl IntoView {
+    view! {
+        {number_field("baseMillis", "backoff base", "ms", config, |c| c.policy.base_millis, |c, v| c.policy.base_millis = v)}
+        {number_field("capMillis", "backoff cap", "ms", config, |c| c.policy.cap_millis, |c, v| c.policy.cap_millis = v)}
+        {number_field("budgetMillis", "budget", "ms", config, |c| c.policy.budget_millis, |c, v| c.policy.budget_millis = v)}
+        {number_field("maxAttempts", "max attempts", "", config, |c| c.policy.max_attempts.into(), |c, v| c.policy.max_attempts = clamp_u32(v))}
+    }
+}
+
+/// The strategy under test.
+fn strategy_field(config: RwSignal<ExperimentConfig>) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span>"strategy"</span>
+            <select
+                data-testid="field-strategy"
+                on:change=move |ev| {
+                    if let Some(s) = Strategy::from_id(&event_target_value(&ev)) {
+                        config.update(|c| c.strategy = s);
                     }
-                >
-                    {Strategy::ALL
-                        .into_iter()
-                        .map(|s| {
-                            view! {
-                                <option value=s.id() selected=move || config.with(|c| c.strategy == s)>
-                                    {s.label()}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
-                </select>
-            </label>
-        </fieldset>
+                }
+            >
+                {Strategy::ALL
+                    .into_iter()
+                    .map(|s| {
+                        view! {
+                            <option value=s.id() selected=move || config.with(|c| c.strategy == s)>
+                                {s.label()}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
     }
 }
 
@@ -93,14 +123,12 @@ pub fn SweepForm(
     /// The sweep being edited.
     sweep: RwSignal<SweepConfig>,
 ) -> impl IntoView {
-    view! {
-        <fieldset class="form" data-testid="sweep-form">
-            <legend>"Sweep (Brooker's experiment)"</legend>
-            {number_field("from", "N from", "", sweep, |c| c.from.into(), |c, v| c.from = clamp_u32(v))}
-            {number_field("to", "N to", "≤ 200", sweep, |c| c.to.into(), |c, v| c.to = clamp_u32(v))}
-            {number_field("step", "step", "", sweep, |c| c.step.into(), |c, v| c.step = clamp_u32(v))}
-            {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
-            {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
-        </fieldset>
-    }
+    let fields = view! {
+        {number_field("from", "N from", "", sweep, |c| c.from.into(), |c, v| c.from = clamp_u32(v))}
+        {number_field("to", "N to", "≤ 200", sweep, |c| c.to.into(), |c, v| c.to = clamp_u32(v))}
+        {number_field("step", "step", "", sweep, |c| c.step.into(), |c, v| c.step = clamp_u32(v))}
+        {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
+        {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
+    };
+    form("sweep-form", "Sweep (Brooker's experiment)", fields)
 }

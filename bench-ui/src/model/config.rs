@@ -4,15 +4,17 @@
 //! run in a few seconds: 20 sessions fight over one key twice each with 40 ms holds, so
 //! about 40 grants are serialised behind each other and the backoff loop has real work.
 
-use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN};
-use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
-use super::strategy::Strategy;
+use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN};
+use lock_lab::strategy::Strategy;
+use lock_wasm::PolicySettings;
+use serde::{Deserialize, Serialize};
 
 /// Largest number of sessions in one run (issue 5: 1–200).
 pub const MAX_SESSIONS: u32 = 200;
 
-/// The acquire policy of DESIGN §4, with the experiment's own defaults.
+/// The SDK's acquire policy as the form edits it, with the experiment's own defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
@@ -35,6 +37,20 @@ impl Default for Policy {
             cap_millis: 400,
             budget_millis: 8_000,
             max_attempts: 40,
+        }
+    }
+}
+
+impl Policy {
+    /// The SDK's settings for these values. Server-side waiting stays off (`waitMillis` 0):
+    /// the dashboard shows client-side backoff.
+    pub fn settings(&self) -> PolicySettings {
+        PolicySettings {
+            total_budget: Duration::from_millis(self.budget_millis),
+            base_backoff: Duration::from_millis(self.base_millis),
+            max_backoff: Duration::from_millis(self.cap_millis),
+            max_attempts: self.max_attempts,
+            wait_millis: 0,
         }
     }
 }
@@ -129,6 +145,12 @@ impl ExperimentConfig {
     /// Index of the key session `session` contends for.
     pub fn key_index(&self, session: u32) -> u32 {
         session % self.keys.max(1)
+    }
+
+    /// The seed of contender `index`'s random draws: `seed · 1000003 + index`, so
+    /// contenders differ and a run replays.
+    pub fn contender_seed(&self, index: u32) -> u64 {
+        self.seed.wrapping_mul(1_000_003).wrapping_add(index.into())
     }
 
     /// Total acquisitions the run will attempt: the denominator of the progress bar.

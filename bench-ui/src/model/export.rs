@@ -23,8 +23,7 @@ pub const RUN_CSV_HEADER: &str =
 /// One row per sleep, hold and L7 sample. Kinds: `sleep`, `hold`, `sample`, and one
 /// `counter` row per counter.
 pub fn run_csv(record: &RunRecord) -> String {
-    let mut out = String::from(RUN_CSV_HEADER);
-    out.push('\n');
+    let mut out = format!("{RUN_CSV_HEADER}\n");
     for s in &record.sleeps {
         out.push_str(&format!(
             "sleep,{},,,{},,,{},{},\n",
@@ -77,8 +76,7 @@ pub const SWEEP_CSV_HEADER: &str =
 
 /// One row per sweep point.
 pub fn sweep_csv(sweep: &SweepResult) -> String {
-    let mut out = String::from(SWEEP_CSV_HEADER);
-    out.push('\n');
+    let mut out = format!("{SWEEP_CSV_HEADER}\n");
     for p in &sweep.points {
         let per_grant = p
             .counters
@@ -112,8 +110,8 @@ mod tests {
     use super::*;
     use crate::model::counters::Counters;
     use crate::model::record::{Hold, Sample, Sleep};
-    use crate::model::strategy::Strategy;
     use crate::model::sweep::SweepPoint;
+    use lock_lab::strategy::Strategy;
 
     fn record() -> RunRecord {
         let mut r = RunRecord::new("r1", Default::default());

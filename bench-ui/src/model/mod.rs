@@ -6,6 +6,5 @@ pub mod counters;
 pub mod export;
 pub mod histogram;
 pub mod record;
-pub mod strategy;
 pub mod sweep;
 pub mod timeline;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{ExperimentConfig, Policy};
 use super::counters::Counters;
-use super::strategy::Strategy;
+use lock_lab::strategy::Strategy;
 
 /// What a sweep runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,29 +1,22 @@
-//! The dashboard's charts, computed from the model: the jitter histogram, the holder
-//! timeline and the sweep's lines.
+//! The dashboard's charts, computed from the model on `lock_lab`'s chart geometry: the
+//! jitter histogram, the holder timeline and the sweep's lines.
+
+use lock_lab::chart::builders::{line_chart, Series};
+use lock_lab::chart::scale::LinearScale;
+use lock_lab::chart::{Axes, Chart, Frame, LegendEntry, Shape, Tick, Titles};
+use lock_lab::strategy::Strategy;
 
 use crate::model::histogram::JitterHistogram;
-use crate::model::strategy::Strategy;
-use crate::model::sweep::SweepResult;
+use crate::model::sweep::{SweepPoint, SweepResult};
 use crate::model::timeline::Timeline;
 
-use super::chart::{plot_area, Axes, Chart, LegendEntry, Shape, Tick, HEIGHT, WIDTH};
-use super::scale::LinearScale;
+/// Chart width, px (the SVG's viewBox; it scales with its container).
+pub const WIDTH: f64 = 640.0;
+/// Default chart height, px.
+pub const HEIGHT: f64 = 300.0;
 
-fn empty(title: &str, x_label: &str, y_label: &str, message: &str) -> Chart {
-    let axes = Axes::new(1.0, 1.0, HEIGHT);
-    Chart {
-        width: WIDTH,
-        height: HEIGHT,
-        title: title.into(),
-        x_label: x_label.into(),
-        y_label: y_label.into(),
-        x_ticks: axes.x_ticks,
-        y_ticks: axes.y_ticks,
-        shapes: Vec::new(),
-        legend: Vec::new(),
-        empty_message: Some(message.into()),
-    }
-}
+/// The dashboard's charts: legend in a row above the plot.
+const PANEL: Frame = Frame::legend_above(WIDTH, HEIGHT);
 
 /// Bars of sleeps per bin and the full-jitter expectation as a line over them.
 pub fn histogram_chart(histogram: &JitterHistogram) -> Chart {
@@ -32,21 +25,22 @@ pub fn histogram_chart(histogram: &JitterHistogram) -> Chart {
         None => "all attempts".to_string(),
     };
     let title = format!("Backoff delays slept ({which}, n = {})", histogram.total);
-    let (x_label, y_label) = ("delay slept (ms)", "sleeps (count)");
+    let titles = Titles::new(title, "delay slept (ms)", "sleeps (count)");
     let Some(last) = histogram.bins.last() else {
-        return empty(&title, x_label, y_label, "no backoff sleeps yet");
+        return Chart::empty(PANEL, titles, "no backoff sleeps yet");
     };
-    let axes = Axes::new(last.high, histogram.peak(), HEIGHT);
-    let mut shapes = Vec::new();
+    let axes = Axes::new(&PANEL, last.high, histogram.peak());
+    let (x_scale, y_scale) = (axes.x, axes.y);
+    let mut chart = Chart::new(PANEL, titles, axes);
     for bin in &histogram.bins {
-        let x0 = axes.x.map(bin.low);
-        let x1 = axes.x.map(bin.high);
-        let y = axes.y.map(f64::from(bin.count));
-        shapes.push(Shape::Rect {
+        let x0 = x_scale.map(bin.low);
+        let x1 = x_scale.map(bin.high);
+        let y = y_scale.map(f64::from(bin.count));
+        chart.shapes.push(Shape::Rect {
             x: x0 + 1.0,
             y,
             w: (x1 - x0 - 2.0).max(1.0),
-            h: axes.y.map(0.0) - y,
+            h: y_scale.map(0.0) - y,
             class: "bar",
             tip: format!(
                 "{:.0}–{:.0} ms: {} slept, {:.1} expected",
@@ -57,35 +51,30 @@ pub fn histogram_chart(histogram: &JitterHistogram) -> Chart {
     // The expectation is a step function over the bins: draw it as one.
     let mut points = Vec::new();
     for bin in &histogram.bins {
-        let y = axes.y.map(bin.expected);
-        points.push((axes.x.map(bin.low), y));
-        points.push((axes.x.map(bin.high), y));
+        let y = y_scale.map(bin.expected);
+        points.push((x_scale.map(bin.low), y));
+        points.push((x_scale.map(bin.high), y));
     }
-    shapes.push(Shape::Polyline {
+    chart.shapes.push(Shape::Polyline {
         points,
         class: "expect",
     });
-    Chart {
-        width: WIDTH,
-        height: HEIGHT,
-        title,
-        x_label: x_label.into(),
-        y_label: y_label.into(),
-        x_ticks: axes.x_ticks,
-        y_ticks: axes.y_ticks,
-        shapes,
-        legend: vec![
-            LegendEntry {
-                label: "delays slept".into(),
-                class: "bar",
-            },
-            LegendEntry {
-                label: "uniform expectation (full jitter)".into(),
-                class: "expect",
-            },
-        ],
-        empty_message: None,
-    }
+    chart.legend = legend(&[
+        ("delays slept", "bar"),
+        ("uniform expectation (full jitter)", "expect"),
+    ]);
+    chart
+}
+
+/// Legend entries from `(label, class)` pairs.
+fn legend(entries: &[(&str, &'static str)]) -> Vec<LegendEntry> {
+    entries
+        .iter()
+        .map(|(label, class)| LegendEntry {
+            label: (*label).into(),
+            class,
+        })
+        .collect()
 }
 
 /// Height of the timeline: more lanes, taller chart, within reason.
@@ -101,22 +90,24 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
         timeline.bars.len(),
         timeline.overlaps.len()
     );
-    let (x_label, y_label) = ("time since start (ms)", "session");
+    let titles = Titles::new(title, "time since start (ms)", "session");
     if timeline.bars.is_empty() && timeline.marks.is_empty() {
-        return empty(&title, x_label, y_label, "no holder seen yet");
+        return Chart::empty(PANEL, titles, "no holder seen yet");
     }
-    let height = timeline_height(timeline.lanes);
+    let frame = Frame::legend_above(WIDTH, timeline_height(timeline.lanes));
     let lanes = timeline.lanes.max(1);
-    let mut axes = Axes::new(timeline.end, 1.0, height);
-    let (_, top, _, bottom) = plot_area(height);
+    let mut axes = Axes::new(&frame, timeline.end, 1.0);
+    let (_, top, _, bottom) = frame.plot();
     let lane_h = (bottom - top) / f64::from(lanes);
     let lane_y = LinearScale::new((0.0, f64::from(lanes)), (top, bottom));
     axes.y_ticks = lane_ticks(lanes, &lane_y, lane_h);
-    let mut shapes = Vec::new();
+    let x_scale = axes.x;
+    let mut chart = Chart::new(frame, titles, axes);
+    let shapes = &mut chart.shapes;
     for bar in &timeline.bars {
         let Some(lane) = bar.session else { continue };
-        let x0 = axes.x.map(bar.start);
-        let x1 = axes.x.map(bar.end);
+        let x0 = x_scale.map(bar.start);
+        let x1 = x_scale.map(bar.end);
         shapes.push(Shape::Rect {
             x: x0,
             y: lane_y.map(f64::from(lane)) + lane_h * 0.15,
@@ -130,7 +121,7 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
         });
     }
     for mark in &timeline.marks {
-        let x = axes.x.map(mark.at);
+        let x = x_scale.map(mark.at);
         let y = lane_y.map(f64::from(mark.session));
         shapes.push(Shape::Line {
             x1: x,
@@ -141,8 +132,8 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
         });
     }
     for overlap in &timeline.overlaps {
-        let x0 = axes.x.map(overlap.start);
-        let x1 = axes.x.map(overlap.end);
+        let x0 = x_scale.map(overlap.start);
+        let x1 = x_scale.map(overlap.end);
         shapes.push(Shape::Rect {
             x: x0,
             y: top,
@@ -155,35 +146,13 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
             ),
         });
     }
-    Chart {
-        width: WIDTH,
-        height,
-        title,
-        x_label: x_label.into(),
-        y_label: y_label.into(),
-        x_ticks: axes.x_ticks,
-        y_ticks: axes.y_ticks,
-        shapes,
-        legend: vec![
-            LegendEntry {
-                label: "hold seen by L7".into(),
-                class: "hold",
-            },
-            LegendEntry {
-                label: "client grant".into(),
-                class: "grant",
-            },
-            LegendEntry {
-                label: "client release".into(),
-                class: "release",
-            },
-            LegendEntry {
-                label: "overlap (must not happen)".into(),
-                class: "overlap",
-            },
-        ],
-        empty_message: None,
-    }
+    chart.legend = legend(&[
+        ("hold seen by L7", "hold"),
+        ("client grant", "grant"),
+        ("client release", "release"),
+        ("overlap (must not happen)", "overlap"),
+    ]);
+    chart
 }
 
 /// Lane labels, thinned so they never collide (at least 12 px apart).
@@ -210,7 +179,7 @@ pub enum SweepMetric {
 }
 
 impl SweepMetric {
-    fn value(self, point: &crate::model::sweep::SweepPoint) -> f64 {
+    fn value(self, point: &SweepPoint) -> f64 {
         match self {
             SweepMetric::TotalCalls => f64::from(point.counters.l4_calls),
             SweepMetric::CallsPerGrant => point.counters.calls_per_grant().unwrap_or(0.0),
@@ -227,83 +196,26 @@ impl SweepMetric {
     }
 }
 
-/// The colour class of a strategy's series.
-pub fn strategy_class(strategy: Strategy) -> &'static str {
-    match strategy {
-        Strategy::FullJitter => "s-full",
-        Strategy::NoJitter => "s-none",
-        Strategy::EqualJitter => "s-equal",
-        Strategy::DecorrelatedJitter => "s-deco",
-    }
-}
-
 /// One line per strategy of `metric` against N.
 pub fn sweep_chart(sweep: &SweepResult, metric: SweepMetric) -> Chart {
     let (title, y_label) = metric.labels();
-    let x_label = "contenders N (sessions)";
+    let titles = Titles::new(title, "contenders N (sessions)", y_label);
     if sweep.points.is_empty() {
-        return empty(title, x_label, y_label, "run a sweep to fill this plot");
+        return Chart::empty(PANEL, titles, "run a sweep to fill this plot");
     }
-    let x_max = sweep
-        .points
-        .iter()
-        .map(|p| f64::from(p.contenders))
-        .fold(0.0, f64::max);
-    let y_max = sweep
-        .points
-        .iter()
-        .map(|p| metric.value(p))
-        .fold(0.0, f64::max);
-    let axes = Axes::new(x_max, y_max, HEIGHT);
-    let mut shapes = Vec::new();
-    let mut legend = Vec::new();
-    for strategy in Strategy::ALL {
-        let series = sweep.series(strategy);
-        if series.is_empty() {
-            continue;
-        }
-        let class = strategy_class(strategy);
-        let points: Vec<(f64, f64)> = series
-            .iter()
-            .map(|p| {
-                (
-                    axes.x.map(f64::from(p.contenders)),
-                    axes.y.map(metric.value(p)),
-                )
-            })
-            .collect();
-        for (point, (cx, cy)) in series.iter().zip(&points) {
-            shapes.push(Shape::Circle {
-                cx: *cx,
-                cy: *cy,
-                r: 3.5,
-                class,
-                tip: format!(
-                    "{}, N = {}: {:.1}",
-                    strategy.label(),
-                    point.contenders,
-                    metric.value(point)
-                ),
-            });
-        }
-        shapes.push(Shape::Polyline { points, class });
-        legend.push(LegendEntry {
+    let series: Vec<Series> = Strategy::ALL
+        .into_iter()
+        .map(|strategy| Series {
             label: strategy.label().into(),
-            class,
-        });
-    }
-    Chart {
-        width: WIDTH,
-        height: HEIGHT,
-        title: title.into(),
-        x_label: x_label.into(),
-        y_label: y_label.into(),
-        x_ticks: axes.x_ticks,
-        y_ticks: axes.y_ticks,
-        shapes,
-        legend,
-        empty_message: None,
-    }
+            class: strategy.class(),
+            points: sweep
+                .series(strategy)
+                .iter()
+                .map(|p| (f64::from(p.contenders), metric.value(p)))
+                .collect(),
+        })
+        .collect();
+    line_chart(PANEL, titles, "N", &series)
 }
 
 #[cfg(test)]
@@ -343,7 +255,7 @@ mod tests {
             })
             .collect();
         let chart = histogram_chart(&JitterHistogram::build(&sleeps, Some(0)));
-        let (left, top, right, bottom) = plot_area(chart.height);
+        let (left, top, right, bottom) = chart.frame.plot();
         assert_eq!(rects(&chart, "bar"), crate::model::histogram::BINS);
         for shape in &chart.shapes {
             if let Shape::Rect { x, y, w, h, .. } = shape {
@@ -352,7 +264,7 @@ mod tests {
             }
         }
         assert_eq!(chart.legend.len(), 2);
-        assert!(chart.title.contains("n = 30"));
+        assert!(chart.titles.title.contains("n = 30"));
     }
 
     #[test]
@@ -370,7 +282,7 @@ mod tests {
         let chart = timeline_chart(&Timeline::build(&r));
         assert_eq!(rects(&chart, "hold"), 2);
         assert_eq!(rects(&chart, "overlap"), 0);
-        assert_eq!(chart.y_ticks.len(), 2);
+        assert_eq!(chart.axes.y_ticks.len(), 2);
         r.samples.push(s(40.0, "a", 1));
         let chart = timeline_chart(&Timeline::build(&r));
         assert_eq!(rects(&chart, "overlap"), 1);

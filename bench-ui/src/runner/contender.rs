@@ -1,22 +1,113 @@
 //! One contender's life: open a session, then per round acquire its key, write the grant's
 //! token to the fenced ledger, hold, release; finally close the session. Full jitter goes
-//! through the SDK ([`super::sdk`]), the comparison strategies through the experiment's own
-//! loop ([`super::own_loop`]); everything after the grant is shared.
+//! through the SDK ([`super::sdk`]), the comparison strategies through `lock_lab`'s loop
+//! ([`super::comparison`]); the rounds are the same for both.
 
+use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::{ErrorCode, LedgerAppend, LockGrant};
+use lock_api::{ErrorCode, LedgerAppend};
+use lock_lab::strategy::Strategy;
 use lock_wasm::error::TransportError;
+use lock_wasm::{AcquirePolicy, SeededRngSource};
 
 use crate::model::config::{key_name, ExperimentConfig};
 use crate::model::record::Hold;
-use crate::model::strategy::Strategy;
 
-use super::own_loop::OwnLoopContender;
+use super::comparison::ComparisonContender;
 use super::recorder::Recorder;
 use super::sdk::SdkContender;
-use super::{Acquired, CancelFlag, Env};
+use super::{CancelFlag, Env, Held};
+
+/// What a contender is set up with: the run's seams and record, the experiment, and the
+/// contender's index.
+pub struct Setup<'a> {
+    /// The run's seams.
+    pub env: &'a Env,
+    /// The run's record.
+    pub recorder: &'a Recorder,
+    /// The experiment.
+    pub config: &'a ExperimentConfig,
+    /// Which contender, from 0.
+    pub index: u32,
+}
+
+impl Setup<'_> {
+    /// The SDK's acquire policy of the experiment.
+    pub fn policy(&self) -> Result<AcquirePolicy, String> {
+        AcquirePolicy::new(self.config.policy.settings()).map_err(|e| e.to_string())
+    }
+
+    /// The contender's random draws, seeded per contender so a run replays.
+    pub fn rng(&self) -> Arc<SeededRngSource> {
+        Arc::new(SeededRngSource::new(self.config.contender_seed(self.index)))
+    }
+
+    /// The owner label of the contender's session.
+    pub fn owner(&self) -> String {
+        format!("bench-ui s{}", self.index)
+    }
+
+    /// The lock and session TTL.
+    pub fn ttl(&self) -> Duration {
+        Duration::from_millis(self.config.ttl_millis)
+    }
+}
+
+/// A contender's session: the SDK's, or the comparison loop's.
+enum Contender {
+    Sdk(SdkContender),
+    Comparison(ComparisonContender),
+}
+
+impl Contender {
+    async fn open(setup: &Setup<'_>) -> Result<Self, String> {
+        Ok(if setup.config.strategy == Strategy::FullJitter {
+            Contender::Sdk(SdkContender::open(setup).await?)
+        } else {
+            Contender::Comparison(ComparisonContender::open(setup).await?)
+        })
+    }
+
+    fn session_id(&self) -> String {
+        match self {
+            Contender::Sdk(c) => c.session_id(),
+            Contender::Comparison(c) => c.session_id(),
+        }
+    }
+
+    async fn acquire(&self, key: &str) -> Result<Option<Held>, String> {
+        match self {
+            Contender::Sdk(c) => c.acquire(key).await,
+            Contender::Comparison(c) => c.acquire(key).await,
+        }
+    }
+
+    async fn release(&self, held: &Held) {
+        match self {
+            Contender::Sdk(c) => c.release(held).await,
+            Contender::Comparison(c) => c.release(held).await,
+        }
+    }
+
+    /// Keeps the session alive until dropped: the SDK heartbeats on its own spawner, the
+    /// comparison loop's session here.
+    async fn heartbeat_forever(&self) -> Infallible {
+        match self {
+            Contender::Sdk(_) => futures::future::pending().await,
+            Contender::Comparison(c) => c.heartbeat_forever().await,
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            Contender::Sdk(c) => c.close().await,
+            Contender::Comparison(c) => c.close().await,
+        }
+    }
+}
 
 /// Runs contender `index` to the end of its rounds (or of the run).
 pub async fn run(
@@ -28,104 +119,45 @@ pub async fn run(
     cancel: &CancelFlag,
 ) {
     let key = key_name(run_id, config.key_index(index));
-    if config.strategy == Strategy::FullJitter {
-        run_sdk(env, recorder, config, &key, index, cancel).await;
-    } else {
-        run_own(env, recorder, config, &key, index, cancel).await;
-    }
-}
-
-async fn run_sdk(
-    env: &Env,
-    recorder: &Recorder,
-    config: &ExperimentConfig,
-    key: &str,
-    index: u32,
-    cancel: &CancelFlag,
-) {
-    let mut contender = match SdkContender::open(env, recorder, config, index).await {
+    let setup = Setup {
+        env,
+        recorder,
+        config,
+        index,
+    };
+    let contender = match Contender::open(&setup).await {
         Ok(c) => c,
         Err(message) => return fail_all(recorder, config, &message),
     };
     recorder.lock().session_ids[index as usize] = contender.session_id();
-    for round in 0..config.rounds {
-        if cancel.is_cancelled() {
-            break;
-        }
-        match contender.acquire(key).await {
-            Ok(Some(handle)) => {
-                let grant = contender.grant_of(&handle);
-                let attempts = contender.last_attempts();
-                let slot = on_granted(env, recorder, &grant, index, round, attempts).await;
-                env.clock
-                    .sleep(Duration::from_millis(config.hold_millis))
-                    .await;
-                mark_released(recorder, slot);
-                contender.release(&handle).await;
-            }
-            Ok(None) => recorder.lock().counters.gave_up += 1,
-            Err(message) => {
-                recorder.note_error(message);
-                recorder.lock().counters.errors += 1;
-            }
-        }
-    }
-    contender.close().await;
-}
-
-async fn run_own(
-    env: &Env,
-    recorder: &Recorder,
-    config: &ExperimentConfig,
-    key: &str,
-    index: u32,
-    cancel: &CancelFlag,
-) {
-    let opened =
-        OwnLoopContender::open(env.transport.clone(), env.clock.clone(), config, index).await;
-    let mut contender = match opened {
-        Ok(c) => c,
-        Err(err) => return fail_all(recorder, config, &describe(&err)),
-    };
-    recorder.lock().session_ids[index as usize] = contender.session_id.clone();
-    let heartbeat = OwnLoopContender::heartbeat_forever(
-        env.transport.clone(),
-        env.clock.clone(),
-        contender.session_id.clone(),
-        contender.heartbeat,
-    );
     let rounds = async {
         for round in 0..config.rounds {
             if cancel.is_cancelled() {
                 break;
             }
-            match contender.acquire(key, recorder).await {
-                Ok(Acquired::Granted { grant, attempts }) => {
-                    let slot = on_granted(env, recorder, &grant, index, round, attempts).await;
+            match contender.acquire(&key).await {
+                Ok(Some(held)) => {
+                    let slot = on_granted(env, recorder, &held, index, round).await;
                     env.clock
                         .sleep(Duration::from_millis(config.hold_millis))
                         .await;
                     mark_released(recorder, slot);
-                    match contender.release(&grant).await {
-                        Ok(true) => {}
-                        Ok(false) => recorder.lock().counters.lost_locks += 1,
-                        Err(err) => recorder.note_error(describe(&err)),
-                    }
+                    contender.release(&held).await;
                 }
-                Ok(Acquired::NotGranted) => recorder.lock().counters.gave_up += 1,
-                Err(err) => {
-                    recorder.note_error(describe(&err));
+                Ok(None) => recorder.lock().counters.gave_up += 1,
+                Err(message) => {
+                    recorder.note_error(message);
                     recorder.lock().counters.errors += 1;
                 }
             }
         }
-        contender
     };
     // The heartbeat never finishes, so this always ends with the rounds.
-    let mut contender = match select(Box::pin(rounds), Box::pin(heartbeat)).await {
-        Either::Left((contender, _)) => contender,
-        Either::Right((never, _)) => match never {},
-    };
+    if let Either::Right((never, _)) =
+        select(Box::pin(rounds), Box::pin(contender.heartbeat_forever())).await
+    {
+        match never {}
+    }
     contender.close().await;
 }
 
@@ -136,14 +168,8 @@ fn fail_all(recorder: &Recorder, config: &ExperimentConfig, message: &str) {
 }
 
 /// Records the grant and performs the fenced side effect. Returns the hold's index.
-async fn on_granted(
-    env: &Env,
-    recorder: &Recorder,
-    grant: &LockGrant,
-    index: u32,
-    round: u32,
-    attempts: u32,
-) -> usize {
+async fn on_granted(env: &Env, recorder: &Recorder, held: &Held, index: u32, round: u32) -> usize {
+    let grant = &held.grant;
     let slot = {
         let mut record = recorder.lock();
         record.counters.grants += 1;
@@ -152,7 +178,7 @@ async fn on_granted(
             session_id: grant.session_id.clone(),
             key: grant.key.clone(),
             fencing_token: grant.fencing_token,
-            attempts,
+            attempts: held.attempts,
             granted_at: recorder.elapsed_millis(),
             released_at: None,
             ledger_accepted: false,

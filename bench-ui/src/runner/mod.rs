@@ -1,15 +1,16 @@
 //! Running experiments against a live server: contenders, the L7 sampler, cancellation and
 //! sweeps. Generic over the SDK's seams (`Transport`, `Clock`, `Spawner`) so the same code
 //! runs in the browser (fetch, JS timers) and natively in unit tests (scripted transport,
-//! manual clock).
+//! manual clock). Full-jitter contenders run the SDK's own acquire ([`sdk`]), the others
+//! `lock_lab`'s comparison loop ([`comparison`]).
 //!
 //! Concurrency is cooperative: every contender is a future, and the run joins them all in
 //! one task (no spawning), so cancelling a run is dropping one future — which aborts the
 //! in-flight fetches too.
 
+pub mod comparison;
 pub mod contender;
 pub mod ledger;
-pub mod own_loop;
 pub mod recorder;
 pub mod sampler;
 pub mod sdk;
@@ -25,6 +26,7 @@ use lock_api::LockGrant;
 use lock_wasm::clock::Clock;
 use lock_wasm::spawn::Spawner;
 use lock_wasm::transport::Transport;
+use lock_wasm::LockHandle;
 
 use crate::model::config::ExperimentConfig;
 use crate::model::record::RunRecord;
@@ -32,12 +34,9 @@ use crate::model::record::RunRecord;
 use ledger::Ledger;
 use recorder::Recorder;
 
-/// Per-request timeout of every call the dashboard makes (ASSUMPTION: 5 s; a loopback
-/// server answers in milliseconds, so this only bounds a hung or dead server).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Round trip the own loop budgets for before sleeping (ASSUMPTION, as in the SDK).
-pub const RTT_ESTIMATE: Duration = Duration::from_millis(5);
+/// Per-request timeout of every call the dashboard makes, the experiments' one
+/// (ASSUMPTION: 5 s, see `lock_lab::comparison`).
+pub use lock_lab::comparison::REQUEST_TIMEOUT;
 
 /// How often a cancelled run notices (ms of latency on the Cancel button).
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -55,17 +54,14 @@ pub struct Env {
     pub ledger: Rc<dyn Ledger>,
 }
 
-/// What one acquire ended with.
-pub enum Acquired {
-    /// Granted after `attempts` L4 calls.
-    Granted {
-        /// The grant.
-        grant: LockGrant,
-        /// L4 calls it took.
-        attempts: u32,
-    },
-    /// Budget or attempts ran out.
-    NotGranted,
+/// A grant a contender holds.
+pub struct Held {
+    /// The grant, in wire shape.
+    pub grant: LockGrant,
+    /// L4 calls it took.
+    pub attempts: u32,
+    /// The SDK's handle, when the SDK's loop got it (full jitter).
+    pub handle: Option<LockHandle>,
 }
 
 /// A cancel switch shared by the Cancel button and the run.

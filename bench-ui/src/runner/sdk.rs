@@ -9,14 +9,14 @@ use std::time::Duration;
 use lock_api::{ErrorCode, LockGrant};
 use lock_wasm::{
     AcquirePolicy, Backoff, ClientConfig, ClientEvent, EventSink, LockClient, LockClientSession,
-    LockError, LockHandle, PolicySettings, SeededRngSource,
+    LockError, LockHandle,
 };
 
-use crate::model::config::ExperimentConfig;
 use crate::model::record::Sleep;
 
+use super::contender::Setup;
 use super::recorder::Recorder;
-use super::Env;
+use super::Held;
 
 /// Records what the SDK reports about one contender.
 struct Watcher {
@@ -69,52 +69,36 @@ pub struct SdkContender {
 
 impl SdkContender {
     /// Opens the contender's SDK session (L1, then heartbeats on the env's spawner).
-    pub async fn open(
-        env: &Env,
-        recorder: &Recorder,
-        config: &ExperimentConfig,
-        index: u32,
-    ) -> Result<Self, String> {
-        let p = config.policy;
-        let policy = AcquirePolicy::new(PolicySettings {
-            total_budget: Duration::from_millis(p.budget_millis),
-            base_backoff: Duration::from_millis(p.base_millis),
-            max_backoff: Duration::from_millis(p.cap_millis),
-            max_attempts: p.max_attempts,
-            wait_millis: 0,
-        })
-        .map_err(|e| e.to_string())?;
+    pub async fn open(setup: &Setup<'_>) -> Result<Self, String> {
+        let policy = setup.policy()?;
         // The SDK's seam takes an `Arc<dyn EventSink>`. In the browser the watcher is not
         // `Send` (the clock inside the recorder holds JS handles), and needs not be: wasm32
         // has one thread.
         #[allow(clippy::arc_with_non_send_sync)]
         let watcher = Arc::new(Watcher {
-            recorder: recorder.clone(),
-            index,
+            recorder: setup.recorder.clone(),
+            index: setup.index,
             backoff: Backoff::new(policy.base_backoff(), policy.max_backoff()),
             last_attempts: AtomicU32::new(0),
         });
-        let seed = config
-            .seed
-            .wrapping_mul(1_000_003)
-            .wrapping_add(index.into());
+        let env = setup.env;
         let client = LockClient::new(
             env.transport.clone(),
             env.clock.clone(),
             env.spawner.clone(),
-            Arc::new(SeededRngSource::new(seed)),
+            setup.rng(),
         )
         .with_events(watcher.clone())
         .with_config(ClientConfig {
-            session_ttl: Some(Duration::from_millis(config.ttl_millis)),
-            owner: Some(format!("bench-ui s{index}")),
+            session_ttl: Some(setup.ttl()),
+            owner: Some(setup.owner()),
             ..ClientConfig::default()
         });
         let session = client.open_session().await.map_err(|e| describe(&e))?;
         Ok(SdkContender {
             session,
             policy,
-            ttl: Duration::from_millis(config.ttl_millis),
+            ttl: setup.ttl(),
             watcher,
         })
     }
@@ -124,21 +108,22 @@ impl SdkContender {
         self.session.id().to_string()
     }
 
-    /// The SDK's acquire.
-    pub async fn acquire(&mut self, key: &str) -> Result<Option<LockHandle>, String> {
-        self.session
+    /// The SDK's acquire; `None` when the SDK gave up (budget or attempts).
+    pub async fn acquire(&self, key: &str) -> Result<Option<Held>, String> {
+        let handle = self
+            .session
             .acquire(key, self.ttl, &self.policy)
             .await
-            .map_err(|e| describe(&e))
-    }
-
-    /// L4 calls of the last finished acquire.
-    pub fn last_attempts(&self) -> u32 {
-        self.watcher.last_attempts.load(Ordering::Relaxed)
+            .map_err(|e| describe(&e))?;
+        Ok(handle.map(|handle| Held {
+            grant: self.grant_of(&handle),
+            attempts: self.watcher.last_attempts.load(Ordering::Relaxed),
+            handle: Some(handle),
+        }))
     }
 
     /// The grant a handle stands for, in wire shape.
-    pub fn grant_of(&self, handle: &LockHandle) -> LockGrant {
+    fn grant_of(&self, handle: &LockHandle) -> LockGrant {
         LockGrant {
             key: handle.key().to_string(),
             session_id: self.session_id(),
@@ -148,8 +133,10 @@ impl SdkContender {
     }
 
     /// Releases; counts a lock the server says was already gone unless the SDK had already
-    /// reported it lost (then its event counted it).
-    pub async fn release(&mut self, handle: &LockHandle) {
+    /// reported it lost (then its event counted it). `held` came from [`Self::acquire`], so
+    /// it carries the SDK's handle.
+    pub async fn release(&self, held: &Held) {
+        let Some(handle) = &held.handle else { return };
         let known_lost = handle.is_lost();
         if let Err(LockError::LockLost { .. }) = self.session.release(handle).await {
             if !known_lost {
@@ -159,7 +146,7 @@ impl SdkContender {
     }
 
     /// Closes the session (L3).
-    pub async fn close(&mut self) {
+    pub async fn close(&self) {
         let _ = self.session.close().await;
     }
 }

@@ -16,7 +16,7 @@ use lock_wasm::{BoxFuture, ManualClock, ScriptedTransport, Spawner};
 
 use super::ledger::Ledger;
 use super::*;
-use crate::model::strategy::Strategy;
+use lock_lab::strategy::Strategy;
 
 /// Heartbeat tasks are dropped: runs here are far shorter than any TTL.
 struct DropSpawner;

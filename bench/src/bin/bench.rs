@@ -8,13 +8,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench::cycles::{drive, warm_up, EtcdShape, Run, Target};
+use bench::figures::{self, STRATEGIES};
 use bench::live_sweep;
 use bench::occ_sim::{self, BROOKER};
 use bench::stats::{quantile, ratio, Spread};
-use bench::strategy::Strategy;
-use bench::svg::{bar_chart, line_chart, Series};
 use bench::systems::{self, RedisMode};
 use clap::{Parser, ValueEnum};
+use lock_lab::chart::builders::Bars;
+use lock_lab::chart::Titles;
+use lock_lab::strategy::Strategy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Part {
@@ -86,6 +88,22 @@ struct Args {
 
 const SIM_N: [usize; 10] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
 
+/// Measures one section: its Markdown body, rows pushed onto the summary.
+type Measure = fn(&Args, &str, &mut Vec<String>) -> String;
+
+/// The measured sections, in the order `all` runs them: the part that runs one alone, the
+/// section's title in the doc, what measures it.
+const SECTIONS: [(Part, &str, Measure); 4] = [
+    (Part::Sim, "Backoff strategies (simulation)", sim_section),
+    (Part::Server, "Server vs Redis and etcd", server_section),
+    (
+        Part::Sweep,
+        "Backoff strategies (live server)",
+        sweep_section,
+    ),
+    (Part::Etcd, "etcd backend", etcd_section),
+];
+
 fn main() {
     let args = Args::parse();
     // Log as the server binary does (JSON, info) into a sink, so formatting cost is counted.
@@ -97,21 +115,11 @@ fn main() {
     let machine = machine();
     println!("machine: {machine}");
     let mut summary = Vec::new();
-    if matches!(args.part, Part::All | Part::Sim) {
-        let body = sim_section(&args, &machine, &mut summary);
-        write_section(&args, "Backoff strategies (simulation)", &body);
-    }
-    if matches!(args.part, Part::All | Part::Server) {
-        let body = server_section(&args, &machine, &mut summary);
-        write_section(&args, "Server vs Redis and etcd", &body);
-    }
-    if matches!(args.part, Part::All | Part::Sweep) {
-        let body = sweep_section(&args, &machine, &mut summary);
-        write_section(&args, "Backoff strategies (live server)", &body);
-    }
-    if matches!(args.part, Part::All | Part::Etcd) {
-        let body = etcd_section(&args, &machine, &mut summary);
-        write_section(&args, "etcd backend", &body);
+    for (part, title, measure) in SECTIONS {
+        if matches!(args.part, Part::All) || args.part == part {
+            let body = measure(&args, &machine, &mut summary);
+            write_section(&args, title, &body);
+        }
     }
     if args.part == Part::SweepLog {
         let log = args.log.clone().expect("--log FILE");
@@ -204,20 +212,6 @@ fn chart(args: &Args, name: &str, alt: &str, svg: &str) -> String {
     format!("![{alt}]({})", rel.display())
 }
 
-fn strategy_series(points: &BTreeMap<(Strategy, usize), f64>, ns: &[usize]) -> Vec<Series> {
-    Strategy::COMPARED
-        .iter()
-        .map(|s| Series {
-            name: s.name().into(),
-            colour: s.colour().into(),
-            points: ns
-                .iter()
-                .filter_map(|n| points.get(&(*s, *n)).map(|v| (*n as f64, *v)))
-                .collect(),
-        })
-        .collect()
-}
-
 fn strategy_table(
     out: &mut String,
     what: &str,
@@ -226,15 +220,15 @@ fn strategy_table(
     decimals: usize,
 ) {
     let _ = write!(out, "| N ({what}) |");
-    for s in Strategy::COMPARED {
-        let _ = write!(out, " {} |", s.name());
+    for s in STRATEGIES {
+        let _ = write!(out, " {} |", s.label());
     }
     out.push_str("\n|---|");
-    out.push_str(&"---|".repeat(Strategy::COMPARED.len()));
+    out.push_str(&"---|".repeat(STRATEGIES.len()));
     out.push('\n');
     for n in ns {
         let _ = write!(out, "| {n} |");
-        for s in Strategy::COMPARED {
+        for s in STRATEGIES {
             let cell = cells.get(&(s, *n)).map_or("–".into(), |c| c.show(decimals));
             let _ = write!(out, " {cell} |");
         }
@@ -268,7 +262,7 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
     let started = std::time::Instant::now();
     let (mut calls, mut time) = (BTreeMap::new(), BTreeMap::new());
     for n in SIM_N {
-        for s in Strategy::COMPARED {
+        for s in STRATEGIES {
             let (mut c, mut t) = (Vec::new(), Vec::new());
             for seed in 1..=args.sim_seeds {
                 let (ci, ti) = occ_sim::run_point(n, s, BROOKER, args.sim_runs, seed);
@@ -284,7 +278,7 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
     let get = |m: &BTreeMap<(Strategy, usize), f64>, s, n| m[&(s, n)];
     use Strategy::*;
     let least_work = where_fails(&SIM_N, |n| {
-        Strategy::COMPARED
+        STRATEGIES
             .iter()
             .all(|s| get(&c, FullJitter, n) <= get(&c, *s, n))
     });
@@ -293,12 +287,12 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
         get(&t, EqualJitter, n) > 1.2 * get(&t, FullJitter, n)
     });
     let none_worst_work = where_fails(&SIM_N, |n| {
-        Strategy::COMPARED
+        STRATEGIES
             .iter()
             .all(|s| get(&c, NoJitter, n) >= get(&c, *s, n))
     });
     let none_worst_time = where_fails(&SIM_N, |n| {
-        Strategy::COMPARED
+        STRATEGIES
             .iter()
             .all(|s| get(&t, NoJitter, n) >= get(&t, *s, n))
     });
@@ -315,8 +309,9 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
          base 5 ms, cap 2 s; the n-th retry (n from 1, as in his simulator) waits \
          `backoff(n)` on top of the network delay. Each cell: the mean over {} experiments, \
          as median (min–max) over {} independent seeds.\n\n\
-         The strategies other than full jitter exist only in `bench/src/strategy.rs`; the \
-         SDK's one strategy is full jitter (`lock-wasm/src/backoff.rs`).\n\n",
+         Delays are whole milliseconds, as the SDK sleeps them. The strategies other than \
+         full jitter exist only in the experiments library (`lab/src/strategy.rs`); full \
+         jitter there is the SDK's own backoff (`lock-wasm/src/backoff.rs`).\n\n",
         args.sim_runs, args.sim_seeds
     );
     out.push_str("Total write calls per experiment (the work):\n\n");
@@ -328,11 +323,14 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
         args,
         "sim-calls.svg",
         "simulated calls vs N",
-        &line_chart(
-            "Simulated OCC: total calls vs clients",
-            "clients (N)",
-            "write calls",
-            &strategy_series(&c, &SIM_N),
+        &figures::strategy_lines(
+            Titles::new(
+                "Simulated OCC: total calls vs clients",
+                "clients (N)",
+                "write calls",
+            ),
+            &c,
+            &SIM_N,
         ),
     ));
     out.push('\n');
@@ -340,11 +338,14 @@ fn sim_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
         args,
         "sim-time.svg",
         "simulated completion time vs N",
-        &line_chart(
-            "Simulated OCC: completion time vs clients",
-            "clients (N)",
-            "ms",
-            &strategy_series(&t, &SIM_N),
+        &figures::strategy_lines(
+            Titles::new(
+                "Simulated OCC: completion time vs clients",
+                "clients (N)",
+                "ms",
+            ),
+            &t,
+            &SIM_N,
         ),
     ));
     let _ = write!(
@@ -387,7 +388,14 @@ const SYSTEMS: [&str; 5] = [
     "Redis, appendfsync always",
     "etcd 3.4 txn",
 ];
-const COLOURS: [&str; 5] = ["#2ca02c", "#7f7f7f", "#d62728", "#ff7f0e", "#1f77b4"];
+/// Each system's style class and colour in the throughput figure, in `SYSTEMS` order.
+const SYSTEM_COLOURS: [(&str, &str); 5] = [
+    ("lock-server", "#2ca02c"),
+    ("axum", "#7f7f7f"),
+    ("redis", "#d62728"),
+    ("redis-fsync", "#ff7f0e"),
+    ("etcd", "#1f77b4"),
+];
 const CONCURRENCY: [usize; 3] = [1, 10, 50];
 
 struct Agg {
@@ -611,17 +619,17 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
         }
     }
     let groups: Vec<String> = CONCURRENCY.iter().map(|c| format!("{c} clients")).collect();
-    let bars: Vec<(String, String)> = SYSTEMS
+    let bars: Vec<Bars> = SYSTEMS
         .iter()
-        .zip(COLOURS)
-        .map(|(n, c)| (n.to_string(), c.to_string()))
-        .collect();
-    let values: Vec<Vec<f64>> = CONCURRENCY
-        .iter()
-        .map(|c| {
-            (0..SYSTEMS.len())
-                .map(|i| med(&results[&(*c, i)].throughput))
-                .collect()
+        .zip(SYSTEM_COLOURS)
+        .enumerate()
+        .map(|(i, (name, (class, _)))| Bars {
+            label: name.to_string(),
+            class,
+            values: CONCURRENCY
+                .iter()
+                .map(|c| med(&results[&(*c, i)].throughput))
+                .collect(),
         })
         .collect();
     out.push('\n');
@@ -629,13 +637,15 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
         args,
         "server-throughput.svg",
         "acquire+release cycles per second by system",
-        &bar_chart(
-            "Acquire+release cycles/s (median of rounds)",
-            "concurrent clients",
-            "cycles/s",
+        &figures::grouped_bars(
+            Titles::new(
+                "Acquire+release cycles/s (median of rounds)",
+                "concurrent clients",
+                "cycles/s",
+            ),
             &groups,
             &bars,
-            &values,
+            &SYSTEM_COLOURS,
         ),
     ));
     out.push('\n');
@@ -711,7 +721,7 @@ fn sweep_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Strin
     let mut key = 0;
     for n in &args.sweep_n {
         for round in 0..args.sweep_rounds {
-            for s in Strategy::COMPARED {
+            for s in STRATEGIES {
                 key += 1;
                 let p = client_rt.block_on(live_sweep::run_point(
                     &base,
@@ -721,7 +731,7 @@ fn sweep_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Strin
                 ));
                 println!(
                     "N={n:<3} round {round} {:<24} {:>6.2} calls/grant  {:>8.0} ms",
-                    s.name(),
+                    s.label(),
                     p.calls_per_grant,
                     p.completion_ms
                 );
@@ -821,9 +831,9 @@ fn sweep_from_log(args: &Args, machine: &str, log: &Path) -> String {
             .unwrap()
             .parse()
             .unwrap();
-        let s = Strategy::COMPARED
+        let s = STRATEGIES
             .into_iter()
-            .find(|s| line.contains(s.name()))
+            .find(|s| line.contains(s.label()))
             .expect("strategy name");
         let words: Vec<&str> = line.split_whitespace().collect();
         let at = words.iter().position(|w| *w == "calls/grant").unwrap();
@@ -869,9 +879,10 @@ fn sweep_render(
          in-process on its own 2-worker runtime, `waitMillis` 0). Base 5 ms, cap 2 s, budget \
          120 s per acquire (ASSUMPTION: generous so every strategy finishes; the SDK default \
          is 10 s). Full jitter = the SDK itself (`LockClientSession::acquire`, the production \
-         loop, `LockClient` over the SDK's `HttpTransport`); the other strategies = a minimal \
-         experiment-only loop (`bench/src/live_sweep.rs`) over the same `HttpTransport`, \
-         retry n using window `base·2^(n−1)` like the SDK. L4 calls counted at the transport. \
+         loop, `LockClient` over the SDK's `HttpTransport`); the other strategies = the \
+         comparison loop of the experiments library (`lab/src/comparison.rs`: the SDK's loop \
+         shape, another delay rule) over the same `HttpTransport`, retry n using window \
+         `base·2^(n−1)` like the SDK. L4 calls counted at the transport. \
          Strategies ran interleaved per N; each cell is the median of {} rounds with \
          (min–max). Note: base 5 ms is Brooker's parameter, not the SDK default (50 ms).\n\n",
         args.sweep_rounds
@@ -886,11 +897,14 @@ fn sweep_render(
         args,
         "live-calls.svg",
         "live L4 calls per grant vs N",
-        &line_chart(
-            "Live server: L4 calls per grant vs contenders",
-            "contenders (N)",
-            "calls per grant",
-            &strategy_series(&c, &ns),
+        &figures::strategy_lines(
+            Titles::new(
+                "Live server: L4 calls per grant vs contenders",
+                "contenders (N)",
+                "calls per grant",
+            ),
+            &c,
+            &ns,
         ),
     ));
     out.push('\n');
@@ -898,11 +912,14 @@ fn sweep_render(
         args,
         "live-time.svg",
         "live completion time vs N",
-        &line_chart(
-            "Live server: completion time vs contenders",
-            "contenders (N)",
-            "ms",
-            &strategy_series(&t, &ns),
+        &figures::strategy_lines(
+            Titles::new(
+                "Live server: completion time vs contenders",
+                "contenders (N)",
+                "ms",
+            ),
+            &t,
+            &ns,
         ),
     ));
     out.push('\n');

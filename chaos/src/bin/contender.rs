@@ -16,10 +16,11 @@ use lock_api::{LedgerAppend, ReleaseRequest};
 use lock_chaos::history::{
     now_micros, AcquireOutcome, Event, HistoryWriter, LedgerVerdict, Window,
 };
-use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock, TokioSpawner};
+use lock_lab::native::client_over;
+use lock_wasm::native::HttpTransport;
 use lock_wasm::{
-    AcquirePolicy, ClientConfig, LockClient, LockClientSession, LockError, LockHandle,
-    PolicySettings, Transport,
+    AcquirePolicy, ClientConfig, LockClientSession, LockError, LockHandle, PolicySettings,
+    Transport,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -73,13 +74,7 @@ struct Contender {
 async fn main() {
     let args = Args::parse();
     let transport = Arc::new(HttpTransport::new(args.url.clone()));
-    let client = LockClient::new(
-        transport.clone(),
-        Arc::new(TokioClock::new()),
-        Arc::new(TokioSpawner),
-        Arc::new(OsRngSource),
-    )
-    .with_config(ClientConfig {
+    let client = client_over(transport.clone()).with_config(ClientConfig {
         session_ttl: Some(Duration::from_millis(args.session_ttl_ms)),
         request_timeout: Duration::from_millis(1_000),
         owner: Some(args.name.clone()),

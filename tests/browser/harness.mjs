@@ -1,0 +1,65 @@
+// What the browser suites share: flags, a check list, polling, headless Chromium through
+// playwright-core, the page's console errors and the dashboard's counters.
+import { chromium } from "playwright-core";
+
+// `--name value` pairs of the command line, as an object.
+export function flags(argv = process.argv.slice(2)) {
+  return Object.fromEntries(argv.flatMap((a, i) => (a.startsWith("--") ? [[a.slice(2), argv[i + 1]]] : [])));
+}
+
+// Each check prints one line; `failures` collects what did not hold.
+export function checker() {
+  const failures = [];
+  const check = (ok, what) => {
+    console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+    if (!ok) failures.push(what);
+  };
+  return { failures, check };
+}
+
+export async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {
+  for (let i = 0; i < tries; i++) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+// Headless Chromium with a fresh profile in `profileDir`, with the flags it needs as root.
+// The binary is given by absolute path (CHROMIUM overrides), never looked up on PATH.
+export async function launchChromium(profileDir, viewport = { width: 1360, height: 1500 }) {
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    viewport,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return { context, page };
+}
+
+// The page's console errors and uncaught errors, collected as they happen. Chromium logs
+// every non-2xx fetch ("Failed to load resource: ... 409"): contention answers are the
+// experiment's data, not errors of the page, so those lines are skipped.
+export function watchConsole(page) {
+  const errors = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  return errors;
+}
+
+// The value of one of the dashboard's counters (`data-testid=counter-<id>`).
+export async function readCounter(page, id) {
+  return Number(await page.textContent(`[data-testid=counter-${id}] .value`));
+}

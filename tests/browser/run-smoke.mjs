@@ -1,0 +1,224 @@
+// Smoke test of the run command as the README gives it: `scripts/run.sh`, configured only
+// through its environment (LOCK_LISTEN with port 0, so the server picks a free port and names
+// it in its `listening` line; LOCK_DATA_DIR in a temp dir, never the repo's ./data), driven
+// from the outside. scripts/test-run.sh runs it under a PATH without the test set-up's tools.
+//
+//   node tests/browser/run-smoke.mjs --work DIR
+//
+// Checks, in order:
+// - run.sh ends in `exec`: its process becomes lock-server, so signals reach the server;
+// - /healthz answers; the served wasm is the optimised build (under 900 KB); the dashboard
+//   mounts in headless Chromium, names an icon that is served, loads nothing that fails, and
+//   a small experiment runs to the end without error;
+// - SIGINT: the server exits 0 within 10 s and logs a clean stop;
+// - the next start over the same data dir is clean. Between the two starts the boot id is
+//   changed (a faked reboot: after an unclean stop, grants would then be held back with
+//   503 NOT_LEADER), yet the restarted server logs a clean open and grants an acquire at
+//   once, with a fencing token above the last one granted before the stop.
+// Exits non-zero on any failure, printing the end of run.sh's output.
+import { spawn } from "node:child_process";
+import { openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { checker, flags, launchChromium, readCounter, watchConsole } from "./harness.mjs";
+
+const args = flags();
+if (!args.work) {
+  console.error("usage: node tests/browser/run-smoke.mjs --work DIR");
+  process.exit(2);
+}
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const work = resolve(args.work);
+const dataDir = join(work, "data");
+const bootIdFile = join(work, "boot-id");
+const SESSIONS = 3;
+const ROUNDS = 2; // the form's default
+const WASM_LIMIT_KB = 900;
+const STOP_LIMIT_MS = 10_000;
+// A first start builds everything in release: on a fresh 2-core machine that takes a while.
+const START_LIMIT_MS = 60 * 60_000;
+
+const { failures, check } = checker();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const runs = [];
+
+// One start of scripts/run.sh; its whole output (set-up, builds, server log) goes to `log`.
+// It leads a process group of its own, so that a failed run can be killed with whatever it
+// started (a build, a server left behind by a missing `exec`).
+function startRun(name) {
+  const log = join(work, `${name.replace(/\W+/g, "-")}.log`);
+  const fd = openSync(log, "w");
+  const child = spawn("scripts/run.sh", [], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", fd, fd],
+    env: { ...process.env, LOCK_LISTEN: "127.0.0.1:0", LOCK_DATA_DIR: dataDir, LOCK_BOOT_ID_PATH: bootIdFile },
+  });
+  const run = { name, log, child, status: null };
+  run.exited = new Promise((r) => child.once("exit", (code, signal) => r((run.status = { code, signal }))));
+  runs.push(run);
+  return run;
+}
+
+function killAll() {
+  for (const run of runs) {
+    try {
+      process.kill(-run.child.pid, "SIGKILL");
+    } catch {
+      // the group is gone already
+    }
+  }
+}
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    killAll();
+    process.exit(1);
+  });
+}
+
+// The JSON lines of the server's log (one flat object per event, C4), among run.sh's other
+// output.
+function events(run) {
+  return readFileSync(run.log, "utf8")
+    .split("\n")
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return [];
+      }
+    });
+}
+
+async function listening(run) {
+  const started = Date.now();
+  while (Date.now() - started < START_LIMIT_MS) {
+    const line = events(run).find((e) => e.event === "listening");
+    if (line) {
+      console.log(`${run.name}: listening on ${line.addr} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      return `http://${line.addr}`;
+    }
+    if (run.status) throw new Error(`${run.name}: scripts/run.sh exited (${JSON.stringify(run.status)}) before the server listened`);
+    await sleep(250);
+  }
+  throw new Error(`${run.name}: no "listening" line within ${START_LIMIT_MS / 60_000} min`);
+}
+
+function checkExec(run) {
+  let exe = "(gone)";
+  try {
+    exe = readlinkSync(`/proc/${run.child.pid}/exe`);
+  } catch {
+    // the process is gone: the check fails below
+  }
+  check(exe.endsWith("/lock-server"), `${run.name}: scripts/run.sh's process is lock-server itself (exec), so signals reach it (${exe})`);
+}
+
+async function checkServed(base) {
+  const health = await fetch(`${base}/healthz`);
+  check(health.ok, `/healthz answers ${health.status}`);
+  const wasm = await fetch(`${base}/pkg/bench_ui_bg.wasm`);
+  const kb = (await wasm.arrayBuffer()).byteLength / 1024;
+  check(wasm.ok && kb < WASM_LIMIT_KB, `the served dashboard wasm is the optimised build (${kb.toFixed(0)} KB, limit ${WASM_LIMIT_KB} KB)`);
+}
+
+// Loads the dashboard, checks it mounted with its icon, runs a small experiment.
+async function checkDashboard(base) {
+  const { context, page } = await launchChromium(join(work, "profile"));
+  try {
+    const consoleErrors = watchConsole(page);
+    // Answers of the API (409 contended, ...) are the experiment's data; anything else the
+    // page loads must succeed.
+    const failedLoads = [];
+    const isPageAsset = (url) => !new URL(url).pathname.startsWith("/v1/");
+    page.on("response", (r) => r.status() >= 400 && isPageAsset(r.url()) && failedLoads.push(`${r.status()} ${r.url()}`));
+    page.on("requestfailed", (r) => isPageAsset(r.url()) && failedLoads.push(`${r.failure()?.errorText} ${r.url()}`));
+
+    await page.goto(`${base}/`);
+    await page.waitForSelector("[data-testid=run]", { timeout: 30_000 });
+    console.log("ok   the dashboard mounted");
+    const icon = await page.$eval("link[rel=icon]", (l) => l.href).catch(() => null);
+    const iconAnswer = icon ? await fetch(icon) : null;
+    const iconType = iconAnswer?.headers.get("content-type") ?? "";
+    check(iconAnswer?.ok && iconType.startsWith("image/"), `the page names an icon that is served (${icon ?? "no <link rel=icon>"}: ${iconAnswer?.status ?? "-"} ${iconType})`);
+
+    await page.fill("[data-testid=field-sessions]", String(SESSIONS));
+    await page.click("[data-testid=run]");
+    await page.waitForSelector("svg[data-testid=timeline] rect.hold:not(.swatch)", { timeout: 60_000 });
+    await page.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: 120_000 });
+    const grants = await readCounter(page, "grants");
+    const gaveUp = await readCounter(page, "gave-up");
+    const errors = await readCounter(page, "errors");
+    check(grants > 0 && grants + gaveUp === SESSIONS * ROUNDS && errors === 0, `a ${SESSIONS}-session experiment ran to the end (${grants} granted, ${gaveUp} gave up, ${errors} errors)`);
+    const banner = await page.$("[data-testid=error]");
+    check(!banner, `no error banner${banner ? ` (shown: ${await banner.textContent()})` : ""}`);
+    check(failedLoads.length === 0, `nothing the page loads fails (${failedLoads.join(" | ") || "none"})`);
+    check(consoleErrors.length === 0, `no console errors (${consoleErrors.join(" | ") || "none"})`);
+  } finally {
+    await context.close().catch(() => {});
+  }
+}
+
+// L1 open a session, L4 acquire `key`, L3 close the session (releasing the lock). Returns
+// the fencing token, or 0 when the acquire was refused.
+async function acquireOnce(base, key, what) {
+  const post = (path, body) =>
+    fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const { sessionId } = await (await post("/v1/sessions", {})).json();
+  const answer = await post(`/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId });
+  const body = await answer.json();
+  check(answer.status === 200, `${what}: an acquire is granted (${answer.status}${body.code ? ` ${body.code}` : ""})`);
+  await fetch(`${base}/v1/sessions/${sessionId}`, { method: "DELETE" });
+  return answer.status === 200 ? body.fencingToken : 0;
+}
+
+async function stop(run) {
+  const sent = Date.now();
+  run.child.kill("SIGINT");
+  const status = await Promise.race([run.exited, sleep(STOP_LIMIT_MS).then(() => null)]);
+  const took = `${((Date.now() - sent) / 1000).toFixed(1)} s`;
+  if (!status) {
+    process.kill(-run.child.pid, "SIGKILL");
+    await run.exited;
+  }
+  check(status?.code === 0, `${run.name}: SIGINT stops the server with exit 0 within ${STOP_LIMIT_MS / 1000} s (${status ? `${JSON.stringify(status)} after ${took}` : "still running"})`);
+  const stopped = events(run).find((e) => e.event === "stopped");
+  check(stopped?.clean === true, `${run.name}: the server logged a clean stop`);
+}
+
+try {
+  writeFileSync(bootIdFile, "run-smoke-boot-a\n");
+  const first = startRun("first start");
+  const base = await listening(first);
+  checkExec(first);
+  await checkServed(base);
+  await checkDashboard(base);
+  const before = await acquireOnce(base, "run-smoke", "first start");
+  await stop(first);
+
+  // A faked reboot: were the stop unclean, this start would hold grants back.
+  writeFileSync(bootIdFile, "run-smoke-boot-b\n");
+  const second = startRun("second start");
+  const base2 = await listening(second);
+  const opened = events(second).find((e) => e.event === "store_opened");
+  check(opened?.clean === true && opened?.holdback_until_millis === 0, `second start: the data dir opened clean (clean=${opened?.clean}, holdback_until_millis=${opened?.holdback_until_millis})`);
+  const after = await acquireOnce(base2, "run-smoke", "second start, right after the restart");
+  check(after > before, `the fencing token went on increasing across the restart (${before} then ${after})`);
+  await stop(second);
+} catch (err) {
+  failures.push(String(err?.stack ?? err));
+  console.error(err);
+} finally {
+  killAll();
+  await Promise.all(runs.map((run) => run.exited));
+}
+if (failures.length) {
+  for (const run of runs) {
+    const lines = readFileSync(run.log, "utf8").trimEnd().split("\n");
+    console.error(`\n--- ${run.name}: last lines of scripts/run.sh's output\n${lines.slice(-40).join("\n")}`);
+  }
+  console.error(`run smoke: ${failures.length} failure(s)`);
+  process.exit(1);
+}
+console.log("run smoke: all checks passed");
