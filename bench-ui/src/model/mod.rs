@@ -5,6 +5,7 @@ pub mod config;
 pub mod counters;
 pub mod export;
 pub mod histogram;
+pub mod protocol;
 pub mod record;
 pub mod sweep;
 pub mod timeline;
