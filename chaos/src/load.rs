@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lock_lab::counting::{Counting, Operation};
 use lock_lab::native::client_over;
 use lock_wasm::native::HttpTransport;
-use lock_wasm::ClientConfig;
+use lock_wasm::{AcquirePolicy, ClientConfig, LockClientSession, LockHandle};
 
 use crate::server::{server_binary, ServerProcess};
 
@@ -22,6 +22,9 @@ pub struct LoadConfig {
     pub hold: Duration,
     /// Session TTL asked for.
     pub session_ttl: Duration,
+    /// If set, every session holds one lock of this TTL (its own key) through the hold, so
+    /// heartbeats follow the lock's schedule (a third of its TTL) instead of the session's.
+    pub lock_ttl: Option<Duration>,
 }
 
 /// What the load run measured.
@@ -47,6 +50,48 @@ pub struct LoadReport {
     pub open_time: Duration,
     /// Session opens that failed and were retried.
     pub open_retries: u64,
+    /// Locks the SDK reported lost during the hold (must be 0).
+    pub locks_lost: usize,
+    /// CPU time (user + system) the server used during the hold.
+    pub server_cpu: Duration,
+}
+
+/// One lock of `ttl` per session, each on its own key (none without a TTL).
+async fn hold_locks(
+    sessions: &[LockClientSession],
+    ttl: Option<Duration>,
+) -> std::io::Result<Vec<LockHandle>> {
+    let Some(ttl) = ttl else {
+        return Ok(Vec::new());
+    };
+    let policy = AcquirePolicy::default();
+    let mut locks = Vec::with_capacity(sessions.len());
+    for (n, chunk) in sessions.chunks(100).enumerate() {
+        // Keys by position: a session id must not show up in keys (they are logged).
+        let granted = futures::future::join_all(chunk.iter().enumerate().map(|(i, s)| {
+            let key = format!("load/{}", n * 100 + i);
+            async move { s.acquire(&key, ttl, &policy).await }
+        }))
+        .await;
+        for grant in granted {
+            match grant {
+                Ok(Some(handle)) => locks.push(handle),
+                other => return Err(std::io::Error::other(format!("lock not held: {other:?}"))),
+            }
+        }
+    }
+    Ok(locks)
+}
+
+/// User plus system CPU time of `pid` so far (`/proc/PID/stat`, in clock ticks).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces), from field 3 on.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf reads a constant of the running system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
 /// Starts a server in `dir`, opens the sessions, holds them, checks every one survived.
@@ -87,6 +132,8 @@ pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport>
     }
     report.opened = sessions.len();
     report.open_time = started.elapsed();
+    let locks = hold_locks(&sessions, config.lock_ttl).await?;
+    let cpu_before = server.pid().and_then(cpu_time).unwrap_or_default();
     let (before, errors_before) = (heartbeats(), failures());
     let hold_start = Instant::now();
     while hold_start.elapsed() < config.hold {
@@ -96,6 +143,8 @@ pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport>
     report.heartbeats = heartbeats() - before;
     report.heartbeat_errors = failures() - errors_before;
     report.heartbeat_rate = report.heartbeats as f64 / hold_start.elapsed().as_secs_f64();
+    report.server_cpu = server.pid().and_then(cpu_time).unwrap_or_default() - cpu_before;
+    report.locks_lost = locks.iter().filter(|h| h.is_lost()).count();
     report.lost_by_sdk = client.session_lost_count();
     for chunk in sessions.chunks(200) {
         let statuses = futures::future::join_all(chunk.iter().map(|s| s.status())).await;

@@ -37,9 +37,17 @@ export interface AcquirePolicy {
   waitMs?: number;
 }
 
+/**
+ * Why a handle is lost: `deadlinePassed` (no renewal came by its local deadline),
+ * `notInHeartbeat` (a heartbeat no longer listed it: expired, revoked or released
+ * server-side), `sessionLost`, and — ended by its owner, never a `lost` event —
+ * `sessionClosed`, `released`.
+ */
+export type LostReason = "deadlinePassed" | "notInHeartbeat" | "sessionLost" | "sessionClosed" | "released";
+
 /** Per-client defaults, overridable per call. */
 export interface ClientDefaults {
-  /** Lock TTL when `acquire` gives none (10000). */
+  /** Lock TTL when `acquire` gives none (10000); at least 300, like `AcquireOptions.ttlMs`. */
   ttlMs?: number;
   /** Acquire policy when `acquire` gives none. */
   policy?: AcquirePolicy;
@@ -63,7 +71,11 @@ export interface OpenSessionOptions {
 }
 
 export interface AcquireOptions {
-  /** Lock TTL in milliseconds (100…300000). */
+  /**
+   * Lock TTL in milliseconds, 300…300000: heartbeats renew a held lock every third of its
+   * TTL, and a shorter one would reach its local deadline before a renewal could be answered
+   * (VALIDATION_FAILED names the shortest that works).
+   */
   ttlMs?: number;
   /** Overrides the client's default policy, field by field. */
   policy?: AcquirePolicy;
@@ -85,7 +97,8 @@ export type LockEvent =
   | { type: "contention"; key: string; attempt: number; delayMs: number; reason: string }
   /** The acquire gave up (budget or attempts exhausted): it resolves `undefined`. */
   | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
-  | { type: "lost"; key: string; fencingToken: number }
+  /** The lock was lost (once per handle, at the instant the SDK learned it). */
+  | { type: "lost"; key: string; fencingToken: number; reason: "deadlinePassed" | "notInHeartbeat" | "sessionLost" }
   | { type: "sessionLost"; sessionId: string };
 
 /** Every error the SDK throws. */
@@ -105,7 +118,10 @@ export declare class ContentionError extends LockError {}
 export declare class NotLeaderError extends LockError {}
 export declare class ValidationError extends LockError {}
 export declare class SessionLostError extends LockError {}
-export declare class LockLostError extends LockError {}
+export declare class LockLostError extends LockError {
+  /** On a handle's `signal`: why the lock was lost. */
+  readonly reason?: LostReason;
+}
 /**
  * FENCED_OUT. `new FencedOutError(message)` carries that code: throw it when a fenced
  * resource refuses a write.
@@ -122,6 +138,14 @@ export declare class LockHandle implements AsyncDisposable {
   readonly isLost: boolean;
   /** Epoch milliseconds (like `Date.now()`) after which the handle counts as lost. */
   readonly deadline: number;
+  /**
+   * Aborts the moment the lock is lost (at its deadline if no renewal came, or when a
+   * heartbeat or the session says it is gone) or released; the reason is a `LockLostError`.
+   * Pass it to the work done under the lock.
+   */
+  readonly signal: AbortSignal;
+  /** Why the lock was lost; `undefined` until then. */
+  readonly lostReason: LostReason | undefined;
   /** Same as `session.release(handle)`. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -136,7 +160,7 @@ export declare class Session implements AsyncDisposable {
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
   /** Releases one hold (reentrant acquires nest); a lost lock releases quietly. */
   release(handle: LockHandle): Promise<void>;
-  /** Acquire, run, release. `signal` aborts when the lock is lost. */
+  /** Acquire, run, release. `signal` (the handle's) aborts the moment the lock is lost. */
   using<T>(
     key: string,
     options: AcquireOptions | undefined,

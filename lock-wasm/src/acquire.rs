@@ -1,5 +1,10 @@
 //! The bounded acquire loop (card T-041 §4, DESIGN §4).
 //!
+//! It asks its session for two things only (as etcd's `Mutex` asks its `Session` for a lease
+//! and a client): the client's seams and settings ([`SessionState::parts`]) and the key's slot
+//! ([`SessionState::claim`]), through which it reads the session's round-trip estimate, waits
+//! on the session's end and registers the grant.
+//!
 //! - The deadline is computed once at entry: `start + totalBudget`; attempts are a
 //!   secondary cap.
 //! - Each attempt's `waitMillis` plus its request timeout must fit in the remaining budget:
@@ -13,8 +18,8 @@
 //!   event. When the last attempt got no answer at all, its `Timeout`/`Network` error is
 //!   returned instead: "server unreachable" is not "held by someone else".
 //! - A lost or closed session fails the loop at once, even mid-sleep or mid-request.
-//! - Cancellation: drop the future. The in-flight guard frees the key; a grant the server
-//!   made meanwhile is released by the next heartbeat (orphan release).
+//! - Cancellation: drop the future. The claim frees the key; a grant the server made
+//!   meanwhile is released by the next heartbeat (orphan release).
 //!
 //! Escape hatch (card §4): no `acquire_detailed` is shipped. `Option<LockHandle>` plus the
 //! events suffices; nothing in the SDK needs to branch on a not-granted reason.
@@ -22,16 +27,17 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::limits::{validate_key, validate_ttl};
+use lock_api::limits::validate_key;
 use lock_api::{AcquireRequest, ErrorCode, LockGrant};
 
 use crate::backoff::{millis, Backoff};
 use crate::error::{LockError, TransportError};
 use crate::events::ClientEvent;
-use crate::handle::{Lease, LockHandle};
+use crate::handle::LockHandle;
+use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
-use crate::reentrancy::{Entry, InFlightGuard};
-use crate::session::{call, SessionShared};
+use crate::session_state::{Claim, Claimed, SessionState};
+use crate::transport::call;
 
 /// What one attempt's outcome tells the loop.
 enum Verdict {
@@ -48,26 +54,18 @@ enum Verdict {
 
 /// See the module docs.
 pub(crate) async fn acquire(
-    session: &SessionShared,
+    session: &SessionState,
     key: &str,
     ttl: Duration,
     policy: &AcquirePolicy,
 ) -> Result<Option<LockHandle>, LockError> {
+    let parts = session.parts();
     validate_key(key).map_err(|e| LockError::validation("key", e.to_string()))?;
-    validate_ttl(millis(ttl)).map_err(|m| LockError::validation("ttlMillis", m))?;
-    session.ensure_open()?;
-    let guard = match session.holds.enter(key) {
-        Entry::Reentered(handle) => return Ok(Some(handle)),
-        Entry::Lost => return Err(LockError::LockLost { key: key.into() }),
-        Entry::InFlight => {
-            return Err(LockError::Contention {
-                key: key.into(),
-                message: "an acquire of this key is already in flight in this session".into(),
-            })
-        }
-        Entry::Fresh(guard) => guard,
-    };
-    Attempts::new(session, key, ttl, policy).run(guard).await
+    parts.config.check_lock_ttl(ttl, "ttlMillis")?;
+    match session.claim(key)? {
+        Claimed::Held(handle) => Ok(Some(handle)),
+        Claimed::Fresh(claim) => Attempts::new(parts, claim, key, ttl, policy).run().await,
+    }
 }
 
 /// 409/429: another session holds the key.
@@ -79,27 +77,10 @@ fn held_by_someone_else(outcome: &Result<LockGrant, TransportError>) -> bool {
     )
 }
 
-/// Tracks the earliest L4 of this acquire that got no answer (or is still outstanding).
-/// If the acquire ends without a grant — returned, failed, or its future dropped — the key
-/// becomes a session suspect, so a later grant of it counts its deadline from that send.
-struct Unanswered<'a> {
-    session: &'a SessionShared,
-    key: &'a str,
-    since: Option<Duration>,
-    granted: bool,
-}
-
-impl Drop for Unanswered<'_> {
-    fn drop(&mut self) {
-        if let (Some(since), false) = (self.since, self.granted) {
-            self.session.record_suspect(self.key, since);
-        }
-    }
-}
-
 /// The state of one acquire call.
 struct Attempts<'a> {
-    session: &'a SessionShared,
+    parts: &'a ClientParts,
+    claim: Claim<'a>,
     key: &'a str,
     policy: &'a AcquirePolicy,
     request: AcquireRequest,
@@ -111,21 +92,23 @@ struct Attempts<'a> {
 
 impl<'a> Attempts<'a> {
     fn new(
-        session: &'a SessionShared,
+        parts: &'a ClientParts,
+        claim: Claim<'a>,
         key: &'a str,
         ttl: Duration,
         policy: &'a AcquirePolicy,
     ) -> Self {
-        let start = session.parts.clock.now();
+        let start = parts.clock.now();
         Attempts {
-            session,
-            key,
-            policy,
             request: AcquireRequest {
-                session_id: session.id.clone(),
+                session_id: claim.session_id().to_owned(),
                 ttl_millis: Some(millis(ttl)),
                 wait_millis: Some(policy.wait_millis()),
             },
+            parts,
+            claim,
+            key,
+            policy,
             backoff: Backoff::new(policy.base_backoff(), policy.max_backoff()),
             start,
             deadline: start + policy.total_budget(),
@@ -133,40 +116,29 @@ impl<'a> Attempts<'a> {
         }
     }
 
-    async fn run(mut self, guard: InFlightGuard) -> Result<Option<LockHandle>, LockError> {
-        let clock = self.session.parts.clock.clone();
-        let mut rng = self.session.parts.rng.rng();
+    async fn run(mut self) -> Result<Option<LockHandle>, LockError> {
+        let clock = self.parts.clock.clone();
+        let mut rng = self.parts.rng.rng();
         let wait = Duration::from_millis(self.policy.wait_millis());
         let mut last_unanswered = None;
-        let mut pending = Unanswered {
-            session: self.session,
-            key: self.key,
-            since: None,
-            granted: false,
-        };
         loop {
-            self.session.ensure_open()?;
+            self.claim.check_open()?;
             let sent_at = clock.now();
             let remaining = self.deadline.saturating_sub(sent_at);
             if remaining <= wait {
                 break;
             }
-            let hop = (self.session.parts.config.request_timeout + wait).min(remaining);
+            let hop = (self.parts.config.request_timeout + wait).min(remaining);
             self.attempts += 1;
-            let earlier = pending.since;
-            pending.since = Some(earlier.unwrap_or(sent_at));
+            let earlier = self.claim.sending(sent_at);
             let outcome = self.attempt(hop).await?;
             if held_by_someone_else(&outcome) {
                 // So no earlier L4 of ours holds it (a 503 says nothing about that, so it
                 // does not clear the mark).
-                pending.since = None;
+                self.claim.held_elsewhere();
             }
             match self.classify(outcome, clock.now() - sent_at, &mut rng) {
-                Verdict::Granted(grant) => {
-                    pending.granted = true;
-                    let anchor = self.session.grant_anchor(self.key, sent_at, earlier);
-                    return Ok(Some(self.register(guard, grant, anchor)));
-                }
+                Verdict::Granted(grant) => return Ok(Some(self.granted(grant, sent_at, earlier))),
                 Verdict::Fail(err) => return Err(err),
                 Verdict::Retry {
                     delay,
@@ -177,7 +149,7 @@ impl<'a> Attempts<'a> {
                     if !self.may_retry(delay, wait) {
                         break;
                     }
-                    self.session.emit(ClientEvent::Contention {
+                    self.parts.emit(ClientEvent::Contention {
                         key: self.key.into(),
                         attempt: self.attempts,
                         delay,
@@ -187,7 +159,7 @@ impl<'a> Attempts<'a> {
                 }
             }
         }
-        self.session.emit(ClientEvent::NotGranted {
+        self.parts.emit(ClientEvent::NotGranted {
             key: self.key.into(),
             attempts: self.attempts,
             waited: clock.now() - self.start,
@@ -200,15 +172,14 @@ impl<'a> Attempts<'a> {
 
     /// One L4 call, abandoned at once if the session ends meanwhile.
     async fn attempt(&self, hop: Duration) -> Result<Result<LockGrant, TransportError>, LockError> {
-        let parts = &self.session.parts;
         let l4 = call(
-            &*parts.clock,
+            &*self.parts.clock,
             hop,
-            parts.transport.acquire(self.key, &self.request, hop),
+            self.parts.transport.acquire(self.key, &self.request, hop),
         );
-        match select(Box::pin(l4), Box::pin(self.session.ended.wait())).await {
+        match select(Box::pin(l4), Box::pin(self.claim.ended())).await {
             Either::Left((outcome, _)) => Ok(outcome),
-            Either::Right(_) => Err(self.ended_error()),
+            Either::Right(_) => Err(self.claim.end_error()),
         }
     }
 
@@ -220,7 +191,7 @@ impl<'a> Attempts<'a> {
     ) -> Verdict {
         let err = match outcome {
             Ok(grant) => {
-                self.session.observe_rtt(rtt);
+                self.claim.observe_rtt(rtt);
                 return Verdict::Granted(grant);
             }
             Err(err) => err,
@@ -237,7 +208,7 @@ impl<'a> Attempts<'a> {
                 unanswered: Some(LockError::from_transport(err, self.key)),
             },
             TransportError::Status { body, .. } => {
-                self.session.observe_rtt(rtt);
+                self.claim.observe_rtt(rtt);
                 match body.code {
                     ErrorCode::LockContended | ErrorCode::ContentionExceeded => Verdict::Retry {
                         delay: jitter,
@@ -245,12 +216,12 @@ impl<'a> Attempts<'a> {
                         unanswered: None,
                     },
                     ErrorCode::NotLeader => Verdict::Retry {
-                        delay: self.session.parts.config.not_leader_delay,
+                        delay: self.parts.config.not_leader_delay,
                         reason: body.code.as_str(),
                         unanswered: None,
                     },
                     ErrorCode::SessionNotFound => {
-                        self.session.mark_lost();
+                        self.claim.session_gone();
                         Verdict::Fail(LockError::SessionLost)
                     }
                     _ => Verdict::Fail(LockError::from_transport(err, self.key)),
@@ -266,51 +237,30 @@ impl<'a> Attempts<'a> {
         if self.attempts >= self.policy.max_attempts() {
             return false;
         }
-        let next_answer =
-            self.session.parts.clock.now() + delay + self.session.rtt_estimate() + wait;
+        let next_answer = self.parts.clock.now() + delay + self.claim.rtt() + wait;
         next_answer < self.deadline
     }
 
     /// Sleeps through the clock seam, waking early with an error if the session ends.
     async fn sleep(&self, delay: Duration) -> Result<(), LockError> {
-        let sleep = self.session.parts.clock.sleep(delay);
-        match select(sleep, Box::pin(self.session.ended.wait())).await {
+        let sleep = self.parts.clock.sleep(delay);
+        match select(sleep, Box::pin(self.claim.ended())).await {
             Either::Left(_) => Ok(()),
-            Either::Right(_) => Err(self.ended_error()),
+            Either::Right(_) => Err(self.claim.end_error()),
         }
     }
 
-    fn ended_error(&self) -> LockError {
-        self.session
-            .ensure_open()
-            .err()
-            .unwrap_or(LockError::SessionLost)
-    }
-
-    /// Turns a grant into a registered handle whose deadline counts from `sent_at` (the
-    /// grant anchor, see `SessionShared::grant_anchor`).
-    fn register(&self, guard: InFlightGuard, grant: LockGrant, sent_at: Duration) -> LockHandle {
-        let s = self.session;
-        let ttl = Duration::from_millis(grant.ttl_millis);
-        // The handle names what we asked for, whatever spelling the server echoed.
-        let grant = LockGrant {
-            key: self.key.to_owned(),
-            session_id: s.id.clone(),
-            ..grant
-        };
-        let lease = Lease {
-            seq: s.next_seq(),
-            anchor: sent_at,
-            deadline: s.lock_deadline(sent_at, ttl),
-        };
-        let handle = LockHandle::new(&grant, lease, s.parts.clock.clone());
-        s.holds.register(guard, handle.clone());
-        s.emit(ClientEvent::Granted {
-            key: self.key.to_owned(),
-            session_id: s.id.clone(),
-            fencing_token: grant.fencing_token,
-            attempts: self.attempts,
-            waited: s.parts.clock.now() - self.start,
+    /// Registers the grant (its deadline counting from the earliest L4 it may answer, see
+    /// `SessionState::grant_anchor`) and reports it.
+    fn granted(self, grant: LockGrant, sent_at: Duration, earlier: Option<Duration>) -> LockHandle {
+        let (parts, key, attempts, start) = (self.parts, self.key, self.attempts, self.start);
+        let handle = self.claim.grant(grant, sent_at, earlier);
+        parts.emit(ClientEvent::Granted {
+            key: key.to_owned(),
+            session_id: handle.session_id().to_owned(),
+            fencing_token: handle.fencing_token(),
+            attempts,
+            waited: parts.clock.now() - start,
         });
         handle
     }

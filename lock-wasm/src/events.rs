@@ -9,6 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::handle::LostReason;
 use crate::spawn::{MaybeSend, MaybeSync};
 
 /// One thing that happened in a session.
@@ -48,13 +49,17 @@ pub enum ClientEvent {
         /// Time spent.
         waited: Duration,
     },
-    /// `lock_lost`: a handle became lost (missing from a heartbeat, deadline passed with no
-    /// renewal, or the session was lost).
+    /// `lock_lost`: a handle became lost without its owner's doing, reported at the instant
+    /// the SDK learned it: its deadline passed with no renewal, a heartbeat no longer listed
+    /// it, or its session was lost. Once per handle; never for a release or a close.
     Lost {
         /// The key.
         key: String,
         /// The dead token.
         fencing_token: u64,
+        /// Why ([`LostReason::DeadlinePassed`], [`LostReason::NotInHeartbeat`] or
+        /// [`LostReason::SessionLost`]).
+        reason: LostReason,
     },
     /// `session_lost`: the session is gone; every handle of it is lost.
     SessionLost {
@@ -111,9 +116,15 @@ impl fmt::Display for ClientEvent {
                 " key={key:?} attempts={attempts} waitedMillis={}",
                 waited.as_millis()
             ),
-            ClientEvent::Lost { key, fencing_token } => {
-                write!(f, " key={key:?} fencingToken={fencing_token}")
-            }
+            ClientEvent::Lost {
+                key,
+                fencing_token,
+                reason,
+            } => write!(
+                f,
+                " key={key:?} fencingToken={fencing_token} reason={}",
+                reason.as_str()
+            ),
             ClientEvent::SessionLost { session_id } => write!(f, " sessionId={session_id}"),
         }
     }

@@ -1,11 +1,17 @@
-//! [`LockHandle`]: one granted lock as the client sees it — key, fencing token, and a
-//! conservative local deadline after which it reports itself lost.
+//! [`LockHandle`]: one granted lock as the client sees it — key, fencing token, a
+//! conservative local deadline, and the moment it is lost.
 //!
 //! The deadline is `sent_at + ttl - safety_margin`, where `sent_at` is when the request that
 //! granted or last renewed the lock was *sent* (the server's own clock started later, so its
 //! expiry is later still), capped by the session's own deadline (a lock lives only while its
 //! session does). Lost is sticky: once a handle is lost it never becomes valid again, because
 //! a caller may already have abandoned its side effect on that verdict.
+//!
+//! Two views of "lost", kept consistent: [`LockHandle::is_lost`] is true from the deadline
+//! on, even before anything reported it (a paused process reads it right); the *report*
+//! ([`LockHandle::lost`], [`LockHandle::lost_reason`], the `lock_lost` event) is made once,
+//! by the session, at the instant it learns the lock is gone — for a passed deadline, by a
+//! timer on the client's clock at the deadline itself.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +19,45 @@ use std::time::Duration;
 use lock_api::LockGrant;
 
 use crate::clock::Clock;
+use crate::signal::Signal;
+use crate::spawn::MaybeSend;
+
+/// Why a handle is lost. The first three are losses the owner did not ask for (each is one
+/// `lock_lost` event and, in JS, aborts the handle's `AbortSignal`); the last two end the
+/// handle by the owner's own call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostReason {
+    /// The local deadline passed without a renewal (heartbeats failed or came too late).
+    DeadlinePassed,
+    /// A heartbeat answer no longer listed the lock: the server dropped it. It expired, an
+    /// admin revoked it, or someone released it with its token; the answer does not say which.
+    NotInHeartbeat,
+    /// The session was lost (the server answered 404, or its deadline passed), and every
+    /// lock with it.
+    SessionLost,
+    /// The owner closed the session.
+    SessionClosed,
+    /// The owner released the lock.
+    Released,
+}
+
+impl LostReason {
+    /// The name in events, logs and the JS API (`deadlinePassed`, `notInHeartbeat`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::DeadlinePassed => "deadlinePassed",
+            LostReason::NotInHeartbeat => "notInHeartbeat",
+            LostReason::SessionLost => "sessionLost",
+            LostReason::SessionClosed => "sessionClosed",
+            LostReason::Released => "released",
+        }
+    }
+
+    /// Whether the owner ended the handle (release, close): those are not `lock_lost` events.
+    pub fn by_owner(self) -> bool {
+        matches!(self, LostReason::SessionClosed | LostReason::Released)
+    }
+}
 
 /// A held (or once held) lock. Cheap to clone; clones share state, and nested acquires of
 /// the same key in the same session return clones of the same handle.
@@ -34,13 +79,16 @@ struct HandleInner {
     seq: u64,
     clock: Arc<dyn Clock>,
     state: Mutex<HandleState>,
+    /// Set once, when the loss is reported.
+    reported: Signal,
 }
 
 struct HandleState {
     /// Send time of the request that granted or last renewed the lock (the deadline's base).
     anchor: Duration,
     deadline: Duration,
-    lost: bool,
+    /// The reported loss, if any.
+    lost: Option<LostReason>,
 }
 
 /// Where a new handle's deadline comes from.
@@ -66,8 +114,9 @@ impl LockHandle {
                 state: Mutex::new(HandleState {
                     anchor: lease.anchor,
                     deadline: lease.deadline,
-                    lost: false,
+                    lost: None,
                 }),
+                reported: Signal::new(),
             }),
         }
     }
@@ -107,30 +156,55 @@ impl LockHandle {
 
     /// True once the lock may no longer be held: its deadline passed without renewal, a
     /// heartbeat no longer listed it, its session was lost or closed, or it was released.
+    /// True from the deadline on even before the loss is reported (see the module docs).
     pub fn is_lost(&self) -> bool {
         let now = self.inner.clock.now();
-        let mut state = self.inner.state.lock().unwrap();
-        if !state.lost && now >= state.deadline {
-            state.lost = true;
-        }
-        state.lost
+        let state = self.inner.state.lock().unwrap();
+        state.lost.is_some() || now >= state.deadline
     }
 
-    /// Marks the handle lost; true if it was not lost before (to emit one event).
-    pub(crate) fn mark_lost(&self) -> bool {
-        let mut state = self.inner.state.lock().unwrap();
-        let was_valid = !state.lost;
-        state.lost = true;
-        was_valid
+    /// Why the handle was reported lost; `None` until then.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.inner.state.lock().unwrap().lost
+    }
+
+    /// Completes when the handle is reported lost, with the reason: at the deadline if no
+    /// renewal came, at once when a heartbeat or the session says the lock is gone, or when
+    /// the owner releases it or closes its session. Race a side effect against it to stop
+    /// the moment the lock may belong to someone else.
+    pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + MaybeSend + 'static {
+        let inner = self.inner.clone();
+        async move {
+            inner.reported.wait().await;
+            let reason = inner.state.lock().unwrap().lost;
+            reason.expect("the signal is set after the reason")
+        }
+    }
+
+    /// Reports the handle lost for `reason`, unless it was reported before: records the
+    /// reason, runs `announce` (the session emits the one `lock_lost` event there), then
+    /// completes every `lost()` future, so whoever wakes on the loss finds it announced.
+    /// Returns whether it was reported now.
+    pub(crate) fn report_lost(&self, reason: LostReason, announce: impl FnOnce()) -> bool {
+        {
+            let mut state = self.inner.state.lock().unwrap();
+            if state.lost.is_some() {
+                return false;
+            }
+            state.lost = Some(reason);
+        }
+        announce();
+        self.inner.reported.set();
+        true
     }
 
     /// Moves the deadline forward after a successful renewal, unless the handle is already
-    /// lost (sticky) or its old deadline passed meanwhile. Returns whether it is still valid.
+    /// lost (sticky) or its old deadline passed meanwhile. Returns whether it is still valid;
+    /// when not, the caller reports the loss.
     pub(crate) fn renew(&self, anchor: Duration, deadline: Duration) -> bool {
         let now = self.inner.clock.now();
         let mut state = self.inner.state.lock().unwrap();
-        if state.lost || now >= state.deadline {
-            state.lost = true;
+        if state.lost.is_some() || now >= state.deadline {
             return false;
         }
         state.anchor = state.anchor.max(anchor);
@@ -193,11 +267,34 @@ mod tests {
         assert!(!h.is_lost());
         clock.advance(Duration::from_millis(100));
         assert!(h.is_lost());
+        assert_eq!(
+            h.lost_reason(),
+            None,
+            "read from the clock, not yet reported"
+        );
         assert!(
             !h.renew(Duration::ZERO, Duration::from_millis(1_000)),
             "lost is sticky"
         );
         assert!(h.is_lost());
+    }
+
+    #[test]
+    fn a_loss_is_reported_once_and_wakes_the_lost_future() {
+        use futures::FutureExt;
+        let clock = ManualClock::new();
+        let h = handle(&clock, 100);
+        let mut lost = Box::pin(h.lost());
+        assert!((&mut lost).now_or_never().is_none());
+        let mut announced = 0;
+        assert!(h.report_lost(LostReason::NotInHeartbeat, || announced += 1));
+        assert!(
+            !h.report_lost(LostReason::DeadlinePassed, || announced += 1),
+            "reported once"
+        );
+        assert_eq!(announced, 1);
+        assert_eq!(lost.now_or_never(), Some(LostReason::NotInHeartbeat));
+        assert_eq!(h.lost_reason(), Some(LostReason::NotInHeartbeat));
     }
 
     #[test]
@@ -207,7 +304,7 @@ mod tests {
         assert!(h.renew(Duration::ZERO, Duration::from_millis(500)));
         assert!(h.renew(Duration::ZERO, Duration::from_millis(300)));
         assert_eq!(h.deadline(), Duration::from_millis(500));
-        assert!(h.clone().mark_lost());
+        assert!(h.clone().report_lost(LostReason::Released, || {}));
         assert!(h.is_lost(), "clones share state");
     }
 }

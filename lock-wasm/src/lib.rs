@@ -3,29 +3,34 @@
 //! full-jitter backoff, and per-session reentrancy.
 //!
 //! The core is runtime-agnostic: it never reads a clock, sleeps, spawns or draws randomness
-//! except through the seams below, so the same logic runs natively (tokio + reqwest), in
-//! WebAssembly (fetch + JS timers, `src/wasm/`) and in a seeded deterministic simulation.
+//! except through the seams below (`clippy.toml` refuses the direct calls), so the same logic
+//! runs natively (tokio + reqwest), in WebAssembly (fetch + JS timers, `src/wasm/`) and in a
+//! seeded deterministic simulation.
 //!
-//! Layout:
-//! - [`spawn`]: the `Spawner` seam for the heartbeat task and the `Send`-or-not future types.
-//! - [`clock`]: the `Clock` seam (monotonic now + async sleep), the simulated `ManualClock`,
-//!   and `BackgroundClock`, the heartbeat task's view of a clock.
-//! - [`transport`]: the `Transport` seam (L1–L7), the status mapping HTTP transports share,
-//!   and the `ScriptedTransport` for unit tests.
-//! - [`error`]: `TransportError`, `LockError` and the DESIGN §3 mapping between them.
-//! - [`backoff`]: full-jitter delays and the `RngSource` seam.
-//! - [`policy`]: `AcquirePolicy`, immutable and validated at construction.
-//! - [`events`]: the `EventSink` seam (grant, contention, lost) and the session-lost counter.
-//! - [`handle`]: `LockHandle` (key, fencing token, conservative deadline, lost state).
-//! - `reentrancy` (private): per-session key → handle + hold depth, and the in-flight guard.
-//! - [`session`]: `LockClient`, `LockClientSession`, heartbeat scheduler, deadlines, release.
-//! - [`acquire`]: the bounded acquire loop.
-//! - [`sim`]: deterministic executor, simulated lock service and injectable infrastructure
-//!   faults for the seeded simulation.
-//! - `native` (feature `native`, non-wasm targets): tokio clock/spawner, reqwest transport,
-//!   OS-seeded RNG.
-//! - [`wasm`] (wasm32 only): fetch transport, JS-timer clock, `spawn_local`, crypto RNG, and
-//!   (feature `wasm`) the JS API that the npm package (`lock-wasm/npm/`) wraps.
+//! Layout, bottom to top (no module imports one above it; `tests/source_rules.rs` checks
+//! that the modules form no cycle):
+//! - Seams and leaves: [`spawn`] (the `Spawner` seam, the `Send`-or-not future types),
+//!   [`signal`] (`Signal`, `Notify`), [`clock`] (the `Clock` seam, `BackgroundClock`, the
+//!   heartbeat task's view of a clock), [`transport`] (the `Transport` seam L1–L7, the
+//!   status mapping HTTP transports share, timed calls), [`error`] (`TransportError`,
+//!   `LockError` and the mapping between them), [`backoff`] (full-jitter delays, the
+//!   `RngSource` seam), [`policy`] (`AcquirePolicy`, validated at construction).
+//! - Rules and records: [`renewal`] (the safety margin, when a renewal is due, the shortest
+//!   lock TTL heartbeats keep alive), [`config`] (`ClientConfig`, its defaults, the TTL
+//!   check), [`handle`] (`LockHandle`: key, token, deadline, lost report; `LostReason`),
+//!   [`events`] (the `EventSink` seam, `ClientEvent`, the session-lost counter),
+//!   `reentrancy` (per-session key → handle + depth, the in-flight guard).
+//! - A session: `parts` (the seams and settings a client's sessions share), `session_state`
+//!   (one session's shared state and its transitions; the acquire loop reaches it through
+//!   two doors only), `heartbeat` (the background task: heartbeat loop, deadline watchdog,
+//!   orphan release), [`acquire`] (the bounded loop), [`session`] (`LockClient`,
+//!   `LockClientSession`: the public API on top).
+//! - Runtimes: `native` (feature `native`, non-wasm targets: tokio clock and spawner, reqwest
+//!   transport, OS-seeded RNG) and [`wasm`] (wasm32 only: fetch transport, JS-timer clock,
+//!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
+//! - Test helpers (feature `test-util`, never in a shipped build): `sim` (deterministic
+//!   executor, simulated lock service, injectable faults: the seeded simulation),
+//!   `clock::ManualClock`, `transport::ScriptedTransport`, `test_support::Fixture`.
 
 // `TransportError` carries the wire error body by value so every transport (reqwest, fetch,
 // scripted, simulated) builds it directly; ~200 bytes on a path that just waited on the
@@ -38,17 +43,24 @@
 pub mod acquire;
 pub mod backoff;
 pub mod clock;
+pub mod config;
 pub mod error;
 pub mod events;
 pub mod handle;
+pub(crate) mod heartbeat;
+pub(crate) mod parts;
 pub mod policy;
 pub(crate) mod reentrancy;
+pub mod renewal;
 pub mod session;
+pub(crate) mod session_state;
+pub mod signal;
+#[cfg(any(test, feature = "test-util"))]
 pub mod sim;
 pub mod spawn;
 // Native only: the fixture runs on the multi-threaded simulated executor (Send futures).
-#[cfg(all(test, not(target_arch = "wasm32")))]
-mod test_support;
+#[cfg(all(any(test, feature = "test-util"), not(target_arch = "wasm32")))]
+pub mod test_support;
 pub mod transport;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
@@ -57,11 +69,16 @@ pub mod wasm;
 pub mod native;
 
 pub use backoff::{Backoff, RngSource, SeededRngSource};
-pub use clock::{Clock, ManualClock};
+pub use clock::Clock;
+#[cfg(any(test, feature = "test-util"))]
+pub use clock::ManualClock;
+pub use config::ClientConfig;
 pub use error::{LockError, TransportError};
 pub use events::{ClientEvent, EventSink, NoEvents};
-pub use handle::LockHandle;
+pub use handle::{LockHandle, LostReason};
 pub use policy::{AcquirePolicy, PolicySettings};
-pub use session::{ClientConfig, LockClient, LockClientSession};
+pub use session::{LockClient, LockClientSession};
 pub use spawn::{BoxFuture, MaybeSend, MaybeSync, Spawner};
-pub use transport::{ScriptedTransport, Transport};
+#[cfg(any(test, feature = "test-util"))]
+pub use transport::ScriptedTransport;
+pub use transport::Transport;

@@ -1,97 +1,36 @@
-//! [`LockClient`] (the seams plus configuration) and [`LockClientSession`] (one server
-//! session: its heartbeat scheduler, conservative deadlines, reentrancy registry, release
-//! and close).
+//! The SDK's entry points: [`LockClient`] (the seams plus configuration) and
+//! [`LockClientSession`] (one server session: acquire, release, close, status).
 //!
-//! Deadlines: every lock and the session itself are valid locally until
-//! `sent_at + ttl - safety_margin`, where `sent_at` is when the granting or renewing request
-//! was sent. The heartbeat task renews them every `heartbeatMillis` (from L1); it never lets
-//! a heartbeat outlive the session deadline, and when the deadline passes without a renewal
-//! (or L2 answers 404) the session is lost: every handle is marked lost, waiters fail at once
-//! with `SessionLost`, `lock_session_lost` is counted, and the session sends nothing more.
+//! A session is its shared state ([`crate::session_state`]) plus a background task that keeps
+//! it ([`crate::heartbeat`]): heartbeats renew the session and every lock it holds in time,
+//! and a deadline watchdog reports each passed deadline at its instant. Deadlines: every lock
+//! and the session itself are valid locally until `sent_at + ttl - safety_margin`, where
+//! `sent_at` is when the granting or renewing request was sent (see [`crate::renewal`]).
+//! When the session's deadline passes without a renewal (or the server answers 404) the
+//! session is lost: every handle is reported lost, waiters fail at once with `SessionLost`,
+//! `lock_session_lost` is counted, and the session sends nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{select, Either};
-use lock_api::limits::DEFAULT_LOCK_TTL_MILLIS;
-use lock_api::{ErrorCode, HeartbeatResponse, OpenSessionRequest, ReleaseRequest, SessionStatus};
+use lock_api::{ErrorCode, OpenSessionRequest, SessionStatus};
 
 use crate::backoff::RngSource;
-use crate::clock::{timeout, BackgroundClock, Clock};
-use crate::error::{LockError, TransportError};
-use crate::events::{ClientEvent, EventSink, NoEvents, SessionLostCounter};
+use crate::clock::Clock;
+use crate::config::ClientConfig;
+use crate::error::LockError;
+use crate::events::{EventSink, NoEvents};
 use crate::handle::LockHandle;
+use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
-use crate::reentrancy::{Holds, ReleaseStep};
-use crate::spawn::{Signal, Spawner};
-use crate::transport::Transport;
-
-/// Per-request timeout of every call (ASSUMPTION: 2 s, `lock.client.request-timeout`).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-/// First round-trip estimate before any L4 was measured (ASSUMPTION: 50 ms).
-pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(50);
-/// Fixed floor delay after 503 NOT_LEADER (ASSUMPTION: 100 ms).
-pub const DEFAULT_NOT_LEADER_DELAY: Duration = Duration::from_millis(100);
-/// Smallest safety margin (ASSUMPTION, DESIGN §6: 500 ms or ttl/10, whichever is larger).
-pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
-
-/// Client settings beyond the seams. All have defaults (ASSUMPTIONS, see the constants).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientConfig {
-    /// Session TTL asked for in L1; `None` takes the server default (15 s).
-    pub session_ttl: Option<Duration>,
-    /// Owner label sent in L1.
-    pub owner: Option<String>,
-    /// Timeout of every request (L4 adds its `waitMillis`).
-    pub request_timeout: Duration,
-    /// Fixed safety margin; `None` uses [`safety_margin`]'s rule.
-    pub safety_margin: Option<Duration>,
-    /// Backend label of `lock_session_lost{backend}` (e.g. `sqlite`, `etcd`).
-    pub backend: String,
-    /// Round-trip estimate until L4 calls have been measured.
-    pub initial_rtt: Duration,
-    /// Floor delay after 503.
-    pub not_leader_delay: Duration,
-    /// Lock TTL of [`LockClientSession::acquire_default`].
-    pub default_lock_ttl: Duration,
-}
-
-impl Default for ClientConfig {
-    fn default() -> Self {
-        ClientConfig {
-            session_ttl: None,
-            owner: None,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            safety_margin: None,
-            backend: "unknown".into(),
-            initial_rtt: DEFAULT_INITIAL_RTT,
-            not_leader_delay: DEFAULT_NOT_LEADER_DELAY,
-            default_lock_ttl: Duration::from_millis(DEFAULT_LOCK_TTL_MILLIS),
-        }
-    }
-}
-
-/// The default safety margin for a TTL: `max(500 ms, ttl/10)` (DESIGN §6), but never more
-/// than `ttl/2` (ASSUMPTION: otherwise a TTL ≤ 500 ms would yield handles born lost).
-pub fn safety_margin(ttl: Duration) -> Duration {
-    MIN_SAFETY_MARGIN.max(ttl / 10).min(ttl / 2)
-}
+use crate::session_state::SessionState;
+use crate::spawn::Spawner;
+use crate::transport::{call, Transport};
 
 /// Entry point: the seams and settings shared by every session it opens.
 #[derive(Clone)]
 pub struct LockClient {
-    pub(crate) parts: Arc<ClientParts>,
-}
-
-pub(crate) struct ClientParts {
-    pub(crate) transport: Arc<dyn Transport>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) spawner: Arc<dyn Spawner>,
-    pub(crate) rng: Arc<dyn RngSource>,
-    pub(crate) events: Arc<dyn EventSink>,
-    pub(crate) config: ClientConfig,
-    pub(crate) sessions_lost: Arc<SessionLostCounter>,
+    parts: Arc<ClientParts>,
 }
 
 impl LockClient {
@@ -126,16 +65,7 @@ impl LockClient {
     }
 
     fn map_parts(self, f: impl FnOnce(&mut ClientParts)) -> Self {
-        let p = &self.parts;
-        let mut parts = ClientParts {
-            transport: p.transport.clone(),
-            clock: p.clock.clone(),
-            spawner: p.spawner.clone(),
-            rng: p.rng.clone(),
-            events: p.events.clone(),
-            config: p.config.clone(),
-            sessions_lost: p.sessions_lost.clone(),
-        };
+        let mut parts = (*self.parts).clone();
         f(&mut parts);
         LockClient {
             parts: Arc::new(parts),
@@ -153,7 +83,7 @@ impl LockClient {
         self.parts.sessions_lost.get()
     }
 
-    /// L1: opens a session and starts its heartbeat task.
+    /// L1: opens a session and starts its background task.
     pub async fn open_session(&self) -> Result<LockClientSession, LockError> {
         let parts = self.parts.clone();
         let request = OpenSessionRequest {
@@ -169,85 +99,30 @@ impl LockClient {
         )
         .await
         .map_err(|e| LockError::from_transport(e, ""))?;
-        let ttl = Duration::from_millis(opened.ttl_millis);
-        let shared = Arc::new(SessionShared {
-            id: opened.session_id,
-            heartbeat_every: Duration::from_millis(opened.heartbeat_millis.max(1)),
-            state: Mutex::new(SessionState {
-                status: Status::Open,
-                deadline: (sent_at + ttl).saturating_sub(parts.margin(ttl)),
-                next_seq: 0,
-                rtt: parts.config.initial_rtt,
-                suspects: BTreeMap::new(),
-                released: BTreeMap::new(),
-            }),
-            holds: Arc::default(),
-            ended: Signal::new(),
+        let state = Arc::new(SessionState::new(
+            opened.session_id,
+            Duration::from_millis(opened.ttl_millis),
+            Duration::from_millis(opened.heartbeat_millis.max(1)),
+            sent_at,
             parts,
-        });
-        // The heartbeat task waits on a background view of the clock: in Node its timers are
-        // unref'd, so an open session never keeps a process alive by itself.
-        let clock = Arc::new(BackgroundClock(shared.parts.clock.clone()));
-        let task = heartbeat_loop(Arc::downgrade(&shared), shared.ended.clone(), clock);
-        shared.parts.spawner.spawn(Box::pin(task));
-        Ok(LockClientSession { shared })
-    }
-}
-
-impl ClientParts {
-    pub(crate) fn margin(&self, ttl: Duration) -> Duration {
-        self.config
-            .safety_margin
-            .unwrap_or_else(|| safety_margin(ttl))
+        ));
+        crate::heartbeat::spawn(&state);
+        Ok(LockClientSession { state })
     }
 }
 
 /// One server session. Cheap to clone; clones share the session. Dropping every clone
-/// without [`LockClientSession::close`] stops the heartbeat and lets the server expire it.
+/// without [`LockClientSession::close`] stops the heartbeat and lets the server expire it;
+/// its handles end then (`LostReason::SessionClosed`).
 #[derive(Clone)]
 pub struct LockClientSession {
-    pub(crate) shared: Arc<SessionShared>,
-}
-
-pub(crate) struct SessionShared {
-    pub(crate) id: String,
-    pub(crate) parts: Arc<ClientParts>,
-    heartbeat_every: Duration,
-    state: Mutex<SessionState>,
-    pub(crate) holds: Arc<Holds>,
-    /// Set when the session is closed or lost: wakes the heartbeat task and every waiter.
-    pub(crate) ended: Signal,
-}
-
-struct SessionState {
-    status: Status,
-    /// Conservative local deadline of the session itself.
-    deadline: Duration,
-    /// Next handle sequence number (see `LockHandle::seq`).
-    next_seq: u64,
-    /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
-    rtt: Duration,
-    /// Keys this session may hold without a handle: an L4 went unanswered (timeout, network,
-    /// dropped future) and its acquire ended without a grant. Value: (earliest send time of
-    /// such an L4, when recorded). See [`SessionShared::grant_anchor`].
-    suspects: BTreeMap<String, (Duration, Duration)>,
-    /// Highest token this session released successfully, per key. A heartbeat answer is a
-    /// snapshot that may predate a release; without this, a key released after the snapshot
-    /// would look like an orphan and block a fresh acquire of it while the needless L6 runs.
-    released: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Open,
-    Lost,
-    Closed,
+    state: Arc<SessionState>,
 }
 
 impl LockClientSession {
     /// The server's session id.
     pub fn id(&self) -> &str {
-        &self.shared.id
+        self.state.id()
     }
 
     /// Acquires `key` for `ttl` under `policy`: `Ok(Some(handle))` when granted (or already
@@ -259,12 +134,12 @@ impl LockClientSession {
         ttl: Duration,
         policy: &AcquirePolicy,
     ) -> Result<Option<LockHandle>, LockError> {
-        crate::acquire::acquire(&self.shared, key, ttl, policy).await
+        crate::acquire::acquire(&self.state, key, ttl, policy).await
     }
 
     /// [`LockClientSession::acquire`] with the default lock TTL and [`AcquirePolicy::default`].
     pub async fn acquire_default(&self, key: &str) -> Result<Option<LockHandle>, LockError> {
-        let ttl = self.shared.parts.config.default_lock_ttl;
+        let ttl = self.state.parts().config.default_lock_ttl;
         self.acquire(key, ttl, &AcquirePolicy::default()).await
     }
 
@@ -273,34 +148,29 @@ impl LockClientSession {
     /// Releasing a handle that is no longer registered does nothing. A lost or closed session
     /// sends nothing: its locks are gone with it.
     pub async fn release(&self, handle: &LockHandle) -> Result<(), LockError> {
-        let s = &self.shared;
-        if handle.session_id() != s.id {
+        let s = &self.state;
+        if handle.session_id() != s.id() {
             return Err(LockError::validation(
                 "handle",
                 "handle belongs to another session",
             ));
         }
-        let _in_flight = match s.holds.release(handle) {
-            ReleaseStep::NotHeld | ReleaseStep::Nested => return Ok(()),
-            ReleaseStep::Last(guard) => guard,
+        let Some(_in_flight) = s.release_hold(handle) else {
+            return Ok(());
         };
-        handle.mark_lost();
         if s.ensure_open().is_err() {
             return Ok(());
         }
-        let result = s
-            .send_release(handle.key(), handle.fencing_token(), &*s.parts.clock)
-            .await;
+        let parts = s.parts();
+        let (key, token) = (handle.key(), handle.fencing_token());
+        let hop = parts.config.request_timeout;
+        let result = s.send_release(key, token, &*parts.clock, hop).await;
         match &result {
-            Ok(()) => {
-                let mut state = s.state.lock().unwrap();
-                let released = state.released.entry(handle.key().to_owned()).or_insert(0);
-                *released = (*released).max(handle.fencing_token());
-            }
+            Ok(()) => s.released(key, token),
             Err(LockError::SessionLost) => s.mark_lost(),
             // The lock may still be held (e.g. the L6 was lost): the next heartbeat releases
             // it as an orphan, and until then a new grant of the key counts from its anchor.
-            Err(_) => s.record_suspect(handle.key(), handle.anchor()),
+            Err(_) => s.record_suspect(key, handle.anchor()),
         }
         result
     }
@@ -308,18 +178,14 @@ impl LockClientSession {
     /// L3: closes the session (the server releases all its locks) and stops the heartbeat.
     /// 404 is benign; closing a lost or closed session sends nothing.
     pub async fn close(&self) -> Result<(), LockError> {
-        let s = &self.shared;
-        if !s.end(Status::Closed) {
+        let s = &self.state;
+        if !s.mark_closed() {
             return Ok(());
         }
-        let hop = s.parts.config.request_timeout;
-        match call(
-            &*s.parts.clock,
-            hop,
-            s.parts.transport.close_session(&s.id, hop),
-        )
-        .await
-        {
+        let parts = s.parts();
+        let hop = parts.config.request_timeout;
+        let closed = parts.transport.close_session(s.id(), hop);
+        match call(&*parts.clock, hop, closed).await {
             Ok(()) => Ok(()),
             Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => Ok(()),
             Err(e) => Err(LockError::from_transport(e, "")),
@@ -328,325 +194,41 @@ impl LockClientSession {
 
     /// L5: the server's view of this session.
     pub async fn status(&self) -> Result<SessionStatus, LockError> {
-        let s = &self.shared;
+        let s = &self.state;
         s.ensure_open()?;
-        let hop = s.parts.config.request_timeout;
-        let result = call(
-            &*s.parts.clock,
-            hop,
-            s.parts.transport.session_status(&s.id, hop),
-        )
-        .await;
-        s.check_session_answer(result)
+        let parts = s.parts();
+        let hop = parts.config.request_timeout;
+        let status = parts.transport.session_status(s.id(), hop);
+        s.check_session_answer(call(&*parts.clock, hop, status).await)
     }
 
     /// True once the session is lost (404 or deadline passed without renewal).
     pub fn is_lost(&self) -> bool {
-        self.shared.status() == Status::Lost
+        self.state.is_lost()
     }
 
     /// True once [`LockClientSession::close`] was called.
     pub fn is_closed(&self) -> bool {
-        self.shared.status() == Status::Closed
+        self.state.is_closed()
     }
 
     /// The session's conservative local deadline, on the client's clock.
     pub fn deadline(&self) -> Duration {
-        self.shared.state.lock().unwrap().deadline
+        self.state.deadline()
     }
-}
-
-impl SessionShared {
-    fn status(&self) -> Status {
-        self.state.lock().unwrap().status
-    }
-
-    /// `Ok` while the session is open; the error a waiter should fail with otherwise. A
-    /// session whose deadline passed is lost now, even if the heartbeat task has not run yet
-    /// (e.g. the process was paused), so nothing is sent on its behalf.
-    pub(crate) fn ensure_open(&self) -> Result<(), LockError> {
-        if self.status() == Status::Open && self.parts.clock.now() >= self.deadline() {
-            self.mark_lost();
-        }
-        match self.status() {
-            Status::Open => Ok(()),
-            Status::Lost => Err(LockError::SessionLost),
-            Status::Closed => Err(LockError::Closed),
-        }
-    }
-
-    pub(crate) fn deadline(&self) -> Duration {
-        self.state.lock().unwrap().deadline
-    }
-
-    pub(crate) fn rtt_estimate(&self) -> Duration {
-        self.state.lock().unwrap().rtt
-    }
-
-    /// Folds one measured L4 round trip into the estimate.
-    pub(crate) fn observe_rtt(&self, sample: Duration) {
-        let mut state = self.state.lock().unwrap();
-        state.rtt = (state.rtt * 3 + sample) / 4;
-    }
-
-    pub(crate) fn next_seq(&self) -> u64 {
-        let mut state = self.state.lock().unwrap();
-        state.next_seq += 1;
-        state.next_seq
-    }
-
-    /// A lock's conservative deadline for a request sent at `sent_at`.
-    pub(crate) fn lock_deadline(&self, sent_at: Duration, ttl: Duration) -> Duration {
-        (sent_at + ttl)
-            .saturating_sub(self.parts.margin(ttl))
-            .min(self.deadline())
-    }
-
-    /// Records that `key` may have been granted by an L4 sent at `since` whose answer never
-    /// arrived, although the acquire ended without a handle.
-    pub(crate) fn record_suspect(&self, key: &str, since: Duration) {
-        let now = self.parts.clock.now();
-        let mut state = self.state.lock().unwrap();
-        let entry = state.suspects.entry(key.to_owned()).or_insert((since, now));
-        entry.0 = entry.0.min(since);
-        entry.1 = now;
-    }
-
-    /// The send time a fresh grant's deadline must count from.
-    ///
-    /// The server answers an L4 by a session that already holds the key with the existing
-    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
-    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
-    /// earlier send, and the deadline must count from there, not from this attempt.
-    pub(crate) fn grant_anchor(
-        &self,
-        key: &str,
-        sent_at: Duration,
-        in_loop: Option<Duration>,
-    ) -> Duration {
-        let mut state = self.state.lock().unwrap();
-        let suspect = state.suspects.remove(key).map(|(since, _)| since);
-        [Some(sent_at), in_loop, suspect]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(sent_at)
-    }
-
-    pub(crate) fn emit(&self, event: ClientEvent) {
-        self.parts.events.on_event(&event);
-    }
-
-    /// Moves the session to `to` if it is open: marks every handle lost, wakes everyone.
-    /// Returns false when it had already ended.
-    fn end(&self, to: Status) -> bool {
-        {
-            let mut state = self.state.lock().unwrap();
-            if state.status != Status::Open {
-                return false;
-            }
-            state.status = to;
-        }
-        for handle in self.holds.clear() {
-            if handle.mark_lost() && to == Status::Lost {
-                self.emit(ClientEvent::Lost {
-                    key: handle.key().to_owned(),
-                    fencing_token: handle.fencing_token(),
-                });
-            }
-        }
-        if to == Status::Lost {
-            self.parts.sessions_lost.increment();
-            self.emit(ClientEvent::SessionLost {
-                session_id: self.id.clone(),
-            });
-        }
-        self.ended.set();
-        true
-    }
-
-    /// The session is gone (404 or deadline passed): see the module docs.
-    pub(crate) fn mark_lost(&self) {
-        self.end(Status::Lost);
-    }
-
-    /// Maps a session-surface answer; 404 marks the session lost.
-    fn check_session_answer<T>(&self, result: Result<T, TransportError>) -> Result<T, LockError> {
-        result.map_err(|e| {
-            let err = LockError::from_transport(e, "");
-            if err == LockError::SessionLost {
-                self.mark_lost();
-            }
-            err
-        })
-    }
-
-    /// L6 for `(key, token)`, timed out on `clock` (the caller's: foreground for a user's
-    /// release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
-    pub(crate) async fn send_release(
-        &self,
-        key: &str,
-        token: u64,
-        clock: &dyn Clock,
-    ) -> Result<(), LockError> {
-        let request = ReleaseRequest {
-            fencing_token: token,
-            session_id: Some(self.id.clone()),
-        };
-        let hop = self.parts.config.request_timeout;
-        let result = call(clock, hop, self.parts.transport.release(key, &request, hop)).await;
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) if e.code() == Some(ErrorCode::LockLost) => Ok(()),
-            Err(e) => Err(LockError::from_transport(e, key)),
-        }
-    }
-
-    /// One L2 round: renew or mark lost. Never outlives the session deadline. Its calls time
-    /// out on `clock`, the heartbeat task's background clock.
-    async fn heartbeat_once(&self, clock: &dyn Clock) {
-        let now = self.parts.clock.now();
-        let deadline = self.deadline();
-        if now >= deadline {
-            self.mark_lost();
-            return;
-        }
-        let seq_at_send = self.state.lock().unwrap().next_seq;
-        let hop = self.parts.config.request_timeout.min(deadline - now);
-        let result = call(clock, hop, self.parts.transport.heartbeat(&self.id, hop)).await;
-        if self.status() != Status::Open {
-            return;
-        }
-        match result {
-            Ok(answer) => self.on_heartbeat(now, seq_at_send, answer, clock).await,
-            Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => self.mark_lost(),
-            // Anything else is transient until the deadline; the loop wakes at the deadline.
-            Err(_) => {
-                if self.parts.clock.now() >= self.deadline() {
-                    self.mark_lost();
-                }
-            }
-        }
-    }
-
-    /// Applies an L2 answer to a heartbeat sent at `sent_at`.
-    async fn on_heartbeat(
-        &self,
-        sent_at: Duration,
-        seq_at_send: u64,
-        answer: HeartbeatResponse,
-        clock: &dyn Clock,
-    ) {
-        let ttl = Duration::from_millis(answer.ttl_millis);
-        {
-            let mut state = self.state.lock().unwrap();
-            let renewed = (sent_at + ttl).saturating_sub(self.parts.margin(ttl));
-            state.deadline = state.deadline.max(renewed);
-            // A suspect recorded before this heartbeat was sent and not listed by it is not
-            // held (the server answered after the suspect L4 had timed out).
-            state.suspects.retain(|key, (_, recorded)| {
-                *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
-            });
-        }
-        for handle in self.holds.handles() {
-            if handle.seq() > seq_at_send {
-                continue; // registered after this heartbeat was sent: the answer may predate it
-            }
-            let listed = answer
-                .locks
-                .iter()
-                .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
-            let renewed =
-                listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl()));
-            if !renewed && handle.mark_lost() {
-                self.emit(ClientEvent::Lost {
-                    key: handle.key().to_owned(),
-                    fencing_token: handle.fencing_token(),
-                });
-            }
-        }
-        self.release_orphans(&answer, clock).await;
-    }
-
-    /// Releases grants the server lists but no handle tracks (an acquire that timed out or
-    /// was dropped after the server granted): heartbeats would otherwise renew them forever.
-    async fn release_orphans(&self, answer: &HeartbeatResponse, clock: &dyn Clock) {
-        for lock in &answer.locks {
-            let stale = self
-                .state
-                .lock()
-                .unwrap()
-                .released
-                .get(&lock.key)
-                .is_some_and(|&token| token >= lock.fencing_token);
-            if stale {
-                continue;
-            }
-            let Some(_guard) = self.holds.claim_orphan(&lock.key) else {
-                continue;
-            };
-            if self.status() != Status::Open {
-                return;
-            }
-            // Best effort: a failure leaves it for the next heartbeat.
-            if self
-                .send_release(&lock.key, lock.fencing_token, clock)
-                .await
-                .is_ok()
-            {
-                self.state.lock().unwrap().suspects.remove(&lock.key);
-            }
-        }
-    }
-
-    /// How long the heartbeat task sleeps: one interval, but never past the deadline.
-    fn next_wake(&self) -> Duration {
-        let now = self.parts.clock.now();
-        self.heartbeat_every
-            .min(self.deadline().saturating_sub(now))
-    }
-}
-
-/// The heartbeat scheduler. Holds only a weak reference between rounds, so dropping the
-/// last [`LockClientSession`] ends it; the `ended` signal ends it at once on close or loss.
-/// Every wait of the task is on `clock`, the background view of the client's clock that
-/// [`LockClient::open_session`] gives it.
-async fn heartbeat_loop(session: Weak<SessionShared>, ended: Signal, clock: Arc<dyn Clock>) {
-    loop {
-        let sleep = {
-            let Some(s) = session.upgrade() else { return };
-            clock.sleep(s.next_wake())
-        };
-        if let Either::Right(_) = select(sleep, Box::pin(ended.wait())).await {
-            return;
-        }
-        let Some(s) = session.upgrade() else { return };
-        if s.status() != Status::Open {
-            return;
-        }
-        s.heartbeat_once(&*clock).await;
-    }
-}
-
-/// Runs a transport call under a timeout on `clock` (the transport is told the same timeout;
-/// this makes it binding even if the transport ignores it).
-pub(crate) async fn call<T>(
-    clock: &dyn Clock,
-    hop: Duration,
-    fut: impl std::future::Future<Output = Result<T, TransportError>>,
-) -> Result<T, TransportError> {
-    timeout(clock, hop, fut)
-        .await
-        .unwrap_or(Err(TransportError::Timeout(hop)))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))] // uses test_support (native only)
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::error::TransportError;
+    use crate::events::ClientEvent;
+    use crate::handle::LostReason;
     use crate::test_support::Fixture;
     use crate::transport::{Call, ScriptedTransport};
-    use lock_api::{HeldLock, LockGrant};
+    use lock_api::{HeartbeatResponse, HeldLock, LockGrant};
+    use std::sync::Mutex;
 
     fn grant(key: &str, token: u64) -> Result<LockGrant, TransportError> {
         Ok(ScriptedTransport::grant(key, "s1", token, 10_000))
@@ -750,22 +332,28 @@ mod tests {
         f.transport.push_acquire(grant("k", 1));
         let s = session.clone();
         let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
-        // Session deadline 13.5 s (15 s TTL, 1.5 s margin); heartbeats at 5 s and 10 s fail.
+        // Session deadline 13.5 s (15 s TTL, 1.5 s margin); every heartbeat before it fails
+        // (due at a third of the lock's TTL while it is held, then every 5 s).
+        let heartbeats = || {
+            f.transport
+                .calls()
+                .iter()
+                .filter(|c| matches!(c, Call::Heartbeat(_)))
+                .count()
+        };
+        let mut at_loss = None;
         for _ in 0..20 {
             f.clock.advance(Duration::from_secs(1));
             let s = session.clone();
-            f.run(async move { s.is_lost() });
+            if f.run(async move { s.is_lost() }) && at_loss.is_none() {
+                at_loss = Some(heartbeats());
+            }
         }
         assert!(session.is_lost());
         assert!(handle.is_lost());
         assert_eq!(f.client.session_lost_count(), 1);
-        let heartbeats = f
-            .transport
-            .calls()
-            .iter()
-            .filter(|c| matches!(c, Call::Heartbeat(_)))
-            .count();
-        assert_eq!(heartbeats, 2, "no heartbeat after the loss");
+        assert!(at_loss.is_some_and(|n| n >= 2), "{at_loss:?}");
+        assert_eq!(Some(heartbeats()), at_loss, "no heartbeat after the loss");
         let s = session.clone();
         assert_eq!(f.run(async move { s.release(&handle).await }), Ok(()));
         assert_eq!(
@@ -779,6 +367,156 @@ mod tests {
             .calls()
             .iter()
             .any(|c| matches!(c, Call::CloseSession(_))));
+    }
+
+    fn heartbeat_calls(f: &Fixture) -> usize {
+        f.transport
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Heartbeat(_)))
+            .count()
+    }
+
+    /// Lets `by` of simulated time pass, every timer firing at its instant.
+    fn pass(f: &Fixture, by: Duration) {
+        let clock = f.clock.clone();
+        f.run(async move { clock.sleep(by).await });
+    }
+
+    /// A 500 ms lock on a 15 s session (heartbeat period 5 s) is renewed every third of its
+    /// TTL, so it stays held; released, the schedule falls back to the session's period.
+    #[test]
+    fn a_short_lock_is_renewed_in_time_and_its_release_relaxes_the_schedule() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 500,
+            ..g
+        }));
+        let s = session.clone();
+        let policy = AcquirePolicy::default();
+        let handle = f.run(async move {
+            let h = s.acquire("k", Duration::from_millis(500), &policy).await;
+            h.unwrap().unwrap()
+        });
+        pass(&f, Duration::from_secs(5));
+        assert!(!handle.is_lost(), "{handle:?}");
+        assert_eq!(handle.lost_reason(), None);
+        let held = heartbeat_calls(&f);
+        assert!((29..=31).contains(&held), "one L2 every 167 ms: {held}");
+        let (s, h) = (session.clone(), handle.clone());
+        f.run(async move { s.release(&h).await.unwrap() });
+        assert_eq!(handle.lost_reason(), Some(LostReason::Released));
+        pass(&f, Duration::from_secs(10));
+        assert_eq!(heartbeat_calls(&f) - held, 2, "back to one L2 every 5 s");
+        assert!(
+            !f.event_names().contains(&"lock_lost"),
+            "a release is no loss"
+        );
+    }
+
+    /// The heartbeat task sleeping towards the session's next heartbeat is woken by a grant
+    /// whose renewal is due sooner.
+    #[test]
+    fn a_grant_wakes_the_heartbeat_early() {
+        let f = Fixture::new();
+        let session = f.session();
+        pass(&f, Duration::from_secs(1));
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 600,
+            ..g
+        }));
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let granted =
+            f.run(async move { s.acquire("k", Duration::from_millis(600), &policy).await });
+        assert!(matches!(granted, Ok(Some(_))), "{granted:?}");
+        pass(&f, Duration::from_millis(199));
+        assert_eq!(heartbeat_calls(&f), 0);
+        pass(&f, Duration::from_millis(1));
+        assert_eq!(heartbeat_calls(&f), 1, "due at 1 s + 600 ms / 3");
+    }
+
+    /// With every heartbeat failing, a 1 s lock is reported lost at its deadline (500 ms):
+    /// its `lost()` future completes then, with one `lock_lost` event.
+    #[test]
+    fn a_passed_deadline_is_reported_at_that_instant() {
+        let f = Fixture::new();
+        let session = f.session();
+        for _ in 0..10 {
+            f.transport
+                .push_heartbeat(Err(ScriptedTransport::error(ErrorCode::NotLeader)));
+        }
+        f.transport.push_acquire(grant("k", 1).map(|g| LockGrant {
+            ttl_millis: 1_000,
+            ..g
+        }));
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let handle = f.run(async move {
+            let h = s.acquire("k", Duration::from_secs(1), &policy).await;
+            h.unwrap().unwrap()
+        });
+        assert_eq!(handle.deadline(), Duration::from_millis(500));
+        let (h, clock) = (handle.clone(), f.clock.clone());
+        let (at, reason) = f.run(async move {
+            let reason = h.lost().await;
+            (clock.now(), reason)
+        });
+        assert_eq!(
+            (at, reason),
+            (Duration::from_millis(500), LostReason::DeadlinePassed)
+        );
+        let lost: Vec<_> = f
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.name() == "lock_lost")
+            .cloned()
+            .collect();
+        assert_eq!(
+            lost,
+            [ClientEvent::Lost {
+                key: "k".into(),
+                fencing_token: 1,
+                reason: LostReason::DeadlinePassed
+            }]
+        );
+        drop(session);
+    }
+
+    /// Dropping every clone of a session ends its handles: nothing can renew them now.
+    #[test]
+    fn dropping_the_session_ends_its_handles() {
+        let f = Fixture::new();
+        let session = f.session();
+        f.transport.push_acquire(grant("k", 1));
+        let handle = f.run(async move { session.acquire_default("k").await.unwrap().unwrap() });
+        assert_eq!(handle.lost_reason(), Some(LostReason::SessionClosed));
+    }
+
+    #[test]
+    fn a_ttl_too_short_to_renew_is_refused_naming_the_shortest_that_works() {
+        let f = Fixture::new();
+        let session = f.session();
+        let policy = AcquirePolicy::default();
+        let s = session.clone();
+        let refused =
+            f.run(async move { s.acquire("k", Duration::from_millis(299), &policy).await });
+        let Err(LockError::Validation { field, message }) = refused else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(field, "ttlMillis");
+        assert!(message.contains("at least 300 ms"), "{message}");
+        assert_eq!(f.transport.acquire_calls(), 0);
+        f.transport.push_acquire(grant("k", 1));
+        let granted = f.run(async move {
+            session
+                .acquire("k", Duration::from_millis(300), &policy)
+                .await
+        });
+        assert!(matches!(granted, Ok(Some(_))), "{granted:?}");
     }
 
     #[test]
@@ -831,22 +569,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_margin_is_the_larger_of_500ms_and_a_tenth_but_at_most_half() {
-        assert_eq!(
-            safety_margin(Duration::from_secs(10)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            safety_margin(Duration::from_secs(2)),
-            Duration::from_millis(500)
-        );
-        assert_eq!(
-            safety_margin(Duration::from_millis(400)),
-            Duration::from_millis(200)
-        );
-    }
-
     /// Records whether each sleep of a [`ManualClock`] was a background one.
     #[derive(Clone)]
     struct RecordingClock {
@@ -891,11 +613,11 @@ mod tests {
         });
         let taken = || std::mem::take(&mut *clock.background.lock().unwrap());
         let session = f.run(async move { client.open_session().await.unwrap() });
-        f.run(async {}); // the heartbeat task arms its first wait
+        f.run(async {}); // the background task arms its waits
         assert_eq!(
             taken(),
-            [false, true],
-            "L1's timeout, then the heartbeat's wait"
+            [false, true, true],
+            "L1's timeout, then the heartbeat's and the deadline watchdog's waits"
         );
         f.transport.push_heartbeat(heartbeat(&[]));
         f.clock.advance(Duration::from_secs(5));

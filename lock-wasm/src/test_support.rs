@@ -1,21 +1,28 @@
-//! Unit-test fixtures: a client over a [`ScriptedTransport`] on simulated time.
+//! Unit-test fixtures (feature `test-util`, native only): a client over a
+//! [`ScriptedTransport`] on simulated time.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::backoff::SeededRngSource;
 use crate::clock::ManualClock;
+use crate::config::ClientConfig;
 use crate::events::{ClientEvent, EventSink};
-use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::session::{LockClient, LockClientSession};
 use crate::sim::{run_with, SimExecutor};
 use crate::transport::ScriptedTransport;
 
 /// Everything a unit test drives.
-pub(crate) struct Fixture {
+pub struct Fixture {
+    /// The simulated time.
     pub clock: ManualClock,
+    /// Runs the tests' futures and the session's background task.
     pub exec: SimExecutor,
+    /// The scripted server.
     pub transport: ScriptedTransport,
+    /// The client under test.
     pub client: LockClient,
+    /// Every event the client emitted.
     pub events: Arc<Mutex<Vec<ClientEvent>>>,
 }
 
@@ -24,6 +31,12 @@ struct Collect(Arc<Mutex<Vec<ClientEvent>>>);
 impl EventSink for Collect {
     fn on_event(&self, event: &ClientEvent) {
         self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+impl Default for Fixture {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

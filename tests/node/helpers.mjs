@@ -1,6 +1,7 @@
 // Shared helpers of the node:test suites. They talk to the real lock-server whose URL the
 // runner (scripts/test-wasm.sh) passes in LOCK_URL.
 import assert from "node:assert/strict";
+import net from "node:net";
 
 export const baseUrl = process.env.LOCK_URL;
 assert.ok(baseUrl, "LOCK_URL must point at a running lock-server (scripts/test-wasm.sh sets it)");
@@ -93,4 +94,50 @@ export async function contend(session, key, id, rounds) {
 /** The ledger accepted an append (any 2xx). */
 export function assertAccepted(status) {
   assert.ok(status >= 200 && status < 300, `ledger append accepted, got HTTP ${status}`);
+}
+
+/** Resolves after `ms` milliseconds (a referenced timer: it keeps Node's loop alive). */
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A TCP proxy in front of the lock-server whose path can be cut, as a dead network would:
+ * `block()` drops every open connection and leaves new ones accepted but never answered;
+ * `unblock()` lets new connections through again.
+ */
+export async function startProxy() {
+  const target = new URL(baseUrl);
+  const sockets = new Set();
+  const track = (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+  };
+  let blocked = false;
+  const server = net.createServer((client) => {
+    track(client);
+    if (blocked) return;
+    const upstream = net.connect(Number(target.port), target.hostname);
+    track(upstream);
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    block() {
+      blocked = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    unblock() {
+      blocked = false;
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
 }

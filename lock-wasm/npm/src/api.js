@@ -47,7 +47,11 @@ class NotLeaderError extends LockError {}
 class ValidationError extends LockError {}
 /** SESSION_NOT_FOUND: the session is gone and so are its locks. */
 class SessionLostError extends LockError {}
-/** LOCK_LOST: the handle's lock is gone (expired, revoked or its session lost). */
+/**
+ * LOCK_LOST: the handle's lock is gone. On a handle's `signal`, `reason` says why:
+ * `deadlinePassed`, `notInHeartbeat` (expired, revoked or released server-side),
+ * `sessionLost`, `sessionClosed` or `released`.
+ */
 class LockLostError extends LockError {}
 /**
  * FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. The code
@@ -125,16 +129,36 @@ function splitSignal(opts, field) {
 
 /**
  * A held lock. `fencingToken` goes with every side effect; `isLost` and `deadline` are the
- * SDK's conservative local view (deadline: epoch milliseconds, like `Date.now()`).
+ * SDK's conservative local view (deadline: epoch milliseconds, like `Date.now()`); `signal`
+ * aborts the moment the lock is lost.
  */
 class LockHandle {
   #raw;
   #session;
+  #lost = new AbortController();
   constructor(raw, session) {
     this.#raw = raw;
     this.#session = session;
     Object.defineProperty(this, "key", { value: raw.key, enumerable: true });
     Object.defineProperty(this, "fencingToken", { value: raw.fencingToken, enumerable: true });
+    // The Rust side reports the loss (at the deadline by a timer, or when a heartbeat, the
+    // session or the owner ends the handle); the signal follows in the same turn. A handle
+    // reported lost already (a grant that arrived after its deadline) starts aborted.
+    const abort = (reason) => {
+      const err = lockError(ErrorCode.LOCK_LOST, `lock ${JSON.stringify(raw.key)} lost: ${reason}`);
+      err.reason = reason;
+      this.#lost.abort(err);
+    };
+    if (raw.lostReason !== undefined) abort(raw.lostReason);
+    else raw.lost().then(abort);
+  }
+  /** Aborts (reason: a LockLostError with `reason`) the moment the lock is lost or released. */
+  get signal() {
+    return this.#lost.signal;
+  }
+  /** Why the lock was lost (`deadlinePassed`, `notInHeartbeat`, ...), until then `undefined`. */
+  get lostReason() {
+    return this.#raw.lostReason;
   }
   /** True once the lock is known or presumed gone; never turns false again. */
   get isLost() {
@@ -234,9 +258,10 @@ class Session {
     if (entry && --entry.depth <= 0) this.#handles.delete(grantId(raw));
   }
   /**
-   * Acquire, run `fn(handle, signal)`, release. `signal` aborts (reason: a LockLostError)
-   * as soon as the SDK learns the lock is lost. Throws a ContentionError when the acquire
-   * budget runs out without a grant.
+   * Acquire, run `fn(handle, signal)`, release. `signal` is the handle's: it aborts (reason:
+   * a LockLostError) the moment the lock is lost — its deadline passed without a renewal, a
+   * heartbeat no longer lists it, or the session is gone. Throws a ContentionError when the
+   * acquire budget runs out without a grant.
    */
   async using(key, opts, fn) {
     if (typeof opts === "function") [opts, fn] = [undefined, opts];
@@ -245,18 +270,9 @@ class Session {
     if (handle === undefined) {
       throw lockError(ErrorCode.LOCK_CONTENDED, `lock ${JSON.stringify(key)} not granted within the acquire budget`);
     }
-    const controller = new AbortController();
-    const onLost = () =>
-      controller.abort(lockError(ErrorCode.LOCK_LOST, `lock ${JSON.stringify(key)} was lost`));
-    const off = this.onEvent((event) => {
-      const mine = event.key === handle.key && event.fencingToken === handle.fencingToken;
-      if ((event.type === "lost" && mine) || event.type === "sessionLost") onLost();
-    });
-    if (handle.isLost) onLost();
     try {
-      return await fn(handle, controller.signal);
+      return await fn(handle, handle.signal);
     } finally {
-      off();
       await this.release(handle);
     }
   }

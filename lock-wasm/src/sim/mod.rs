@@ -9,6 +9,17 @@
 //! 2. every acquire terminates within its budget (plus the time its client was paused);
 //! 3. no call names a session after its client declared it lost.
 //!
+//! And over the whole run (see [`check_renewals`] and [`check_reports`]):
+//! 4. a lock whose session's heartbeats are all answered (each within the renewal reserve,
+//!    [`crate::renewal::RENEWAL_RESERVE`]) and whose client was never paused is neither lost
+//!    at its deadline nor expires at the server while the client holds it;
+//! 5. every handle whose deadline passes is reported lost — its `lost()` future completes
+//!    and a `lock_lost` event carries the same reason — at the deadline, to the tick of the
+//!    simulated clock (or, if its client is paused then, at the first instant it runs again);
+//!    a handle reported lost for another reason was reported no later than that;
+//! 6. no side effect starts after its handle was reported lost, and none outlasts the report
+//!    (each worker races its side effects against `lost()`).
+//!
 //! Run any number of seeds: `cargo run -p lock-wasm --example simulate -- --seeds 10000`;
 //! replay one with its calls traced: `SIM_TRACE=1 cargo run -p lock-wasm --example simulate
 //! -- --seeds 1 --start SEED`.
@@ -24,6 +35,7 @@
 pub mod executor;
 pub mod injection;
 pub mod service;
+pub mod watch;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,16 +47,20 @@ use rand::{Rng, SeedableRng};
 
 use crate::backoff::SeededRngSource;
 use crate::clock::{Clock, ManualClock};
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::events::{ClientEvent, EventSink};
-use crate::handle::LockHandle;
+use crate::handle::{LockHandle, LostReason};
 use crate::policy::{AcquirePolicy, PolicySettings};
-use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::renewal::{self, RENEWAL_RESERVE};
+use crate::session::{LockClient, LockClientSession};
+use crate::spawn::Spawner;
 use crate::transport::Transport;
 
 pub use executor::{run, run_with, SimExecutor};
 pub use injection::{FaultCounts, FaultPlan, FaultyTransport, Injection};
-pub use service::{Faults, LostSessions, Network, SimService, SimTransport};
+pub use service::{Faults, Lapse, LostSessions, Network, SimService, SimTransport};
+pub use watch::HeartbeatWatch;
 
 /// What one seed did (for the seed runners' summaries).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,11 +81,43 @@ pub struct SimReport {
     pub faults: FaultCounts,
 }
 
+/// A (key, fencing token) pair: one grant. Two handles may share one (a grant whose L6 went
+/// unanswered is returned again by the next L4 of its session), so handles are told apart
+/// by their index in [`World::granted`].
+type Grant = (String, u64);
+
+/// A handle some client was granted, kept for the whole run.
+struct Granted {
+    client: usize,
+    handle: LockHandle,
+    /// The handle's anchor at the grant (the send time its first deadline counts from).
+    since: Duration,
+    /// When the client got it.
+    at: Duration,
+    /// When its `lost()` future completed, and why.
+    report: Option<(Duration, LostReason)>,
+}
+
+/// One side effect a worker ran under a handle (its index in [`World::granted`]):
+/// `[start, end]` on the simulated clock.
+struct Effect {
+    handle: usize,
+    start: Duration,
+    end: Duration,
+}
+
 /// Shared bookkeeping of one run.
 #[derive(Default)]
 struct World {
     /// Handles currently held by some client: (client, handle).
     held: Mutex<Vec<(usize, LockHandle)>>,
+    /// Every handle granted in the run.
+    granted: Mutex<Vec<Granted>>,
+    /// How many of them were reported lost so far.
+    reported: AtomicUsize,
+    /// Every `lock_lost` event: the grant, when, why.
+    events: Mutex<Vec<(Grant, Duration, LostReason)>>,
+    effects: Mutex<Vec<Effect>>,
     violations: Mutex<Vec<String>>,
     /// Pause intervals per client: (start, end).
     pauses: Mutex<Vec<(usize, Duration, Duration)>>,
@@ -94,17 +142,49 @@ impl World {
             .map(|(_, from, to)| (*to).min(end).saturating_sub((*from).max(start)))
             .sum()
     }
+
+    /// The first instant at or after `at` at which `client` is not paused.
+    fn runs_again(&self, client: usize, at: Duration) -> Duration {
+        let pauses = self.pauses.lock().unwrap();
+        let mut t = at;
+        while let Some((_, _, to)) = pauses
+            .iter()
+            .find(|(c, from, to)| *c == client && (*from..*to).contains(&t))
+        {
+            t = *to;
+        }
+        t
+    }
 }
 
-/// Records the sessions a client declares lost, for invariant 3.
+fn grant_of(handle: &LockHandle) -> Grant {
+    (handle.key().to_owned(), handle.fencing_token())
+}
+
+/// Records the sessions a client declares lost (invariant 3) and when each `lock_lost`
+/// event is emitted (invariant 5).
 struct LostRecorder {
     lost: Arc<Mutex<BTreeSet<String>>>,
+    world: Arc<World>,
+    clock: ManualClock,
 }
 
 impl EventSink for LostRecorder {
     fn on_event(&self, event: &ClientEvent) {
-        if let ClientEvent::SessionLost { session_id } = event {
-            self.lost.lock().unwrap().insert(session_id.clone());
+        match event {
+            ClientEvent::SessionLost { session_id } => {
+                self.lost.lock().unwrap().insert(session_id.clone());
+            }
+            ClientEvent::Lost {
+                key,
+                fencing_token,
+                reason,
+            } => {
+                let grant = (key.clone(), *fencing_token);
+                let event = (grant, self.clock.now(), *reason);
+                self.world.events.lock().unwrap().push(event);
+            }
+            _ => {}
         }
     }
 }
@@ -144,7 +224,7 @@ impl Scenario {
                 .map(|i| format!("k{i}"))
                 .collect(),
             rounds: rng.random_range(2..=if chaos { 8 } else { 6 }),
-            lock_ttl: Duration::from_millis(rng.random_range(800..=3_000)),
+            lock_ttl: Duration::from_millis(rng.random_range(500..=3_000)),
             policy: AcquirePolicy::new(settings).expect("drawn policies are valid"),
             config: ClientConfig {
                 session_ttl: Some(Duration::from_millis(rng.random_range(1_200..=4_000))),
@@ -196,6 +276,8 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
         Some(f) => (Arc::new(f.clone()), f.lost_sessions()),
         None => (Arc::new(network.clone()), network.lost_sessions()),
     };
+    let watch = HeartbeatWatch::new(transport, clock.clone());
+    let transport: Arc<dyn Transport> = Arc::new(watch.clone());
     let world = Arc::new(World::default());
     let violations = || {
         let mut all = world.violations.lock().unwrap().clone();
@@ -220,7 +302,11 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
             Arc::new(SeededRngSource::new(rng.random())),
         )
         .with_config(scenario.config.clone())
-        .with_events(Arc::new(LostRecorder { lost: lost.clone() }));
+        .with_events(Arc::new(LostRecorder {
+            lost: lost.clone(),
+            world: world.clone(),
+            clock: clock.clone(),
+        }));
         let worker = Worker {
             id: client,
             client: lock_client,
@@ -228,15 +314,25 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
             scenario: scenario.clone(),
             world: world.clone(),
             rng: StdRng::seed_from_u64(rng.random()),
+            // Its own stream, so the side effects' lengths leave the scenario's draws alone.
+            effects_rng: StdRng::seed_from_u64(seed ^ (client as u64).rotate_left(32)),
+            spawner: exec.spawner(client),
         };
         exec.spawn_in(client, worker.run());
     }
 
-    let done =
-        || world.finished.load(Ordering::SeqCst) == scenario.clients || !violations().is_empty();
+    // Done when every client finished and every report of a grant was observed (the last
+    // ones come with the sessions' close).
+    let done = || {
+        let observed = world.reported.load(Ordering::SeqCst) == world.granted.lock().unwrap().len();
+        world.finished.load(Ordering::SeqCst) == scenario.clients && observed
+            || !violations().is_empty()
+    };
     let step = || check_holders(&world, &service, &clock);
     exec.run_until(Duration::from_secs(3_600), done, step)
         .map_err(|e| format!("seed {seed}: {e}"))?;
+    check_reports(&world, clock.now());
+    check_renewals(&world, &service, &watch);
 
     if let Some(first) = violations().first() {
         return Err(format!("seed {seed}: {first}"));
@@ -351,6 +447,96 @@ fn check_holders(world: &World, service: &SimService, clock: &ManualClock) {
     }
 }
 
+/// Invariants 5 and 6, over the whole run (see the module docs).
+fn check_reports(world: &World, end: Duration) {
+    let granted = world.granted.lock().unwrap();
+    let events = world.events.lock().unwrap();
+    for g in granted.iter() {
+        let grant = grant_of(&g.handle);
+        let deadline = g.handle.deadline();
+        // A grant can arrive after its deadline (it counts from an earlier unanswered L4):
+        // then it is due to be reported when it arrives.
+        let due = world.runs_again(g.client, deadline.max(g.at));
+        let Some((at, reason)) = g.report else {
+            if deadline <= end {
+                world.violate(format!(
+                    "{grant:?}: deadline {deadline:?} passed, never reported lost"
+                ));
+            }
+            continue;
+        };
+        if at > due || (reason == LostReason::DeadlinePassed && at < deadline) {
+            world.violate(format!(
+                "{grant:?}: deadline {deadline:?} (client runs at {due:?}), reported {reason:?} at {at:?}"
+            ));
+        }
+        if !reason.by_owner() && !events.contains(&(grant.clone(), at, reason)) {
+            world.violate(format!(
+                "{grant:?}: reported {reason:?} at {at:?} without a lock_lost event then"
+            ));
+        }
+    }
+    for e in world.effects.lock().unwrap().iter() {
+        let g = &granted[e.handle];
+        if let Some((at, reason)) = g.report {
+            if e.start >= at || e.end > at {
+                world.violate(format!(
+                    "{:?}: side effect {:?}..{:?} not within its report ({reason:?} at {at:?})",
+                    grant_of(&g.handle),
+                    e.start,
+                    e.end
+                ));
+            }
+        }
+    }
+}
+
+/// Invariant 4: while a client runs and gets every heartbeat of its session answered within
+/// the renewal reserve, none of its locks is lost at its deadline, and none lapses at the
+/// server before the client lets it go.
+fn check_renewals(world: &World, service: &SimService, watch: &HeartbeatWatch) {
+    let granted = world.granted.lock().unwrap();
+    let kept_alive = |g: &Granted, session: &str, until: Duration| {
+        // The session's life up to `until` counts, not only the lock's: a heartbeat lost
+        // before the grant can cost the session, and the lock with it.
+        world.paused_between(g.client, Duration::ZERO, until) == Duration::ZERO
+            && watch.all_answered(session, until, RENEWAL_RESERVE)
+    };
+    for g in granted.iter() {
+        let Some((at, LostReason::DeadlinePassed)) = g.report else {
+            continue;
+        };
+        // A grant answered after its first renewal was due (a slow or retried L4) may
+        // rightly be lost before a heartbeat can help it.
+        let in_time = g.at <= renewal::renew_by(g.since, g.handle.ttl());
+        if in_time && kept_alive(g, g.handle.session_id(), at) {
+            world.violate(format!(
+                "{:?} (client {}) lost at its deadline {at:?} although its session's heartbeats were all answered",
+                grant_of(&g.handle),
+                g.client
+            ));
+        }
+    }
+    for lapse in service.lapses() {
+        let grant = (lapse.key.clone(), lapse.token);
+        // The latest handle of this grant granted before the lapse (orphans have none).
+        let Some(g) = granted
+            .iter()
+            .rev()
+            .find(|g| grant_of(&g.handle) == grant && g.since <= lapse.at)
+        else {
+            continue;
+        };
+        let let_go = g.report.is_some_and(|(at, _)| at <= lapse.at);
+        if !let_go && kept_alive(g, &lapse.session, lapse.at) {
+            world.violate(format!(
+                "{grant:?} (client {}) expired at the server at {:?} although its session's heartbeats were all answered",
+                g.client, lapse.at
+            ));
+        }
+    }
+}
+
 /// One simulated client process.
 struct Worker {
     id: usize,
@@ -359,6 +545,9 @@ struct Worker {
     scenario: Arc<Scenario>,
     world: Arc<World>,
     rng: StdRng,
+    effects_rng: StdRng,
+    /// Spawns the observer of each grant's `lost()` future in this client's process.
+    spawner: Arc<dyn Spawner>,
 }
 
 impl Worker {
@@ -394,6 +583,7 @@ impl Worker {
             .lock()
             .unwrap()
             .push((self.id, handle.clone()));
+        let index = self.observe(&handle);
         // Not drawn at all when the scenario does not nest, so the seed's stream is unchanged.
         let nested = self.scenario.nests && self.rng.random_bool(0.2);
         if nested {
@@ -406,7 +596,7 @@ impl Worker {
         }
         let ttl_ms = self.scenario.lock_ttl.as_millis() as u64;
         let hold = Duration::from_millis(self.rng.random_range(0..=ttl_ms * 2));
-        self.clock.sleep(hold).await;
+        self.side_effects(&handle, index, hold).await;
         if nested {
             let _ = s.release(&handle).await;
         }
@@ -416,6 +606,56 @@ impl Worker {
             .unwrap()
             .retain(|(_, h)| !h.same_grant(&handle));
         s.release(&handle).await.map(|_| ())
+    }
+
+    /// Records the grant and, from a task of this client's process, when its `lost()` future
+    /// completes. Returns its index in [`World::granted`].
+    fn observe(&self, handle: &LockHandle) -> usize {
+        let index = {
+            let mut granted = self.world.granted.lock().unwrap();
+            granted.push(Granted {
+                client: self.id,
+                handle: handle.clone(),
+                since: handle.anchor(),
+                at: self.clock.now(),
+                report: None,
+            });
+            granted.len() - 1
+        };
+        let (handle, world, clock) = (handle.clone(), self.world.clone(), self.clock.clone());
+        self.spawner.spawn(Box::pin(async move {
+            let reason = handle.lost().await;
+            world.granted.lock().unwrap()[index].report = Some((clock.now(), reason));
+            world.reported.fetch_add(1, Ordering::SeqCst);
+        }));
+        index
+    }
+
+    /// Holds `handle` for `hold`, as a run of short side effects, each started only while the
+    /// handle is valid and abandoned the moment it is reported lost.
+    async fn side_effects(&mut self, handle: &LockHandle, index: usize, hold: Duration) {
+        let until = self.clock.now() + hold;
+        loop {
+            let start = self.clock.now();
+            if start >= until || handle.is_lost() {
+                return;
+            }
+            let length = Duration::from_millis(self.effects_rng.random_range(20..=200));
+            let effect = self.clock.sleep(length.min(until - start));
+            let lost = Box::pin(handle.lost());
+            let aborted = matches!(
+                futures::future::select(effect, lost).await,
+                futures::future::Either::Right(_)
+            );
+            self.world.effects.lock().unwrap().push(Effect {
+                handle: index,
+                start,
+                end: self.clock.now(),
+            });
+            if aborted {
+                return;
+            }
+        }
     }
 
     /// An acquire with invariant 2 checked on its duration.
@@ -515,7 +755,19 @@ mod tests {
             caught.first()
         );
         assert!(caught.len() >= 10, "caught only {} of 50", caught.len());
-        assert!(caught.iter().all(|e| e.contains("server holder")));
+        assert!(caught
+            .iter()
+            .all(|e| e.contains("server holder") || e.contains("expired at the server")));
+    }
+
+    /// Regression: seed 2 holds 1,178 ms locks on 3,963 ms sessions over a lossless network.
+    /// Heartbeats at the session's period alone (1,321 ms) let a lock's deadline pass between
+    /// two answered heartbeats (invariant 4), and the passed deadline went unreported until
+    /// the release (invariant 5).
+    #[test]
+    fn seed_2_keeps_a_short_lock_and_reports_its_deadline() {
+        let report = run_seed(2, Faults::default()).unwrap();
+        assert!(report.grants > 0, "{report:?}");
     }
 
     /// A seed replays exactly.

@@ -42,6 +42,23 @@ struct ServiceState {
     sessions: BTreeMap<String, SimSession>,
     locks: BTreeMap<String, SimLock>,
     last_token: BTreeMap<String, u64>,
+    /// Locks that ran out their own TTL while their session lived, in expiry order.
+    lapsed: Vec<Lapse>,
+}
+
+/// A lock that expired by its own TTL while its session was alive: nothing renewed it in
+/// time (the simulation's invariant "a lock whose session's heartbeats are all answered
+/// never expires at the server" looks at these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lapse {
+    /// The key.
+    pub key: String,
+    /// The holding session.
+    pub session: String,
+    /// The grant's token.
+    pub token: u64,
+    /// The instant its TTL ran out.
+    pub at: Duration,
 }
 
 struct SimSession {
@@ -74,13 +91,40 @@ impl SimService {
         }
     }
 
-    /// Drops expired sessions and locks; a lock dies with its session.
+    /// Drops expired sessions and locks; a lock dies with its session. A lock whose own TTL
+    /// ran out first is recorded as a [`Lapse`].
     fn expire(&self, s: &mut ServiceState) {
         let now = self.clock.now();
-        s.sessions.retain(|_, session| session.expires > now);
-        let sessions = &s.sessions;
-        s.locks
-            .retain(|_, lock| lock.expires > now && sessions.contains_key(&lock.session));
+        let ServiceState {
+            sessions,
+            locks,
+            lapsed,
+            ..
+        } = s;
+        locks.retain(|key, lock| {
+            if lock.expires > now {
+                return true;
+            }
+            let session_expires = sessions.get(&lock.session).map(|s| s.expires);
+            if session_expires.is_some_and(|e| e > lock.expires) {
+                lapsed.push(Lapse {
+                    key: key.clone(),
+                    session: lock.session.clone(),
+                    token: lock.token,
+                    at: lock.expires,
+                });
+            }
+            false
+        });
+        sessions.retain(|_, session| session.expires > now);
+        locks.retain(|_, lock| sessions.contains_key(&lock.session));
+    }
+
+    /// Every [`Lapse`] so far.
+    pub fn lapses(&self) -> Vec<Lapse> {
+        let mut s = self.state.lock().unwrap();
+        self.expire(&mut s);
+        s.lapsed.clone()
     }
 
     /// The live holder of `key` right now: `(session, token)`.

@@ -19,10 +19,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::clock::Clock;
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::policy::PolicySettings;
-use crate::session::{ClientConfig, LockClient, LockClientSession};
+use crate::session::{LockClient, LockClientSession};
 
 use super::abort::Aborted;
 use super::events::JsEvents;
@@ -64,7 +65,11 @@ impl RawClient {
         Ok(RawClient {
             defaults: Defaults {
                 transport: Arc::new(FetchTransport::new(base_url)),
-                lock_ttl: options::ttl(d.ttl_ms, options::default_lock_ttl(), "defaults.ttlMs")?,
+                lock_ttl: options::lock_ttl(
+                    d.ttl_ms,
+                    options::default_lock_ttl(),
+                    "defaults.ttlMs",
+                )?,
                 policy,
                 request_timeout: options::positive(
                     d.request_timeout_ms,
@@ -178,7 +183,7 @@ impl RawSession {
 
     fn acquire_settings(&self, options: JsValue) -> Result<(Duration, PolicySettings), LockError> {
         let opts = AcquireOptions::parse(options)?;
-        let ttl = options::ttl(opts.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
+        let ttl = options::lock_ttl(opts.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
         let policy = opts.policy.unwrap_or_default().over(self.defaults.policy);
         Ok((ttl, policy))
     }
@@ -227,6 +232,20 @@ impl RawHandle {
     #[wasm_bindgen(getter, js_name = isLost)]
     pub fn is_lost(&self) -> bool {
         self.handle.is_lost()
+    }
+
+    /// Why the handle was reported lost (`"deadlinePassed"`, ...), or `undefined`.
+    #[wasm_bindgen(getter, js_name = lostReason)]
+    pub fn lost_reason(&self) -> Option<String> {
+        self.handle.lost_reason().map(|r| r.as_str().to_owned())
+    }
+
+    /// Resolves with the reason the moment the handle is reported lost: at its deadline
+    /// when no renewal came (a timer, not a read), or when a heartbeat, the session or the
+    /// owner ends it. The JS layer aborts the handle's `AbortSignal` on it.
+    pub fn lost(&self) -> js_sys::Promise {
+        let lost = self.handle.lost();
+        future_to_promise(async move { Ok(JsValue::from_str(lost.await.as_str())) })
     }
 
     /// The conservative deadline as epoch milliseconds (`Date.now()` terms), for display and

@@ -82,10 +82,15 @@ pub fn to_js(event: &ClientEvent) -> JsValue {
             set("attempts", num(f64::from(*attempts)));
             set("waitedMs", num(millis(*waited)));
         }
-        ClientEvent::Lost { key, fencing_token } => {
+        ClientEvent::Lost {
+            key,
+            fencing_token,
+            reason,
+        } => {
             set("type", text("lost"));
             set("key", text(key));
             set("fencingToken", num(*fencing_token as f64));
+            set("reason", text(reason.as_str()));
         }
         ClientEvent::SessionLost { session_id } => {
             set("type", text("sessionLost"));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use lock_api::limits::{validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::policy::{AcquirePolicy, PolicySettings};
 
@@ -249,6 +250,18 @@ pub fn ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duratio
                 message,
             }),
     }
+}
+
+/// Checks a lock TTL option: the contract's range and the renewal rule (see
+/// [`crate::renewal`]): a TTL too short for a heartbeat to renew is refused, naming the
+/// shortest that works.
+pub fn lock_ttl(value: Option<u64>, default: Duration, field: &str) -> Result<Duration, LockError> {
+    let Some(ms) = value else {
+        return Ok(default);
+    };
+    let ttl = Duration::from_millis(ms);
+    ClientConfig::default().check_lock_ttl(ttl, field)?;
+    Ok(ttl)
 }
 
 /// The default lock TTL (`lock.default.ttl`).

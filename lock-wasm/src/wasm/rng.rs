@@ -11,6 +11,8 @@ use crate::backoff::RngSource;
 pub struct CryptoRngSource;
 
 impl RngSource for CryptoRngSource {
+    // The seam's implementation: the one place in wasm that draws from the platform.
+    #[allow(clippy::disallowed_methods)]
     fn rng(&self) -> SmallRng {
         let mut seed = [0u8; 8];
         // getrandom fails only when the platform has no CSPRNG at all; jitter then still

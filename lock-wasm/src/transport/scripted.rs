@@ -1,15 +1,5 @@
-//! The request seam: one method per HTTP call of contract C3 (L1–L7). Implementations:
-//! [`crate::native::HttpTransport`] (reqwest), the wasm fetch transport, the scripted
-//! transport for unit tests ([`ScriptedTransport`]) and the simulated lock service of
-//! [`crate::sim`].
-//!
-//! Keys are passed decoded; an HTTP implementation percent-encodes them with
-//! [`lock_api::limits::encode_key`]. Every call carries the timeout the caller budgeted for
-//! it: the implementation should abort the request after it (so the connection is not left
-//! hanging), and the SDK additionally races every call against the same timeout on its
-//! [`crate::clock::Clock`], so a transport that ignores it cannot stretch a deadline.
-//! Status mapping: 2xx → `Ok`, anything else → [`TransportError::from_status`]; HTTP
-//! transports share it through [`http_answer`].
+//! [`ScriptedTransport`]: answers from per-call queues, for unit tests (feature
+//! `test-util`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -20,82 +10,8 @@ use lock_api::{
     OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
+use super::Transport;
 use crate::error::TransportError;
-use crate::spawn::{MaybeSend, MaybeSync};
-
-/// The answer mapping every HTTP transport shares: a 2xx answer passes its body text on to
-/// be decoded as the success type; any other status becomes [`TransportError::Status`] via
-/// [`TransportError::from_status_with`], with `decode_error` reading the contract error body
-/// (each transport brings its own JSON decoder).
-pub fn http_answer(
-    status: u16,
-    body_text: &str,
-    decode_error: impl FnOnce(&str) -> Option<ErrorBody>,
-) -> Result<&str, TransportError> {
-    if (200..300).contains(&status) {
-        Ok(body_text)
-    } else {
-        Err(TransportError::from_status_with(
-            status,
-            body_text,
-            decode_error,
-        ))
-    }
-}
-
-/// The L1–L7 calls. Implement with
-/// `#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]` and
-/// `#[cfg_attr(not(target_arch = "wasm32"), async_trait)]` (see [`crate::spawn`]).
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-pub trait Transport: MaybeSend + MaybeSync {
-    /// L1 `POST /v1/sessions` → 201.
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError>;
-
-    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200.
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError>;
-
-    /// L3 `DELETE /v1/sessions/{id}` → 204.
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError>;
-
-    /// L4 `POST /v1/locks/{key}/acquire` → 200 [`LockGrant`].
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError>;
-
-    /// L5 `GET /v1/sessions/{id}` → 200.
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError>;
-
-    /// L6 `POST /v1/locks/{key}/release` → 204.
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError>;
-
-    /// L7 `GET /v1/locks/{key}` → 200 (advisory).
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError>;
-}
 
 /// One call as a [`ScriptedTransport`] saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -295,34 +211,5 @@ impl Transport for ScriptedTransport {
         let mut s = self.inner.lock().unwrap();
         s.calls.push(Call::ReadLock(key.to_owned()));
         Err(Self::error(ErrorCode::NotFound))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn json_body(text: &str) -> Option<ErrorBody> {
-        serde_json::from_str(text).ok()
-    }
-
-    #[test]
-    fn a_2xx_answer_passes_its_body_on() {
-        assert_eq!(http_answer(200, "{\"a\":1}", json_body), Ok("{\"a\":1}"));
-        assert_eq!(http_answer(204, "", json_body), Ok(""));
-    }
-
-    #[test]
-    fn other_statuses_map_through_the_decoder_or_the_fallback() {
-        let contract = r#"{"code":"LOCK_CONTENDED","message":"held"}"#;
-        let err = http_answer(409, contract, json_body).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::LockContended));
-        let err = http_answer(502, "<html>bad gateway</html>", json_body).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::Internal));
-        let err = http_answer(503, "", json_body).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::NotLeader));
-        // The transport's decoder decides what counts as a contract body.
-        let err = http_answer(409, contract, |_| None).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::Internal));
     }
 }

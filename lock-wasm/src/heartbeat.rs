@@ -1,0 +1,157 @@
+//! A session's background task: the heartbeat loop and the deadline watchdog, over its
+//! [`SessionState`].
+//!
+//! - The heartbeat loop sends L2 when [`crate::renewal`] says it is due: at the earliest of
+//!   the session's period and a third of each held lock's TTL, recomputed — and the sleeping
+//!   loop woken — on every grant, renewal and release. No call of it waits past the session's
+//!   deadline nor the next due heartbeat, so a lost request is retried on schedule. Each
+//!   answer renews the session and its listed locks; grants it lists that no handle tracks
+//!   (an acquire that timed out or was dropped after the server granted) are released.
+//! - The deadline watchdog sleeps on the client's clock until the earliest deadline of the
+//!   session and its unreported handles, and at that instant reports what passed (see
+//!   [`SessionState::expire_passed`]).
+//!
+//! Both wait on a background view of the client's clock ([`BackgroundClock`]: in Node its
+//! timers are unref'd, so an open session never keeps a process alive by itself), and hold
+//! only a weak reference to the session between wake-ups: dropping the last
+//! `LockClientSession` ends the task.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use lock_api::{ErrorCode, HeartbeatResponse};
+
+use crate::clock::{BackgroundClock, Clock};
+use crate::session_state::SessionState;
+use crate::transport::call;
+
+/// Starts `session`'s background task on its client's spawner.
+pub(crate) fn spawn(session: &Arc<SessionState>) {
+    let parts = session.parts();
+    let clock: Arc<dyn Clock> = Arc::new(BackgroundClock(parts.clock.clone()));
+    let heartbeats = heartbeat_loop(Arc::downgrade(session), clock.clone());
+    let deadlines = deadline_watch(Arc::downgrade(session), clock);
+    // Both loops end when the session does; whichever notices first ends the task.
+    let task = async move {
+        select(Box::pin(heartbeats), Box::pin(deadlines)).await;
+    };
+    parts.spawner.spawn(Box::pin(task));
+}
+
+/// What woke a background loop.
+enum Wake {
+    /// Its timer: the time it waited for has come.
+    Due,
+    /// The schedule changed: recompute.
+    Rescheduled,
+    /// The session ended (closed, lost) or was dropped: stop.
+    Ended,
+}
+
+/// Sleeps on `clock` until `at`, or until the session's schedule changes or it ends.
+async fn wait_until(
+    session: &Weak<SessionState>,
+    clock: &dyn Clock,
+    at: impl FnOnce(&SessionState) -> Duration,
+) -> Wake {
+    let (sleep, rescheduled, ended) = {
+        let Some(s) = session.upgrade() else {
+            return Wake::Ended;
+        };
+        if !s.is_open() {
+            return Wake::Ended;
+        }
+        // Listen before reading the schedule, so a change made in between is not missed.
+        let rescheduled = s.rescheduled();
+        let wait = at(&s).saturating_sub(clock.now());
+        (clock.sleep(wait), rescheduled, s.ended())
+    };
+    let changed = select(Box::pin(rescheduled), Box::pin(ended));
+    match select(sleep, changed).await {
+        Either::Left(_) => Wake::Due,
+        Either::Right((Either::Left(_), _)) => Wake::Rescheduled,
+        Either::Right((Either::Right(_), _)) => Wake::Ended,
+    }
+}
+
+/// One L2 whenever [`SessionState::next_heartbeat`] comes.
+async fn heartbeat_loop(session: Weak<SessionState>, clock: Arc<dyn Clock>) {
+    loop {
+        match wait_until(&session, &*clock, SessionState::next_heartbeat).await {
+            Wake::Due => {}
+            Wake::Rescheduled => continue,
+            Wake::Ended => return,
+        }
+        let Some(s) = session.upgrade() else { return };
+        if clock.now() >= s.next_heartbeat() {
+            heartbeat_once(&s, &*clock).await;
+        }
+    }
+}
+
+/// At each deadline of the session and its handles, reports what passed.
+async fn deadline_watch(session: Weak<SessionState>, clock: Arc<dyn Clock>) {
+    loop {
+        if let Some(s) = session.upgrade() {
+            s.expire_passed();
+        }
+        if let Wake::Ended = wait_until(&session, &*clock, SessionState::next_deadline).await {
+            return;
+        }
+    }
+}
+
+/// One L2 round: renew, or lose the session on 404. Its calls time out on `clock`.
+async fn heartbeat_once(s: &SessionState, clock: &dyn Clock) {
+    let now = clock.now();
+    let deadline = s.deadline();
+    if now >= deadline {
+        s.mark_lost();
+        return;
+    }
+    let seq_at_send = s.heartbeat_sent(now);
+    let hop = round_hop(s, clock, deadline - now);
+    let transport = &s.parts().transport;
+    let result = call(clock, hop, transport.heartbeat(s.id(), hop)).await;
+    if !s.is_open() {
+        return;
+    }
+    match result {
+        Ok(answer) => {
+            s.apply_heartbeat(now, seq_at_send, &answer);
+            release_orphans(s, &answer, clock).await;
+        }
+        Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => s.mark_lost(),
+        // Anything else is transient until the deadline, which the watchdog keeps.
+        Err(_) => {}
+    }
+}
+
+/// Releases grants the server lists but no handle tracks: heartbeats would otherwise renew
+/// them forever. Best effort: a failure leaves them for the next heartbeat.
+async fn release_orphans(s: &SessionState, answer: &HeartbeatResponse, clock: &dyn Clock) {
+    for lock in &answer.locks {
+        if s.released_since(lock) {
+            continue;
+        }
+        let Some(_guard) = s.claim_orphan(&lock.key) else {
+            continue;
+        };
+        let hop = round_hop(s, clock, Duration::MAX);
+        if !s.is_open() || hop.is_zero() {
+            return;
+        }
+        let released = s.send_release(&lock.key, lock.fencing_token, clock, hop);
+        if released.await.is_ok() {
+            s.orphan_released(&lock.key);
+        }
+    }
+}
+
+/// The timeout of a call of the background task: the request timeout, but never past
+/// `limit` nor the next due heartbeat.
+fn round_hop(s: &SessionState, clock: &dyn Clock, limit: Duration) -> Duration {
+    let until_next = s.next_heartbeat().saturating_sub(clock.now());
+    s.parts().config.request_timeout.min(limit).min(until_next)
+}

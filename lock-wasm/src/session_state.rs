@@ -1,0 +1,576 @@
+//! [`SessionState`]: what one session's acquires, releases and background task share, and
+//! every change to it — status, the session's deadline, the reentrancy registry, loss
+//! reports, what grants and heartbeat answers do to deadlines.
+//!
+//! The bottom of a session. The acquire loop ([`crate::acquire`]) asks it for exactly two
+//! things: [`SessionState::parts`], the client's seams and settings, and
+//! [`SessionState::claim`], one key's slot for one acquire ([`Claim`]), through which
+//! everything else goes. The background task ([`crate::heartbeat`]) and the public API
+//! ([`crate::session`]) sit above it; it depends on none of them.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lock_api::{ErrorCode, HeartbeatResponse, HeldLock, LockGrant, ReleaseRequest};
+
+use crate::clock::Clock;
+use crate::error::{LockError, TransportError};
+use crate::events::ClientEvent;
+use crate::handle::{Lease, LockHandle, LostReason};
+use crate::parts::ClientParts;
+use crate::reentrancy::{Entry, Holds, InFlightGuard, ReleaseStep};
+use crate::renewal;
+use crate::signal::{Notify, Signal};
+use crate::transport::call;
+
+/// One server session's shared state (see the module docs).
+pub(crate) struct SessionState {
+    id: String,
+    parts: Arc<ClientParts>,
+    heartbeat_every: Duration,
+    inner: Mutex<Inner>,
+    holds: Arc<Holds>,
+    /// Set when the session is closed or lost: wakes the background task and every waiter.
+    ended: Signal,
+    /// Notified whenever the heartbeat schedule or the set of deadlines may have changed
+    /// (grant, renewal, release, loss): wakes the background loops to recompute.
+    schedule: Notify,
+}
+
+struct Inner {
+    status: Status,
+    /// Conservative local deadline of the session itself.
+    deadline: Duration,
+    /// Send time of the last L2 (L1's at first): the schedule counts from it.
+    last_heartbeat: Duration,
+    /// Next handle sequence number (see `LockHandle::seq`).
+    next_seq: u64,
+    /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
+    rtt: Duration,
+    /// Keys this session may hold without a handle: an L4 went unanswered (timeout, network,
+    /// dropped future) and its acquire ended without a grant. Value: (earliest send time of
+    /// such an L4, when recorded). See [`SessionState::grant_anchor`].
+    suspects: BTreeMap<String, (Duration, Duration)>,
+    /// Highest token this session released successfully, per key. A heartbeat answer is a
+    /// snapshot that may predate a release; without this, a key released after the snapshot
+    /// would look like an orphan and block a fresh acquire of it while the needless L6 runs.
+    released: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Open,
+    Lost,
+    Closed,
+}
+
+impl SessionState {
+    /// The state of a session L1 opened with `ttl`, its request sent at `sent_at`.
+    pub(crate) fn new(
+        id: String,
+        ttl: Duration,
+        heartbeat_every: Duration,
+        sent_at: Duration,
+        parts: Arc<ClientParts>,
+    ) -> Self {
+        SessionState {
+            id,
+            heartbeat_every,
+            inner: Mutex::new(Inner {
+                status: Status::Open,
+                deadline: (sent_at + ttl).saturating_sub(parts.config.margin(ttl)),
+                last_heartbeat: sent_at,
+                next_seq: 0,
+                rtt: parts.config.initial_rtt,
+                suspects: BTreeMap::new(),
+                released: BTreeMap::new(),
+            }),
+            holds: Arc::default(),
+            ended: Signal::new(),
+            schedule: Notify::default(),
+            parts,
+        }
+    }
+
+    /// The server's session id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The client's seams and settings.
+    pub(crate) fn parts(&self) -> &ClientParts {
+        &self.parts
+    }
+
+    fn status(&self) -> Status {
+        self.inner.lock().unwrap().status
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.status() == Status::Open
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        self.status() == Status::Lost
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.status() == Status::Closed
+    }
+
+    /// The session's conservative local deadline.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.inner.lock().unwrap().deadline
+    }
+
+    /// `Ok` while the session is open; the error a waiter should fail with otherwise. A
+    /// session whose deadline passed is lost now, even if the background task has not run yet
+    /// (e.g. the process was paused), so nothing is sent on its behalf.
+    pub(crate) fn ensure_open(&self) -> Result<(), LockError> {
+        if self.is_open() && self.parts.clock.now() >= self.deadline() {
+            self.mark_lost();
+        }
+        match self.status() {
+            Status::Open => Ok(()),
+            Status::Lost => Err(LockError::SessionLost),
+            Status::Closed => Err(LockError::Closed),
+        }
+    }
+
+    /// Completes once the session is closed or lost.
+    pub(crate) fn ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.ended.wait()
+    }
+
+    /// Completes at the first change of the schedule after this call (see [`Notify`]).
+    pub(crate) fn rescheduled(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.schedule.listen()
+    }
+
+    /// The session is gone (404 or deadline passed): every handle is reported lost, waiters
+    /// fail at once, `lock_session_lost` is counted, nothing more is sent.
+    pub(crate) fn mark_lost(&self) {
+        self.end(Status::Lost);
+    }
+
+    /// The owner closes the session: every handle ends. False if it had already ended.
+    pub(crate) fn mark_closed(&self) -> bool {
+        self.end(Status::Closed)
+    }
+
+    /// Moves the session to `to` if it is open: reports every handle lost, wakes everyone.
+    /// Returns false when it had already ended.
+    fn end(&self, to: Status) -> bool {
+        {
+            let mut inner = self.inner.lock().unwrap();
+            if inner.status != Status::Open {
+                return false;
+            }
+            inner.status = to;
+        }
+        let now = self.parts.clock.now();
+        for handle in self.holds.clear() {
+            let reason = match to {
+                Status::Closed => LostReason::SessionClosed,
+                // A handle whose own deadline passed was lost at it, whoever reports it.
+                _ if now >= handle.deadline() => LostReason::DeadlinePassed,
+                _ => LostReason::SessionLost,
+            };
+            self.report_lost(&handle, reason);
+        }
+        if to == Status::Lost {
+            self.parts.sessions_lost.increment();
+            self.parts.emit(ClientEvent::SessionLost {
+                session_id: self.id.clone(),
+            });
+        }
+        self.ended.set();
+        true
+    }
+
+    /// Reports `handle` lost for `reason` (once; a `lock_lost` event unless the owner ended
+    /// it) and wakes the schedule, which no longer counts it.
+    fn report_lost(&self, handle: &LockHandle, reason: LostReason) {
+        handle.report_lost(reason, || {
+            if !reason.by_owner() {
+                self.parts.emit(ClientEvent::Lost {
+                    key: handle.key().to_owned(),
+                    fencing_token: handle.fencing_token(),
+                    reason,
+                });
+            }
+        });
+        self.schedule.notify();
+    }
+
+    /// Maps a session-surface answer; 404 marks the session lost.
+    pub(crate) fn check_session_answer<T>(
+        &self,
+        result: Result<T, TransportError>,
+    ) -> Result<T, LockError> {
+        result.map_err(|e| {
+            let err = LockError::from_transport(e, "");
+            if err == LockError::SessionLost {
+                self.mark_lost();
+            }
+            err
+        })
+    }
+
+    // --- acquire -----------------------------------------------------------------------
+
+    /// `key`'s slot for one acquire: the held handle for a nested acquire, or a fresh
+    /// [`Claim`]. Fails if the session ended, the key's handle is lost (`LockLost` until it
+    /// is released), or an acquire of the key is already in flight (`Contention`).
+    pub(crate) fn claim<'a>(&'a self, key: &'a str) -> Result<Claimed<'a>, LockError> {
+        self.ensure_open()?;
+        match self.holds.enter(key) {
+            Entry::Reentered(handle) => Ok(Claimed::Held(handle)),
+            Entry::Lost => Err(LockError::LockLost { key: key.into() }),
+            Entry::InFlight => Err(LockError::Contention {
+                key: key.into(),
+                message: "an acquire of this key is already in flight in this session".into(),
+            }),
+            Entry::Fresh(guard) => Ok(Claimed::Fresh(Claim {
+                session: self,
+                key,
+                guard: Some(guard),
+                unanswered_since: None,
+            })),
+        }
+    }
+
+    /// Folds one measured L4 round trip into the estimate.
+    fn observe_rtt(&self, sample: Duration) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.rtt = (inner.rtt * 3 + sample) / 4;
+    }
+
+    /// A lock's conservative deadline for a request sent at `sent_at`: its own, capped by
+    /// the session's.
+    fn lock_deadline(&self, sent_at: Duration, ttl: Duration) -> Duration {
+        (sent_at + ttl)
+            .saturating_sub(self.parts.config.margin(ttl))
+            .min(self.deadline())
+    }
+
+    /// Records that `key` may have been granted by an L4 sent at `since` whose answer never
+    /// arrived, although the acquire (or release) ended without a handle.
+    pub(crate) fn record_suspect(&self, key: &str, since: Duration) {
+        let now = self.parts.clock.now();
+        let mut inner = self.inner.lock().unwrap();
+        let entry = inner.suspects.entry(key.to_owned()).or_insert((since, now));
+        entry.0 = entry.0.min(since);
+        entry.1 = now;
+    }
+
+    /// The send time a fresh grant's deadline must count from.
+    ///
+    /// The server answers an L4 by a session that already holds the key with the existing
+    /// grant, *without renewing it*. So if an earlier L4 for this key went unanswered (in this
+    /// acquire: `in_loop`, or in an earlier one: a suspect), the grant may date from that
+    /// earlier send, and the deadline must count from there, not from this attempt.
+    fn grant_anchor(&self, key: &str, sent_at: Duration, in_loop: Option<Duration>) -> Duration {
+        let mut inner = self.inner.lock().unwrap();
+        let suspect = inner.suspects.remove(key).map(|(since, _)| since);
+        [Some(sent_at), in_loop, suspect]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(sent_at)
+    }
+
+    /// Turns a grant into a registered handle and wakes the schedule: the new lock may be due
+    /// for renewal before the next heartbeat, and its deadline may be the earliest. A grant
+    /// whose deadline passed before its answer came (it counts from an earlier unanswered L4)
+    /// is reported lost at once.
+    fn register(&self, guard: InFlightGuard, grant: LockGrant, anchor: Duration) -> LockHandle {
+        let ttl = Duration::from_millis(grant.ttl_millis);
+        let lease = Lease {
+            seq: {
+                let mut inner = self.inner.lock().unwrap();
+                inner.next_seq += 1;
+                inner.next_seq
+            },
+            anchor,
+            deadline: self.lock_deadline(anchor, ttl),
+        };
+        let handle = LockHandle::new(&grant, lease, self.parts.clock.clone());
+        self.holds.register(guard, handle.clone());
+        if self.parts.clock.now() >= handle.deadline() {
+            self.report_lost(&handle, LostReason::DeadlinePassed);
+        }
+        self.schedule.notify();
+        handle
+    }
+
+    // --- release -----------------------------------------------------------------------
+
+    /// Gives back one hold of `handle`. At depth zero the handle ends (`Released`) and the
+    /// caller gets the key's in-flight guard, to hold until its L6 is answered; `None` when
+    /// nothing is to be sent (a nested hold, or a handle no longer registered).
+    pub(crate) fn release_hold(&self, handle: &LockHandle) -> Option<InFlightGuard> {
+        match self.holds.release(handle) {
+            ReleaseStep::NotHeld | ReleaseStep::Nested => None,
+            ReleaseStep::Last(guard) => {
+                self.report_lost(handle, LostReason::Released);
+                Some(guard)
+            }
+        }
+    }
+
+    /// Records a successful L6 of `(key, token)` (see `Inner::released`).
+    pub(crate) fn released(&self, key: &str, token: u64) {
+        let mut inner = self.inner.lock().unwrap();
+        let released = inner.released.entry(key.to_owned()).or_insert(0);
+        *released = (*released).max(token);
+    }
+
+    /// L6 for `(key, token)`, timed out after `hop` on `clock` (the caller's: foreground
+    /// for a user's release, background for the heartbeat's orphans); 409 LOCK_LOST is benign.
+    pub(crate) async fn send_release(
+        &self,
+        key: &str,
+        token: u64,
+        clock: &dyn Clock,
+        hop: Duration,
+    ) -> Result<(), LockError> {
+        let request = ReleaseRequest {
+            fencing_token: token,
+            session_id: Some(self.id.clone()),
+        };
+        let result = call(clock, hop, self.parts.transport.release(key, &request, hop)).await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.code() == Some(ErrorCode::LockLost) => Ok(()),
+            Err(e) => Err(LockError::from_transport(e, key)),
+        }
+    }
+
+    // --- heartbeats and deadlines ------------------------------------------------------
+
+    /// When the next L2 is due (see [`crate::renewal`]): the session's period after the
+    /// last one, or a third of a held lock's TTL after its last renewal (or after the last
+    /// L2, if that one failed), whichever comes first.
+    pub(crate) fn next_heartbeat(&self) -> Duration {
+        let last = self.inner.lock().unwrap().last_heartbeat;
+        self.holds
+            .handles()
+            .iter()
+            .filter(|h| h.lost_reason().is_none())
+            .map(|h| renewal::renew_by(h.anchor().max(last), h.ttl()))
+            .fold(last + self.heartbeat_every, Duration::min)
+    }
+
+    /// An L2 is being sent at `now`: the schedule counts from it. Returns the registration
+    /// count its answer judges (handles registered later are not in it).
+    pub(crate) fn heartbeat_sent(&self, now: Duration) -> u64 {
+        let mut inner = self.inner.lock().unwrap();
+        inner.last_heartbeat = now;
+        inner.next_seq
+    }
+
+    /// Applies an L2 answer to a heartbeat sent at `sent_at` when `seq_at_send` handles had
+    /// been registered: the session and every listed lock are renewed from `sent_at`, every
+    /// judged lock it does not list is lost.
+    pub(crate) fn apply_heartbeat(
+        &self,
+        sent_at: Duration,
+        seq_at_send: u64,
+        answer: &HeartbeatResponse,
+    ) {
+        let ttl = Duration::from_millis(answer.ttl_millis);
+        {
+            let mut inner = self.inner.lock().unwrap();
+            let renewed = (sent_at + ttl).saturating_sub(self.parts.config.margin(ttl));
+            inner.deadline = inner.deadline.max(renewed);
+            // A suspect recorded before this heartbeat was sent and not listed by it is not
+            // held (the server answered after the suspect L4 had timed out).
+            inner.suspects.retain(|key, (_, recorded)| {
+                *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
+            });
+        }
+        let now = self.parts.clock.now();
+        for handle in self.holds.handles() {
+            if handle.seq() > seq_at_send {
+                // Registered after this heartbeat was sent: its lock list may predate the
+                // grant, so it says nothing of the lock; but the session it renewed lifts the
+                // session's cap on the lock's deadline (a late cap would lose the lock before
+                // its own renewal is due).
+                let anchor = handle.anchor();
+                handle.renew(anchor, self.lock_deadline(anchor, handle.ttl()));
+                continue;
+            }
+            let listed = answer
+                .locks
+                .iter()
+                .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
+            if listed && handle.renew(sent_at, self.lock_deadline(sent_at, handle.ttl())) {
+                continue;
+            }
+            let reason = if now >= handle.deadline() {
+                LostReason::DeadlinePassed
+            } else {
+                LostReason::NotInHeartbeat
+            };
+            self.report_lost(&handle, reason);
+        }
+        self.schedule.notify();
+    }
+
+    /// Whether this session released `lock` (or a later grant of its key) after an L2
+    /// answer listing it was taken: then it is no orphan.
+    pub(crate) fn released_since(&self, lock: &HeldLock) -> bool {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .released
+            .get(&lock.key)
+            .is_some_and(|&token| token >= lock.fencing_token)
+    }
+
+    /// Claims `key` for an orphan release if no handle tracks it and no acquire is in flight
+    /// (an acquire that timed out or was dropped after the server granted).
+    pub(crate) fn claim_orphan(&self, key: &str) -> Option<InFlightGuard> {
+        self.holds.claim_orphan(key)
+    }
+
+    /// An orphan of `key` was released: it is no longer a suspect.
+    pub(crate) fn orphan_released(&self, key: &str) {
+        self.inner.lock().unwrap().suspects.remove(key);
+    }
+
+    /// Reports every deadline that has passed by now: each unreported handle whose deadline
+    /// passed is lost, then the session if its own did.
+    pub(crate) fn expire_passed(&self) {
+        let now = self.parts.clock.now();
+        for handle in self.holds.handles() {
+            if handle.lost_reason().is_none() && now >= handle.deadline() {
+                self.report_lost(&handle, LostReason::DeadlinePassed);
+            }
+        }
+        if self.is_open() && now >= self.deadline() {
+            self.mark_lost();
+        }
+    }
+
+    /// The earliest deadline still to be kept: the session's or an unreported handle's.
+    pub(crate) fn next_deadline(&self) -> Duration {
+        self.holds
+            .handles()
+            .iter()
+            .filter(|h| h.lost_reason().is_none())
+            .map(LockHandle::deadline)
+            .fold(self.deadline(), Duration::min)
+    }
+}
+
+/// Dropping every clone of a session stops its heartbeats (the server then expires it): its
+/// handles can no longer be kept, so they end here, as by a close.
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        for handle in self.holds.clear() {
+            handle.report_lost(LostReason::SessionClosed, || {});
+        }
+    }
+}
+
+/// What [`SessionState::claim`] found for a key.
+pub(crate) enum Claimed<'a> {
+    /// Held and valid: a nested hold of this handle (its depth was incremented).
+    Held(LockHandle),
+    /// Not held: this acquire owns the key's slot.
+    Fresh(Claim<'a>),
+}
+
+/// One key's slot in a session for one acquire: the key's in-flight guard and the earliest
+/// of its L4s that got no answer yet. Everything the acquire loop asks of its session goes
+/// through it. Dropped without a grant after an unanswered L4 (the acquire failed, gave up,
+/// or its future was dropped), it leaves the key as a suspect, so a later grant of the key
+/// counts its deadline from that send; and it frees the key's slot.
+pub(crate) struct Claim<'a> {
+    session: &'a SessionState,
+    key: &'a str,
+    /// Taken by [`Claim::grant`].
+    guard: Option<InFlightGuard>,
+    unanswered_since: Option<Duration>,
+}
+
+impl Claim<'_> {
+    /// The session's id, for the L4 body.
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// `Ok` while the session is open (see [`SessionState::ensure_open`]).
+    pub(crate) fn check_open(&self) -> Result<(), LockError> {
+        self.session.ensure_open()
+    }
+
+    /// Completes once the session ends; [`Claim::end_error`] then says how.
+    pub(crate) fn ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.session.ended()
+    }
+
+    /// The error for a session that ended under the acquire.
+    pub(crate) fn end_error(&self) -> LockError {
+        self.check_open().err().unwrap_or(LockError::SessionLost)
+    }
+
+    /// The session's L4 round-trip estimate.
+    pub(crate) fn rtt(&self) -> Duration {
+        self.session.inner.lock().unwrap().rtt
+    }
+
+    /// Folds a measured L4 round trip into the session's estimate.
+    pub(crate) fn observe_rtt(&self, sample: Duration) {
+        self.session.observe_rtt(sample);
+    }
+
+    /// An L4 goes out at `at`; returns the send time of the earliest earlier one still
+    /// unanswered, if any.
+    pub(crate) fn sending(&mut self, at: Duration) -> Option<Duration> {
+        let earlier = self.unanswered_since;
+        self.unanswered_since = Some(earlier.unwrap_or(at));
+        earlier
+    }
+
+    /// The server refused with 409/429: the key is held by someone else, so no earlier L4 of
+    /// ours holds it.
+    pub(crate) fn held_elsewhere(&mut self) {
+        self.unanswered_since = None;
+    }
+
+    /// L4 answered 404: the session is gone.
+    pub(crate) fn session_gone(&self) {
+        self.session.mark_lost();
+    }
+
+    /// Registers `grant`, answered to an L4 sent at `sent_at` (`earlier`: the earliest
+    /// unanswered one before it), as the key's handle. The handle names the key as asked,
+    /// whatever spelling the server echoed.
+    pub(crate) fn grant(
+        mut self,
+        grant: LockGrant,
+        sent_at: Duration,
+        earlier: Option<Duration>,
+    ) -> LockHandle {
+        let guard = self.guard.take().expect("a claim grants once");
+        let anchor = self.session.grant_anchor(self.key, sent_at, earlier);
+        let grant = LockGrant {
+            key: self.key.to_owned(),
+            session_id: self.session.id.clone(),
+            ..grant
+        };
+        self.session.register(guard, grant, anchor)
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if let (Some(since), Some(_)) = (self.unanswered_since, &self.guard) {
+            self.session.record_suspect(self.key, since);
+        }
+    }
+}
