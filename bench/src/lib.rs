@@ -15,9 +15,12 @@
 //! - [`cycles`]: one acquire+release cycle per system, and the closed-loop load generator.
 //! - [`live_sweep`]: N contenders on one key against the real server: the SDK's acquire loop
 //!   vs `lock_lab`'s comparison loop, both over one counted transport.
-//! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|quick`).
+//! - [`dashboard`]: the dashboard's sweep in the browser as `tests/browser/sweep.mjs` saves
+//!   it, to set beside the native sweep.
+//! - `bin/bench.rs`: the command (`bench all|sim|server|tls|etcd|sweep|dashboard-sweep|quick`).
 
 pub mod cycles;
+pub mod dashboard;
 pub mod doc;
 pub mod figures;
 pub mod live_sweep;
