@@ -422,10 +422,44 @@ const SYSTEM_COLOURS: [(&str, &str); 5] = [
 ];
 const CONCURRENCY: [usize; 3] = [1, 10, 50];
 
+#[derive(Default)]
 struct Agg {
     throughput: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
+}
+
+/// After a warm-up, every target (named by `names`, same order) driven closed-loop for
+/// `--seconds` at each client count, interleaved (A, B, C, A, B, …) for `--rounds` rounds so
+/// load hits them alike; the runs per (client count, target index).
+fn interleaved(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    targets: &[Target],
+    names: &[&str],
+) -> BTreeMap<(usize, usize), Agg> {
+    let window = Duration::from_secs(args.seconds);
+    rt.block_on(warm_up(targets, 10));
+    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
+    for c in CONCURRENCY {
+        for round in 0..args.rounds {
+            for (i, t) in targets.iter().enumerate() {
+                let run: Run = rt.block_on(drive(t, c, window));
+                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
+                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
+                println!(
+                    "c={c:<3} round {round} {:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
+                    names[i],
+                    run.throughput()
+                );
+                let agg = results.entry((c, i)).or_default();
+                agg.throughput.push(run.throughput());
+                agg.p50.push(p50);
+                agg.p99.push(p99);
+            }
+        }
+    }
+    results
 }
 
 fn quick(args: &Args) {
@@ -570,35 +604,11 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
         },
         etcd_target,
     ];
-    let window = Duration::from_secs(args.seconds);
     println!(
         "\n# Server: acquire+release cycles, {} s windows, {} interleaved rounds",
         args.seconds, args.rounds
     );
-    client_rt.block_on(warm_up(&targets, 10));
-    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
-    for c in CONCURRENCY {
-        for round in 0..args.rounds {
-            for (i, t) in targets.iter().enumerate() {
-                let run: Run = client_rt.block_on(drive(t, c, window));
-                let agg = results.entry((c, i)).or_insert(Agg {
-                    throughput: vec![],
-                    p50: vec![],
-                    p99: vec![],
-                });
-                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
-                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
-                println!(
-                    "c={c:<3} round {round} {:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
-                    SYSTEMS[i],
-                    run.throughput()
-                );
-                agg.throughput.push(run.throughput());
-                agg.p50.push(p50);
-                agg.p99.push(p99);
-            }
-        }
-    }
+    let results = interleaved(args, &client_rt, &targets, &SYSTEMS);
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut out = String::new();
     let _ = write!(
@@ -753,35 +763,16 @@ fn tls_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String 
         let got = client_rt.block_on(target.http_version());
         assert_eq!(got, Some(version), "{name}: negotiated {got:?}");
     }
-    let window = Duration::from_secs(args.seconds);
     println!(
         "\n# TLS and HTTP/2 vs plain HTTP/1.1: {} s windows, {} interleaved rounds",
         args.seconds, args.rounds
     );
-    client_rt.block_on(warm_up(&targets, 10));
-    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
-    for c in CONCURRENCY {
-        for round in 0..args.rounds {
-            for (i, t) in targets.iter().enumerate() {
-                let run = client_rt.block_on(drive(t, c, window));
-                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
-                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
-                println!(
-                    "c={c:<3} round {round} {:<16} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
-                    TRANSPORTS[i].0,
-                    run.throughput()
-                );
-                let agg = results.entry((c, i)).or_insert(Agg {
-                    throughput: vec![],
-                    p50: vec![],
-                    p99: vec![],
-                });
-                agg.throughput.push(run.throughput());
-                agg.p50.push(p50);
-                agg.p99.push(p99);
-            }
-        }
-    }
+    let results = interleaved(
+        args,
+        &client_rt,
+        &targets,
+        &TRANSPORTS.map(|(name, ..)| name),
+    );
     let med = |v: &[f64]| Spread::of(v).median;
     let mut table = String::from(
         "| clients | transport | cycles/s | acquire p50 ms | acquire p99 ms | cycles/s ÷ plain | p99 ÷ plain |\n|---|---|---|---|---|---|---|\n",
