@@ -7,13 +7,16 @@
 # 2. builds the `bench` crate in release;
 # 3. runs, side by side in one invocation: Brooker's backoff experiment (seeded simulation),
 #    lock-server vs a trivial axum handler vs Redis (no persistence / appendfsync always) vs
-#    etcd at 1, 10 and 50 clients, an etcd-backend replica vs raw etcd, the live backoff
-#    sweep against lock-server, and the wait queue vs full jitter on SQLite and etcd;
-# 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, etcd
-#    backend, Backoff strategies (simulation), Backoff strategies (live server), Wait queue
-#    vs full jitter (live server)) and docs/bench/*.svg;
+#    etcd at 1, 10 and 50 clients, lock-server over TLS (HTTP/2, HTTP/1.1) vs plain HTTP/1.1,
+#    an etcd-backend replica vs raw etcd, the live backoff sweep against lock-server, and the
+#    wait queue vs full jitter on SQLite and etcd;
+# 4. rewrites its sections of docs/BENCHMARKS.md (Summary, Server vs Redis and etcd, TLS and
+#    HTTP/2 vs plain HTTP/1.1, etcd backend, Backoff strategies (simulation), Backoff
+#    strategies (live server), Wait queue vs full jitter (live server)) and docs/bench/*.svg;
 # 5. then the client side (scripts/bench-client.sh): gzipped wasm size, SDK vs raw fetch in
-#    Node, dashboard time to first plot, recorded in the "Client side" section.
+#    Node, dashboard time to first plot, recorded in the "Client side" section;
+# 6. then the dashboard's sweep in headless Chromium over HTTP/2 beside the native sweep
+#    (scripts/bench-dashboard.sh), in its own section.
 #
 # Redis and etcd run on random 127.0.0.1 ports in temp dirs, only for the bench's duration.
 set -euo pipefail
@@ -35,4 +38,5 @@ cargo build --release -p bench
 # not undo the server's.
 if [ $# -eq 0 ] || [ "$1" = all ]; then
   bash scripts/bench-client.sh || echo "warning: scripts/bench-client.sh failed (its section is left as it was)" >&2
+  bash scripts/bench-dashboard.sh || echo "warning: scripts/bench-dashboard.sh failed (its section is left as it was)" >&2
 fi

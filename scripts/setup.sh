@@ -91,7 +91,8 @@ ensure_wasm_opt
 apt_install protobuf-compiler
 if [ "$mode" = "test" ]; then
   # etcd is the scale-out backend under test; Chromium and its driver run the browser suites;
-  # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh).
-  apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server
+  # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh);
+  # curl (HTTP/2) and openssl (certificate fingerprints) check the TLS server independently.
+  apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server curl openssl
 fi
 log "ready ($mode)"

@@ -6,8 +6,9 @@
 #   1. builds lock-server and starts it on 127.0.0.1 (random port, temp data dir) with CORS
 #      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
 #      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
-#      NOT_LEADER) for the rest of the run, and a third with an auth file (the SDK's `token`
-#      option, UNAUTHORIZED/FORBIDDEN);
+#      NOT_LEADER) for the rest of the run, a third with an auth file (the SDK's `token`
+#      option, UNAUTHORIZED/FORBIDDEN) and a fourth serving https with a self-signed
+#      certificate (--tls-self-signed);
 #   2. wasm-bindgen-test suites of lock-wasm: its unit tests (the wire decoder) and tests/wasm_node.rs in Node, and in headless
 #      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
 #      with wasm-bindgen-test-runner as the target runner;
@@ -15,8 +16,10 @@
 #      temp project and runs the node:test suites (tests/node/*.test.*), `tsc --noEmit` on the
 #      TypeScript example, the compiled example under Node, the package's browser entry in
 #      headless Chromium (tests/node/browser-smoke.mjs), and the smoke example and the
-#      TypeScript example under Deno; then, in a second project that also has the
-#      OpenTelemetry API and SDK, the tracing suite (tests/node/otel-tracing.mjs).
+#      TypeScript example under Deno; over https the node:test suite https.test.mjs (Node
+#      with and without NODE_EXTRA_CA_CERTS) and the smoke example under Deno with and
+#      without --cert; then, in a second project that also has the OpenTelemetry API and
+#      SDK, the tracing suite (tests/node/otel-tracing.mjs).
 #
 # Exits non-zero if any step fails; prints each runner's summary lines at the end.
 # Installs what it needs on first use (binaryen and typescript from npm into .tools/, deno
@@ -78,7 +81,8 @@ ensure_tools() {
 }
 
 # Launches lock-server with the given extra flags; waits for its `listening` JSON line
-# ({"event":"listening","addr":"127.0.0.1:N"}); sets `url` and appends the pid to `pids`.
+# ({"event":"listening","addr":"127.0.0.1:N","scheme":"http"}); sets `url` and appends the
+# pid to `pids`. For https, LAUNCH_CA names the certificate the health check trusts.
 launch() {
   local log="$work/server-$((${#pids[@]} + 1)).log"
   "$CARGO_TARGET_DIR/debug/lock-server" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
@@ -86,8 +90,11 @@ launch() {
   pids+=("$pid")
   url=""
   for _ in $(seq 1 300); do
-    url="$(grep -m1 '"listening"' "$log" | grep -oE '127\.0\.0\.1:[0-9]+' | sed 's#^#http://#')"
-    [ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && return 0
+    local line scheme=http
+    line="$(grep -m1 '"listening"' "$log")"
+    [[ "$line" == *'"scheme":"https"'* ]] && scheme=https
+    url="$(grep -oE '127\.0\.0\.1:[0-9]+' <<<"$line" | sed "s#^#$scheme://#")"
+    [ -n "$url" ] && curl -sf ${LAUNCH_CA:+--cacert "$LAUNCH_CA"} "$url/healthz" >/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -125,7 +132,13 @@ start_servers() {
   launch --data-dir "$work/data-holdback" --boot-id-path "$work/boot-id" \
     --cors-origin "$origin" || return 1
   export LOCK_TEST_HOLDBACK_URL="$url"
-  log "lock-server at $LOCK_URL; held-back server at $LOCK_TEST_HOLDBACK_URL; CORS origin $origin"
+
+  # The package over https: Node trusts the certificate through NODE_EXTRA_CA_CERTS, Deno
+  # through --cert (tests/node/https.test.mjs, deno_https).
+  export LOCK_TLS_CA="$work/data-tls/self-signed-cert.pem"
+  LAUNCH_CA="$LOCK_TLS_CA" launch --data-dir "$work/data-tls" --tls-self-signed || return 1
+  export LOCK_TLS_URL="$url"
+  log "lock-server at $LOCK_URL; held-back server at $LOCK_TEST_HOLDBACK_URL; https server at $LOCK_TLS_URL; CORS origin $origin"
 }
 
 # A server with an auth file of one client, `node`, whose keys start with `node/`; its token
@@ -204,6 +217,19 @@ deno_example() {
   (cd "$1" && deno run --quiet --allow-net=127.0.0.1 --allow-read --allow-env example.ts)
 }
 
+# The smoke example over https under Deno: it runs with --cert naming the server's
+# certificate, and is refused without it.
+deno_https() {
+  local smoke=(--quiet --allow-net=127.0.0.1 --allow-read --allow-env smoke.mjs)
+  (cd "$1" && LOCK_URL="$LOCK_TLS_URL" deno run --cert "$LOCK_TLS_CA" "${smoke[@]}") || return 1
+  if (cd "$1" && LOCK_URL="$LOCK_TLS_URL" deno run "${smoke[@]}") >"$work/deno-untrusted.log" 2>&1; then
+    echo "Deno trusted an unknown certificate"
+    return 1
+  fi
+  grep -qi certificate "$work/deno-untrusted.log" || { cat "$work/deno-untrusted.log"; return 1; }
+  echo "deno https ok: trusted with --cert, refused without"
+}
+
 ensure_tools
 : >"$summary"
 start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
@@ -218,6 +244,7 @@ if [ -n "$tarball" ] && project="$(install_package)"; then
   step "browser smoke (packed package, headless Chromium)" '^browser smoke' browser_smoke "$project"
   step "Deno smoke" '^smoke ok' deno_smoke "$project"
   step "Deno TypeScript example (native await using)" '^example ok' deno_example "$project"
+  step "Deno over https (--cert)" '^deno https' deno_https "$project"
   if otel_project="$(install_otel_project)"; then
     step "OpenTelemetry tracing (packed tarball + @opentelemetry/api)" '^# (tests|pass|fail)' \
       otel_tests "$otel_project"

@@ -19,7 +19,9 @@ use crate::components::error_banner::ErrorBanner;
 use crate::components::export::ExportButtons;
 use crate::components::plots::{FairnessPanel, HistogramPanel, SweepPanel, TimelinePanel};
 use crate::components::progress::ProgressBar;
+use crate::components::protocol::{self, ProtocolNote};
 use crate::model::config::ExperimentConfig;
+use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
 use crate::runner::lanes::{WaitLanes, WAIT_LANES};
@@ -88,11 +90,24 @@ enum Mode {
     Sweep,
 }
 
-/// Copies the record into `target` until dropped.
-async fn refresh_forever(recorder: Recorder, target: RwSignal<Option<RunRecord>>) {
+/// Copies the record into `target`, and the protocol of the latest requests into
+/// `protocol`, until dropped.
+async fn refresh_forever(
+    recorder: Recorder,
+    target: RwSignal<Option<RunRecord>>,
+    protocol: RwSignal<Protocol>,
+) {
     loop {
         target.set(Some(recorder.snapshot()));
+        note_protocol(protocol);
         JsClock.sleep(REFRESH).await;
+    }
+}
+
+/// Sets `protocol` from the latest API requests the browser timed, if any.
+fn note_protocol(protocol: RwSignal<Protocol>) {
+    if let Some(seen) = protocol::api_protocol() {
+        protocol.set(seen);
     }
 }
 
@@ -116,6 +131,17 @@ pub fn App(
     let error = RwSignal::new(None::<String>);
     let cancel = StoredValue::new_local(CancelFlag::default());
     let sweep_runs = RwSignal::new(0usize);
+    // Until the first API request is timed: the page's own protocol, when it came from the
+    // server the requests go to.
+    let protocol = RwSignal::new(if base.get_untracked().trim().is_empty() {
+        protocol::page_protocol()
+    } else {
+        Protocol::Unknown
+    });
+    let contenders = Signal::derive(move || {
+        let sweep_max = sweep_config.with(|s| s.contender_counts().last().copied());
+        config.with(|c| c.sessions).max(sweep_max.unwrap_or(0))
+    });
 
     let begin = move || -> CancelFlag {
         error.set(None);
@@ -141,10 +167,11 @@ pub fn App(
             let work = run_experiment(&env, &recorder, &flag);
             select(
                 Box::pin(work),
-                Box::pin(refresh_forever(recorder.clone(), record)),
+                Box::pin(refresh_forever(recorder.clone(), record, protocol)),
             )
             .await;
             record.set(Some(recorder.snapshot()));
+            note_protocol(protocol);
             running.set(None);
         });
     };
@@ -190,6 +217,7 @@ pub fn App(
                         if let Some(current) = state.current() {
                             record.set(Some(current.snapshot()));
                         }
+                        note_protocol(protocol);
                         JsClock.sleep(REFRESH).await;
                     }
                 }
@@ -252,10 +280,7 @@ pub fn App(
                 "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison. "
                 "A sweep also runs in the SDK's seeded simulation inside this page (no server), drawn beside the live one."
             </p>
-            <p class="note">
-                "Note: a browser keeps at most 6 connections to one server, so at most 6 requests are in flight; "
-                "with more sessions, requests also queue inside the browser. Requests waiting in the server's queue use at most 4 of them."
-            </p>
+            <ProtocolNote protocol=protocol contenders=contenders/>
         </header>
         <section class="controls">
             <label class="field wide">

@@ -25,8 +25,11 @@
 //! - Run defaults: 20 sessions, 1 key, 2 acquisitions each, 40 ms holds, 3 s TTL, backoff
 //!   base 10 ms / cap 400 ms / budget 8 s / 40 attempts, seed 42, L7 sampled every 10 ms,
 //!   full jitter ([`model::config`]): about 40 serialised grants, a few seconds.
-//! - Sweep defaults: N = 10, 40, 70, 100 (step 30), 5 ms holds, budget 30 s, 200 attempts,
-//!   L7 sampled every 250 ms ([`model::sweep`]).
+//! - Sweep defaults: N = 10, 40, 70, 100 (step 30), 5 ms holds, Brooker's policy as in the
+//!   native bench (base 5 ms, cap 2 s), budget 120 s, 1000 attempts, L7 sampled every
+//!   250 ms ([`model::sweep`]).
+//! - Over HTTP/1.1 a browser keeps at most 6 connections per server; the page names the
+//!   protocol of its requests and warns above 6 contenders ([`model::protocol`]).
 //! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s.
 //! - Every request times out after 5 s; the comparison loop budgets 5 ms of round trip
 //!   before a sleep (`lock_lab::comparison::{REQUEST_TIMEOUT, RTT_ESTIMATE}`); the UI

@@ -9,9 +9,11 @@ use bench_ui::components::chart::SvgChart;
 use bench_ui::components::config_form::ConfigForm;
 use bench_ui::components::counters::CountersPanel;
 use bench_ui::components::plots::{FairnessPanel, HistogramPanel, TimelinePanel};
+use bench_ui::components::protocol::ProtocolNote;
 use bench_ui::model::config::ExperimentConfig;
 use bench_ui::model::counters::Counters;
 use bench_ui::model::histogram::JitterHistogram;
+use bench_ui::model::protocol::Protocol;
 use bench_ui::model::record::{Hold, RunRecord, Sample, Sleep};
 use bench_ui::plot::builders::histogram_chart;
 use leptos::mount::mount_to;
@@ -67,6 +69,43 @@ async fn histogram_chart_draws_bars_axes_and_legend() {
     let text = root.text_content().unwrap();
     assert!(text.contains("delay slept (ms)"), "{text}");
     assert!(text.contains("uniform expectation"), "{text}");
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn protocol_note_warns_only_on_http1_above_six_contenders() {
+    let root = container();
+    let protocol = RwSignal::new(Protocol::Http1);
+    let contenders = RwSignal::new(6u32);
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <ProtocolNote protocol=protocol contenders=contenders/> },
+    );
+    tick().await;
+    assert_eq!(
+        find(&root, "[data-testid=protocol] strong").inner_text(),
+        "HTTP/1.1"
+    );
+    assert_eq!(
+        count(&root, "[data-testid=protocol-warning]"),
+        0,
+        "6 fit in 6 connections"
+    );
+    contenders.set(7);
+    tick().await;
+    let warning = find(&root, "[data-testid=protocol-warning]").inner_text();
+    assert!(warning.contains("7 contenders"), "{warning}");
+    assert!(
+        warning.contains("LOCK_TLS=self-signed scripts/run.sh"),
+        "{warning}"
+    );
+    protocol.set(Protocol::Http2);
+    tick().await;
+    assert_eq!(
+        find(&root, "[data-testid=protocol] strong").inner_text(),
+        "HTTP/2"
+    );
+    assert_eq!(count(&root, "[data-testid=protocol-warning]"), 0);
     drop(handle);
 }
 

@@ -15,6 +15,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+/// A reqwest client builder keeping enough idle connections for every bench client.
+fn pooled() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().pool_max_idle_per_host(128)
+}
+
 /// The compare-and-delete release for Redis: delete only if the key still holds our token
 /// (the same predicate as L6).
 const REDIS_RELEASE: &str =
@@ -31,11 +36,12 @@ static RUN: AtomicU64 = AtomicU64::new(0);
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub enum Target {
-    /// lock-server or the trivial handler, over HTTP/1.1 with reqwest.
+    /// lock-server or the trivial handler, over HTTP with reqwest.
     Http {
-        /// `http://127.0.0.1:PORT`.
+        /// `http://127.0.0.1:PORT` (or `https://`).
         base: String,
-        /// Shared connection pool (one connection per concurrent client).
+        /// Shared client: over HTTP/1.1 a pool of one connection per concurrent client, over
+        /// HTTP/2 one connection all clients multiplex over.
         http: reqwest::Client,
     },
     /// `redis-server`: `SET key token NX PX ttl`, then the compare-delete script.
@@ -72,11 +78,35 @@ impl Target {
     pub fn http(addr: SocketAddr) -> Target {
         Target::Http {
             base: format!("http://{addr}"),
-            http: reqwest::Client::builder()
-                .pool_max_idle_per_host(128)
-                .build()
-                .expect("reqwest client"),
+            http: pooled().build().expect("reqwest client"),
         }
+    }
+
+    /// An HTTPS target at `addr` trusting only the certificate `ca_pem`, over `version`
+    /// (ALPN): HTTP/2 multiplexes every client over one connection, as a browser or one SDK
+    /// client shared by many tasks does; HTTP/1.1 pools a connection per concurrent client.
+    pub fn https(addr: SocketAddr, ca_pem: &[u8], version: reqwest::Version) -> Target {
+        let ca = reqwest::Certificate::from_pem(ca_pem).expect("CA certificate");
+        let builder = pooled()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca);
+        let builder = match version {
+            reqwest::Version::HTTP_11 => builder.http1_only(),
+            _ => builder,
+        };
+        Target::Http {
+            base: format!("https://{addr}"),
+            http: builder.build().expect("reqwest client"),
+        }
+    }
+
+    /// The HTTP version a request to this target goes over (`None` for non-HTTP targets).
+    pub async fn http_version(&self) -> Option<reqwest::Version> {
+        let Target::Http { base, http } = self else {
+            return None;
+        };
+        let response = http.get(format!("{base}/healthz")).send().await.ok()?;
+        Some(response.version())
     }
 
     /// An etcd target at `addr` with a fresh 10-minute lease.

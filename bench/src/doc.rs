@@ -59,6 +59,39 @@ pub fn replace_rows(text: &str, title: &str, rows: &[String]) -> String {
     out
 }
 
+/// [`replace_rows`], and the rows without a match appended after the section's last table
+/// row: for a part the full run does not measure (its rows exist only once it ran alone).
+pub fn upsert_rows(text: &str, title: &str, rows: &[String]) -> String {
+    let replaced = replace_rows(text, title, rows);
+    let heading = format!("## {title}");
+    let first_cell = |row: &str| row.split(" | ").next().map(str::to_owned);
+    let lines: Vec<&str> = replaced.lines().collect();
+    let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
+        return replaced;
+    };
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.starts_with("## "))
+        .map_or(lines.len(), |i| start + 1 + i);
+    let section = &lines[start..end];
+    let missing: Vec<&String> = rows
+        .iter()
+        .filter(|row| {
+            !section
+                .iter()
+                .any(|l| l.starts_with('|') && first_cell(l) == first_cell(row))
+        })
+        .collect();
+    let Some(last_row) = section.iter().rposition(|l| l.starts_with('|')) else {
+        return replaced;
+    };
+    let at = start + last_row + 1;
+    let mut out: Vec<String> = lines[..at].iter().map(|l| l.to_string()).collect();
+    out.extend(missing.into_iter().cloned());
+    out.extend(lines[at..].iter().map(|l| l.to_string()));
+    out.join("\n") + "\n"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +123,18 @@ mod tests {
             replace_rows(doc, "S", &rows),
             "## S\n\n| t | m |\n|---|---|\n| a | 5 |\n| b | 2 |\n\n## T\n\n| a | 9 |\n"
         );
+    }
+
+    #[test]
+    fn upsert_replaces_matches_and_appends_the_rest_to_the_table() {
+        let doc = "## S\n\n| t | m |\n|---|---|\n| a | 1 |\n\nafter\n\n## T\n\n| a | 9 |\n";
+        let rows = ["| a | 5 |".to_owned(), "| c | 7 |".to_owned()];
+        let once = upsert_rows(doc, "S", &rows);
+        assert_eq!(
+            once,
+            "## S\n\n| t | m |\n|---|---|\n| a | 5 |\n| c | 7 |\n\nafter\n\n## T\n\n| a | 9 |\n"
+        );
+        assert_eq!(upsert_rows(&once, "S", &rows), once, "idempotent");
     }
 
     #[test]

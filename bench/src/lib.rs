@@ -17,9 +17,13 @@
 //!   vs `lock_lab`'s comparison loop, both over one counted transport.
 //! - [`queue_bench`]: the server's wait queue vs full jitter on one hot key (SDK both ways),
 //!   with utilisation and fairness figures.
-//! - `bin/bench.rs`: the command (`bench all|sim|server|etcd|sweep|queue|quick`).
+//! - [`dashboard`]: the dashboard's sweep in the browser as `tests/browser/sweep.mjs` saves
+//!   it, to set beside the native sweep.
+//! - `bin/bench.rs`: the command
+//!   (`bench all|sim|server|tls|etcd|sweep|queue|dashboard-sweep|quick`).
 
 pub mod cycles;
+pub mod dashboard;
 pub mod doc;
 pub mod figures;
 pub mod live_sweep;

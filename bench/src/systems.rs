@@ -14,6 +14,7 @@ use axum::{Json, Router};
 use clap::Parser;
 use serde_json::json;
 use tokio::runtime::Runtime;
+use tokio_rustls::TlsAcceptor;
 
 /// A 2-worker runtime for one in-process server, so each server gets the same threads the
 /// real binary would on this 2-core machine.
@@ -28,17 +29,36 @@ pub fn runtime(name: &str) -> Runtime {
 
 /// Starts lock-server with the SQLite store in `dir` on `rt`; returns its address.
 pub fn start_lock_server(rt: &Runtime, dir: &Path) -> SocketAddr {
-    start_lock_server_with(rt, dir, &[])
+    start_lock_server_with(rt, dir, &[], None)
+}
+
+/// Starts lock-server with the SQLite store in `dir` on `rt`, serving TLS (ALPN `h2` and
+/// `http/1.1`) with a self-signed certificate made in `dir`, as `--tls-self-signed` does;
+/// returns its address and the certificate (PEM) a client must trust.
+pub fn start_lock_server_tls(rt: &Runtime, dir: &Path) -> (SocketAddr, Vec<u8>) {
+    let listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    let own = lock_server::tls::self_signed(dir, listen).expect("self-signed certificate");
+    let acceptor = lock_server::tls::acceptor(&own.cert, &own.key).expect("TLS acceptor");
+    let addr = start_lock_server_with(rt, dir, &[], Some(acceptor));
+    (
+        addr,
+        std::fs::read(&own.cert).expect("read the certificate"),
+    )
 }
 
 /// Starts a lock-server replica on the etcd backend (etcd client at `etcd`) on `rt`.
 pub fn start_lock_server_on_etcd(rt: &Runtime, dir: &Path, etcd: SocketAddr) -> SocketAddr {
     let endpoint = format!("http://{etcd}");
     let args = ["--backend", "etcd", "--etcd-endpoints", &endpoint];
-    start_lock_server_with(rt, dir, &args)
+    start_lock_server_with(rt, dir, &args, None)
 }
 
-fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAddr {
+fn start_lock_server_with(
+    rt: &Runtime,
+    dir: &Path,
+    extra: &[&str],
+    tls: Option<TlsAcceptor>,
+) -> SocketAddr {
     // No `--listen`: `spawn_serve` binds a fresh port of its own.
     let mut config =
         lock_server::config::Config::parse_from(std::iter::once(&"lock-server").chain(extra));
@@ -51,15 +71,15 @@ fn start_lock_server_with(rt: &Runtime, dir: &Path, extra: &[&str]) -> SocketAdd
         let (tx, rx) = tokio::sync::watch::channel(false);
         std::mem::forget(tx);
         let state = lock_server::server::app_state(&config, store, rx).expect("app state");
-        spawn_serve(lock_server::routes::router(state, &config)).await
+        spawn_serve(lock_server::routes::router(state, &config), tls).await
     })
 }
 
-/// Serves as the lock-server binary does (its accept loop, header timeout, NODELAY), so the
-/// two HTTP systems differ only in what their handlers do.
-async fn serve(listener: tokio::net::TcpListener, app: Router) {
-    let header_timeout = Duration::from_millis(lock_server::config::DEFAULT_HEADER_READ_TIMEOUT_MS);
-    lock_server::connections::serve(listener, app, header_timeout, std::future::pending()).await
+/// Serves as the lock-server binary does (its accept loop, connection bounds, NODELAY), so
+/// the two HTTP systems differ only in what their handlers do.
+async fn serve(listener: tokio::net::TcpListener, app: Router, tls: Option<TlsAcceptor>) {
+    let limits = lock_server::connections::Limits::default();
+    lock_server::connections::serve(listener, tls, app, limits, std::future::pending()).await
 }
 
 /// Starts a handler that answers L1, L4 and L6 with fixed bodies and does nothing else:
@@ -80,7 +100,7 @@ pub fn start_trivial(rt: &Runtime) -> SocketAddr {
                 "/v1/locks/{key}/release",
                 post(|| async { axum::http::StatusCode::NO_CONTENT }),
             );
-        spawn_serve(app).await
+        spawn_serve(app, None).await
     })
 }
 
@@ -132,7 +152,7 @@ pub fn start_etcd_proxy(rt: &Runtime, etcd: SocketAddr) -> SocketAddr {
             .route("/v1/locks/{key}/acquire", post(acquire))
             .route("/v1/locks/{key}/release", post(release))
             .with_state((client, lease));
-        spawn_serve(app).await
+        spawn_serve(app, None).await
     })
 }
 
@@ -144,13 +164,13 @@ async fn session_opened() -> (axum::http::StatusCode, Json<serde_json::Value>) {
     )
 }
 
-/// Serves `app` on a fresh port of 127.0.0.1; returns the address.
-async fn spawn_serve(app: Router) -> SocketAddr {
+/// Serves `app` on a fresh port of 127.0.0.1 (over TLS with `tls`); returns the address.
+async fn spawn_serve(app: Router, tls: Option<TlsAcceptor>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(serve(listener, app));
+    tokio::spawn(serve(listener, app, tls));
     addr
 }
 

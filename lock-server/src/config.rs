@@ -20,6 +20,10 @@ pub enum Backend {
 
 /// Default of `--header-read-timeout-ms`.
 pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// Default of `--http2-max-streams`.
+pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 512;
+/// Default of `--http2-keepalive-ms`.
+pub const DEFAULT_HTTP2_KEEPALIVE_MS: u64 = 20_000;
 
 /// What to do instead of serving.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -129,6 +133,35 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub header_read_timeout_ms: u64,
 
+    // --- TLS and HTTP/2 (C3's Connections rule) ---
+    /// PEM certificate chain: serve HTTPS, with ALPN `h2` and `http/1.1` on the listen port.
+    /// Needs `--tls-key`.
+    #[arg(long, env = "LOCK_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, env = "LOCK_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve HTTPS with a self-signed certificate for the listen host (and the loopback
+    /// names), generated into the data dir on first start and reused after; its path and
+    /// SHA-256 fingerprint are printed at start.
+    #[arg(long, env = "LOCK_TLS_SELF_SIGNED", conflicts_with = "tls_cert")]
+    pub tls_self_signed: bool,
+
+    /// Concurrent HTTP/2 streams per connection; more are refused (`REFUSED_STREAM`).
+    /// ASSUMPTION: 512, room for the dashboard's 200 contenders with an acquire and a
+    /// heartbeat each in flight on one connection.
+    #[arg(long, env = "LOCK_HTTP2_MAX_STREAMS", default_value_t = DEFAULT_HTTP2_MAX_STREAMS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub http2_max_streams: u32,
+
+    /// HTTP/2 keep-alive: a ping this often, and a connection whose ping goes unanswered
+    /// this long is closed. ASSUMPTION: 20 s, hyper's own ping timeout.
+    #[arg(long, env = "LOCK_HTTP2_KEEPALIVE_MS", default_value_t = DEFAULT_HTTP2_KEEPALIVE_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http2_keepalive_ms: u64,
+    // --- end of TLS and HTTP/2 ---
     /// Where the kernel's boot id is read (hidden: tests point it at a file to fake a reboot).
     #[arg(
         long,
@@ -200,6 +233,37 @@ mod tests {
         ]);
         assert_eq!(c.auth_file, Some(PathBuf::from("a.json")));
         assert!(c.public_ops && c.allow_unauthenticated);
+    }
+
+    #[test]
+    fn tls_flags_come_as_a_pair_or_self_signed() {
+        let parse = |args: &[&str]| Config::try_parse_from([&["lock-server"], args].concat());
+        assert!(
+            parse(&["--tls-cert", "c.pem"]).is_err(),
+            "a cert needs its key"
+        );
+        assert!(
+            parse(&["--tls-key", "k.pem"]).is_err(),
+            "a key needs its cert"
+        );
+        let both = parse(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]).unwrap();
+        assert_eq!(both.tls_cert, Some(PathBuf::from("c.pem")));
+        let clash = [
+            "--tls-self-signed",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ];
+        assert!(
+            parse(&clash).is_err(),
+            "a certificate or self-signed, not both"
+        );
+        let defaults = parse(&[]).unwrap();
+        assert!(defaults.tls_cert.is_none() && !defaults.tls_self_signed);
+        assert_eq!(defaults.http2_max_streams, 512);
+        assert_eq!(defaults.http2_keepalive_ms, 20_000);
+        assert!(parse(&["--http2-max-streams", "0"]).is_err());
     }
 
     #[test]

@@ -93,7 +93,8 @@ impl IntoResponse for ApiError {
         }
         if close {
             // The rest of the body stays unread, so the connection cannot carry another
-            // request; saying so keeps the client from sending its next one into it.
+            // request; saying so keeps the client from sending its next one into it. (On
+            // HTTP/2 hyper drops this connection-specific header and resets only the stream.)
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));

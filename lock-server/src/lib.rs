@@ -4,7 +4,11 @@
 //! - [`config`]: CLI flags and environment variables (C5), the `hash-token` subcommand.
 //! - [`auth`]: clients, bearer tokens, key scopes, protected mode; the guard on every route.
 //! - [`server`]: pick and open the configured store, bind, serve, graceful shutdown.
-//! - [`connections`]: the accept loop; header read timeout (slow-loris guard), head size cap.
+//! - [`connections`]: the accept loop (plain or TLS); the slow-loris guards of HTTP/1 and
+//!   HTTP/2 (idle bound from accept, header read timeout, keep-alive pings, stream and
+//!   head size caps).
+//! - [`tls`]: the rustls configuration (ring, ALPN `h2`/`http/1.1`), the self-signed
+//!   certificate of `--tls-self-signed`.
 //! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`.
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
@@ -29,4 +33,5 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod tls;
 pub mod trace_context;

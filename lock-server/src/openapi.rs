@@ -140,7 +140,7 @@ fn described() -> Value {
         "paths": {
             "/v1/sessions": { "post": { "operationId": "openSession", "summary": "L1 open session",
                 "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OpenSessionRequest" } } } },
-                "responses": { "201": ok("SessionOpened"), "400": bad, "413": err("PAYLOAD_TOO_LARGE; the connection is closed") } } },
+                "responses": { "201": ok("SessionOpened"), "400": bad, "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed") } } },
             "/v1/sessions/{id}/heartbeat": { "post": { "operationId": "heartbeat", "summary": "L2 heartbeat: renews the session and every lock it holds",
                 "parameters": [id_param()], "responses": { "200": ok("HeartbeatResponse"), "404": no_session } } },
             "/v1/sessions/{id}": {
@@ -151,7 +151,7 @@ fn described() -> Value {
             "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
                 "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED"),
-                    "413": err("PAYLOAD_TOO_LARGE; the connection is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },
+                    "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },
             "/v1/locks/{key}/release": { "post": { "operationId": "release", "summary": "L6 release: compare-and-delete on (key, fencingToken)",
                 "parameters": [key_param()], "requestBody": body("ReleaseRequest"),
                 "responses": { "204": { "description": "released" }, "400": bad, "409": err("LOCK_LOST (benign)") } } },

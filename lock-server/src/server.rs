@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
 use crate::store::{sqlite, Store, StoreError};
+use crate::tls::{self, TlsError};
 
 /// Fatal start-up failures.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,8 @@ pub enum ServeError {
     AuthFile(#[from] AuthFileError),
     #[error("cannot open store: {0}")]
     Store(#[from] OpenError),
+    #[error("{0}")]
+    Tls(#[from] TlsError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -139,6 +142,7 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     .map_err(ServeError::ProtectedMode)?;
     // Read before the store opens, so a broken file fails the start before anything else.
     let auth = Arc::new(load_auth(&config)?);
+    let tls = tls_acceptor(&config)?;
     let store = open_store(&config).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(auth::reload_on_hangup(auth.clone()));
@@ -151,18 +155,13 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         })?;
     let addr = listener.local_addr()?;
     let app = routes::router(state, &config);
-    // The one line tools wait for; printed directly so it is there whatever the log filter.
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::json!({ "event": "listening", "addr": addr.to_string() })
-        );
-        let _ = out.flush();
-    }
-    let header_read_timeout = Duration::from_millis(config.header_read_timeout_ms);
-    connections::serve(listener, app, header_read_timeout, async move {
+    // The one line tools wait for.
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    print_line(
+        serde_json::json!({ "event": "listening", "addr": addr.to_string(), "scheme": scheme }),
+    );
+    let limits = connections::Limits::from(&config);
+    connections::serve(listener, tls, app, limits, async move {
         shutdown_signal().await;
         tracing::info!(event = "shutting_down");
         let _ = stop_tx.send(true);
@@ -173,6 +172,32 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         Err(e) => tracing::error!(event = "stopped", clean = false, error = %e),
     }
     Ok(())
+}
+
+/// The configured TLS acceptor, if any; for `--tls-self-signed` the certificate is made (or
+/// found) in the data dir first and announced.
+fn tls_acceptor(config: &Config) -> Result<Option<tokio_rustls::TlsAcceptor>, TlsError> {
+    if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
+        return tls::acceptor(cert, key).map(Some);
+    }
+    if !config.tls_self_signed {
+        return Ok(None);
+    }
+    let own = tls::self_signed(&config.data_dir, config.listen)?;
+    print_line(serde_json::json!({
+        "event": "tls_self_signed",
+        "cert": own.cert.display().to_string(),
+        "sha256": own.sha256,
+        "created": own.created,
+    }));
+    tls::acceptor(&own.cert, &own.key).map(Some)
+}
+
+/// A JSON line printed directly to stdout, so it is there whatever the log filter.
+fn print_line(line: serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 async fn shutdown_signal() {

@@ -79,13 +79,20 @@ impl RngSource for OsRngSource {
     }
 }
 
-/// L1–L7 over HTTP with reqwest, against `base_url` (e.g. `http://127.0.0.1:7070`).
+/// L1–L7 over HTTP with reqwest, against `base_url` (e.g. `http://127.0.0.1:7070`, or
+/// `https://…`: rustls trusting the system's root certificates, HTTP/2 when the server offers
+/// it; a private CA with [`HttpTransport::with_root_ca`]).
 pub struct HttpTransport {
     base_url: String,
     http: reqwest::Client,
     /// `Bearer <token>`, marked sensitive so no debug output of a request shows it.
     authorization: Option<HeaderValue>,
 }
+
+/// A root certificate [`HttpTransport::with_root_ca`] could not use.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid root certificate: {0}")]
+pub struct RootCaError(String);
 
 impl HttpTransport {
     /// A transport for the server at `base_url` (no trailing slash needed).
@@ -107,6 +114,23 @@ impl HttpTransport {
             .map_err(|e| invalid(e.to_string()))?;
         value.set_sensitive(true);
         self.authorization = Some(value);
+        Ok(self)
+    }
+
+    /// Also trusts the CA certificates in `pem` (one or more PEM blocks) for https, e.g. a
+    /// `--tls-self-signed` server's `self-signed-cert.pem`; the system's roots stay trusted.
+    pub fn with_root_ca(mut self, pem: &[u8]) -> Result<Self, RootCaError> {
+        let certs =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|e| RootCaError(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(RootCaError("no certificate in the PEM data".into()));
+        }
+        let builder = certs
+            .into_iter()
+            .fold(reqwest::Client::builder(), |b, cert| {
+                b.add_root_certificate(cert)
+            });
+        self.http = builder.build().map_err(|e| RootCaError(e.to_string()))?;
         Ok(self)
     }
 
@@ -165,8 +189,21 @@ fn map_err(err: reqwest::Error, timeout: Duration) -> TransportError {
     if err.is_timeout() {
         TransportError::Timeout(timeout)
     } else {
-        TransportError::Network(err.to_string())
+        TransportError::Network(with_causes(&err))
     }
+}
+
+/// The error and its causes, `: `-joined: reqwest's own message leaves the cause out (e.g.
+/// which certificate TLS refused, or that the connection was refused).
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 #[async_trait::async_trait]

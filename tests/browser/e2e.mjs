@@ -10,10 +10,12 @@
 // and the timeline rendered with non-zero data; the L7 timeline shows no overlap; no ledger
 // write was FENCED_OUT (every grant's write was accepted, in token order, as the server's
 // ledger confirms); no error banner, no page error, no panic in the console; the token is
-// nowhere but in the page's memory (not in the URL, web storage or cookies). Then the same
-// with the server queue (waitMillis): one L4 call per grant, grants in the order asked (no
-// overtake), the key held nearly all the time (L7 utilisation ≥ 0.9), the fairness panel
-// drawn. Saves a screenshot and prints its path. Exits non-zero on any failure.
+// nowhere but in the page's memory (not in the URL, web storage or cookies); the page names
+// HTTP/1.1 and warns that 10 contenders over 6 browser connections distort the figures (the
+// sweep over HTTP/2 is tests/browser/sweep.mjs). Then the same with the server queue
+// (waitMillis): one L4 call per grant, grants in the order asked (no overtake), the key held
+// nearly all the time (L7 utilisation ≥ 0.9), the fairness panel drawn. Saves a screenshot
+// and prints its path. Exits non-zero on any failure.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
@@ -133,6 +135,12 @@ try {
   check((await counter("lost-locks")) === 0, "no lock was lost");
   const banner = await page.$("[data-testid=error]");
   check(!banner, `no error banner${banner ? ` (shown: ${await banner.textContent()})` : ""}`);
+  // Plain HTTP: the browser speaks HTTP/1.1, and 10 sessions are more than its 6 connections.
+  const protocol = await page.getAttribute("[data-testid=protocol]", "data-protocol");
+  check(protocol === "HTTP/1.1", `the dashboard names the protocol of its requests (${protocol})`);
+  const warning = await page.$("[data-testid=protocol-warning]");
+  const warned = warning ? await warning.textContent() : "";
+  check(/at most 6/.test(warned) && /LOCK_TLS=self-signed/.test(warned), `the 6-connection warning says why and what to do (${warned.slice(0, 60)}…)`);
 
   const bars = await page.$$eval("svg[data-testid=histogram] rect.bar:not(.swatch)", (rs) => rs.map((r) => Number(r.getAttribute("height"))));
   check(bars.length > 0 && bars.some((h) => h > 0), `histogram has bars with data (${bars.filter((h) => h > 0).length} non-empty bins)`);

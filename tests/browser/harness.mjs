@@ -32,11 +32,13 @@ export async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {
 
 // Headless Chromium with a fresh profile in `profileDir`, with the flags it needs as root.
 // The binary is given by absolute path (CHROMIUM overrides), never looked up on PATH.
-export async function launchChromium(profileDir, viewport = { width: 1360, height: 1500 }) {
+// `ignoreHTTPSErrors` accepts a test server's self-signed certificate.
+export async function launchChromium(profileDir, { viewport = { width: 1360, height: 1500 }, ignoreHTTPSErrors = false } = {}) {
   const context = await chromium.launchPersistentContext(profileDir, {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
     viewport,
+    ignoreHTTPSErrors,
     args: [
       "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -14,10 +14,14 @@
 // - the next start over the same data dir is clean. Between the two starts the boot id is
 //   changed (a faked reboot: after an unclean stop, grants would then be held back with
 //   503 NOT_LEADER), yet the restarted server logs a clean open and grants an acquire at
-//   once, with a fencing token above the last one granted before the stop.
+//   once, with a fencing token above the last one granted before the stop;
+// - `LOCK_TLS=self-signed scripts/run.sh` (the documented way to run over TLS) serves https
+//   with the certificate it made in the data dir and announced: /healthz answers a client
+//   that trusts only that file; SIGINT stops it cleanly.
 // Exits non-zero on any failure, printing the end of run.sh's output.
 import { spawn } from "node:child_process";
 import { openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checker, flags, launchChromium, readCounter, watchConsole } from "./harness.mjs";
@@ -46,14 +50,14 @@ const runs = [];
 // One start of scripts/run.sh; its whole output (set-up, builds, server log) goes to `log`.
 // It leads a process group of its own, so that a failed run can be killed with whatever it
 // started (a build, a server left behind by a missing `exec`).
-function startRun(name) {
+function startRun(name, extraEnv = {}) {
   const log = join(work, `${name.replace(/\W+/g, "-")}.log`);
   const fd = openSync(log, "w");
   const child = spawn("scripts/run.sh", [], {
     cwd: root,
     detached: true,
     stdio: ["ignore", fd, fd],
-    env: { ...process.env, LOCK_LISTEN: "127.0.0.1:0", LOCK_DATA_DIR: dataDir, LOCK_BOOT_ID_PATH: bootIdFile },
+    env: { ...process.env, LOCK_LISTEN: "127.0.0.1:0", LOCK_DATA_DIR: dataDir, LOCK_BOOT_ID_PATH: bootIdFile, ...extraEnv },
   });
   const run = { name, log, child, status: null };
   run.exited = new Promise((r) => child.once("exit", (code, signal) => r((run.status = { code, signal }))));
@@ -97,7 +101,7 @@ async function listening(run) {
     const line = events(run).find((e) => e.event === "listening");
     if (line) {
       console.log(`${run.name}: listening on ${line.addr} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
-      return `http://${line.addr}`;
+      return `${line.scheme ?? "http"}://${line.addr}`;
     }
     if (run.status) throw new Error(`${run.name}: scripts/run.sh exited (${JSON.stringify(run.status)}) before the server listened`);
     await sleep(250);
@@ -173,6 +177,16 @@ async function acquireOnce(base, key, what) {
   return answer.status === 200 ? body.fencingToken : 0;
 }
 
+// The status of GET `url` from a client that trusts only the certificate in `caFile`.
+function statusTrusting(url, caFile) {
+  return new Promise((res) => {
+    httpsGet(url, { ca: readFileSync(caFile) }, (r) => {
+      r.resume();
+      res(r.statusCode);
+    }).on("error", (e) => res(e.message));
+  });
+}
+
 async function stop(run) {
   const sent = Date.now();
   run.child.kill("SIGINT");
@@ -206,6 +220,15 @@ try {
   const after = await acquireOnce(base2, "run-smoke", "second start, right after the restart");
   check(after > before, `the fencing token went on increasing across the restart (${before} then ${after})`);
   await stop(second);
+
+  const tls = startRun("TLS start", { LOCK_TLS: "self-signed" });
+  const base3 = await listening(tls);
+  const made = events(tls).find((e) => e.event === "tls_self_signed");
+  const cert = join(dataDir, "self-signed-cert.pem");
+  check(base3.startsWith("https://") && made?.cert === cert && /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/.test(made?.sha256 ?? ""), `LOCK_TLS=self-signed: https with the certificate made in the data dir, path and fingerprint announced (${base3}, ${made?.cert}, ${made?.sha256})`);
+  const health = await statusTrusting(`${base3}/healthz`, cert);
+  check(health === 200, `LOCK_TLS=self-signed: /healthz answers a client trusting only that certificate (${health})`);
+  await stop(tls);
 } catch (err) {
   failures.push(String(err?.stack ?? err));
   console.error(err);

@@ -3,6 +3,7 @@
 //! Every method returns a [`Reply`] (status + raw JSON) so tests can assert on error codes;
 //! the `*_ok` helpers unwrap the happy path into `lock-api` types.
 
+use std::path::Path;
 use std::time::Duration;
 
 use lock_api::limits::WAIT_MILLIS_MAX;
@@ -23,6 +24,8 @@ pub struct Reply {
     pub allow: Option<String>,
     pub connection: Option<String>,
     pub www_authenticate: Option<String>,
+    /// The HTTP version the answer came over.
+    pub version: reqwest::Version,
 }
 
 impl Reply {
@@ -89,25 +92,35 @@ pub struct Api {
     http: reqwest::Client,
 }
 
+/// Idle connections a pooled client keeps per host.
+pub const POOL: usize = 64;
+
+/// A reqwest client keeping up to `idle` idle connections per host (0: a new connection per
+/// request, for a server whose short idle bound would close pooled connections under a
+/// request being sent). With `ca`, https trusts that CA only, and ALPN offers `h2`.
+pub fn http_client(ca: Option<&Path>, idle: usize) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .pool_max_idle_per_host(idle)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT);
+    if let Some(ca) = ca {
+        let pem = std::fs::read(ca).expect("read CA");
+        let cert = reqwest::Certificate::from_pem(&pem).expect("CA PEM");
+        builder = builder
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(cert);
+    }
+    builder.build().expect("reqwest client")
+}
+
 impl Api {
-    /// A client for `base` (`http://127.0.0.1:PORT`).
+    /// A pooled client for a plain-HTTP `base` (`http://127.0.0.1:PORT`).
     pub fn new(base: String, admin_token: Option<String>) -> Api {
-        Api::with_idle_pool(base, admin_token, 64)
+        Api::with_client(base, admin_token, http_client(None, POOL))
     }
 
-    /// A client that opens a new connection per request: for a server whose short header
-    /// read timeout would close idle pooled connections under a request being sent.
-    pub fn without_pool(base: String, admin_token: Option<String>) -> Api {
-        Api::with_idle_pool(base, admin_token, 0)
-    }
-
-    fn with_idle_pool(base: String, admin_token: Option<String>, idle: usize) -> Api {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(idle)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .expect("reqwest client");
+    /// A client for `base` over `http` (see [`http_client`]).
+    pub fn with_client(base: String, admin_token: Option<String>, http: reqwest::Client) -> Api {
         Api {
             base,
             admin_token,
@@ -122,6 +135,11 @@ impl Api {
             token: Some(token.to_string()),
             ..self.clone()
         }
+    }
+
+    /// The HTTP client, for requests the typed methods do not cover.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 
     /// The base URL.
@@ -167,6 +185,7 @@ impl Api {
         }
         let resp = req.send().await?;
         let status = resp.status().as_u16();
+        let version = resp.version();
         let header = |name: &str| {
             resp.headers()
                 .get(name)
@@ -189,6 +208,7 @@ impl Api {
             allow,
             connection,
             www_authenticate,
+            version,
         })
     }
 

@@ -6,7 +6,6 @@
 //! The checks assume nothing about absolute token values, only their order.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use lock_api::{HeartbeatResponse, LockGrant, SessionStatus};
 use serde_json::{json, Value};
 
 use crate::client::Api;
+use crate::tls::{RawConn, ALPN_HTTP1};
 use crate::{ServerOptions, TestServer};
 
 /// Admin token the suite's server is started with.
@@ -1209,9 +1209,17 @@ pub async fn body_limit_is_exact_and_content_type_is_not_checked(server: &TestSe
     assert_eq!(reply.status, 200, "a body of exactly the limit: {reply:?}");
     let reply = api.raw("POST", &path, Some(padded(LIMIT + 1)), &[]).await;
     reply.assert_error(413, "PAYLOAD_TOO_LARGE");
-    // The unread rest of the body ends the connection; the client must not reuse it.
-    assert_eq!(reply.connection.as_deref(), Some("close"), "{reply:?}");
-    let http = reqwest::Client::new();
+    match reply.version {
+        // The unread rest of the body ends the connection; the client must not reuse it.
+        reqwest::Version::HTTP_11 => {
+            assert_eq!(reply.connection.as_deref(), Some("close"), "{reply:?}")
+        }
+        // Only the stream ends (reset after the answer); the requests below go over the
+        // same connection, which must still serve them.
+        reqwest::Version::HTTP_2 => assert_eq!(reply.connection, None, "{reply:?}"),
+        other => panic!("unexpected HTTP version {other:?}"),
+    }
+    let http = api.http().clone();
     let body = json!({ "sessionId": s.session_id }).to_string();
     for content_type in [Some("text/plain"), None] {
         let mut request = http
@@ -1232,8 +1240,8 @@ pub async fn body_limit_is_exact_and_content_type_is_not_checked(server: &TestSe
 /// A request head over 64 KiB is answered 431 and the connection closed; the server lives on.
 pub async fn request_heads_over_64_kib_are_refused(server: &TestServer) {
     let addr = server.addr().to_owned();
+    let mut stream = server.connect_raw(ALPN_HTTP1).expect("connect");
     let answer = tokio::task::spawn_blocking(move || {
-        let mut stream = TcpStream::connect(&addr).expect("connect");
         stream
             .set_read_timeout(Some(EVENTUALLY))
             .expect("read timeout");
@@ -1387,17 +1395,17 @@ pub async fn cors_only_for_configured_origins(server: &TestServer) {
     let preflight = |origin: &'static str| {
         let api = api.clone();
         async move {
-            let http = reqwest::Client::new();
-            http.request(
-                reqwest::Method::OPTIONS,
-                format!("{}/v1/sessions", api.base()),
-            )
-            .header("origin", origin)
-            .header("access-control-request-method", "POST")
-            .header("access-control-request-headers", "content-type")
-            .send()
-            .await
-            .unwrap()
+            api.http()
+                .request(
+                    reqwest::Method::OPTIONS,
+                    format!("{}/v1/sessions", api.base()),
+                )
+                .header("origin", origin)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", "content-type")
+                .send()
+                .await
+                .unwrap()
         }
     };
     let allowed = preflight(CORS_ORIGIN).await;
@@ -1521,7 +1529,8 @@ pub async fn zero_waiter_cap_disables_server_side_waiting(server: &TestServer) {
 
 /// Without `--cors-origin` no origin gets CORS headers.
 pub async fn no_cors_without_configured_origins(server: &TestServer) {
-    let response = reqwest::Client::new()
+    let response = server
+        .http(0)
         .request(
             reqwest::Method::OPTIONS,
             format!("{}/v1/sessions", server.base_url()),
@@ -1543,14 +1552,14 @@ pub async fn no_cors_without_configured_origins(server: &TestServer) {
 /// connection would stay open for ever.
 pub async fn unfinished_request_heads_are_cut_off(server: &TestServer) {
     let addr = server.addr().to_owned();
+    let mut trickling = server.connect_raw(ALPN_HTTP1).expect("connect");
+    let mut idle = server.connect_raw(ALPN_HTTP1).expect("connect");
     let (trickled, idle) = tokio::task::spawn_blocking(move || {
-        let mut trickling = TcpStream::connect(&addr).expect("connect");
         let _ = write!(
             trickling,
             "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nX-Slow: "
         );
         let trickled = closed_within(&mut trickling, EVENTUALLY, true);
-        let mut idle = TcpStream::connect(&addr).expect("connect");
         let _ = write!(idle, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
         let idle = closed_within(&mut idle, EVENTUALLY, false);
         (trickled, idle)
@@ -1576,7 +1585,7 @@ pub async fn unfinished_request_heads_are_cut_off(server: &TestServer) {
 
 /// Whether the server closes `stream` within `bound`, reading (and discarding) what it sends;
 /// with `trickle`, a header byte is sent every 100 ms as a slow-loris client does.
-fn closed_within(stream: &mut TcpStream, bound: Duration, trickle: bool) -> bool {
+pub fn closed_within(stream: &mut RawConn, bound: Duration, trickle: bool) -> bool {
     stream
         .set_read_timeout(Some(Duration::from_millis(100)))
         .expect("read timeout");
@@ -1603,5 +1612,5 @@ fn closed_within(stream: &mut TcpStream, bound: Duration, trickle: bool) -> bool
 /// A client for the unconfigured server: its short header timeout closes idle connections,
 /// which a pooled client could pick just as they close.
 fn unpooled(server: &TestServer) -> Api {
-    Api::without_pool(server.base_url(), server.options().admin_token.clone())
+    server.api_with(server.http(0))
 }

@@ -14,10 +14,12 @@
 //! Every wait here has a bound (start, health probe, SIGTERM, reaping after SIGKILL, a
 //! fallback build): a process that never answers or never dies fails the caller with a
 //! message instead of hanging the suite.
+//!
+//! A server started with TLS flags says `"scheme":"https"` in its `listening` line; the
+//! health check then goes over TLS and trusts only [`Launch::tls_ca`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -33,9 +35,6 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a process may take to end after SIGKILL. It cannot refuse the signal, but one in
 /// uninterruptible I/O ends only when that I/O returns.
 const REAP_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Bound on each step of one health probe: connect, send, each read of the answer.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Bound on a fallback `cargo build` (a cold build of the chaos binaries on 2 cores takes
 /// several minutes; a build waiting on another cargo's lock would otherwise wait forever).
@@ -54,6 +53,7 @@ pub struct Launch {
     env: Vec<(String, String)>,
     keep_port: bool,
     log_file: Option<PathBuf>,
+    tls_ca: Option<PathBuf>,
 }
 
 impl Launch {
@@ -67,7 +67,15 @@ impl Launch {
             env: Vec::new(),
             keep_port: false,
             log_file: None,
+            tls_ca: None,
         }
+    }
+
+    /// The CA certificate (PEM) a TLS server's certificate is checked against; it may be
+    /// written by the server itself (`--tls-self-signed`) before it listens.
+    pub fn tls_ca(mut self, path: &Path) -> Launch {
+        self.tls_ca = Some(path.to_owned());
+        self
     }
 
     /// Appends command-line arguments.
@@ -111,6 +119,7 @@ impl Launch {
             launch: self,
             child: None,
             addr: String::new(),
+            scheme: Scheme::Http,
             lines: Arc::new(Mutex::new(Vec::new())),
             restarts: 0,
         };
@@ -125,6 +134,7 @@ pub struct ServerProcess {
     child: Option<Child>,
     /// `127.0.0.1:PORT` of the current (or last) start.
     addr: String,
+    scheme: Scheme,
     lines: Arc<Mutex<Vec<String>>>,
     restarts: usize,
 }
@@ -135,9 +145,17 @@ impl ServerProcess {
         &self.addr
     }
 
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://127.0.0.1:PORT`, or `https://…` for a TLS server (no trailing slash).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme.as_str(), self.addr)
+    }
+
+    /// The CA to trust for a TLS server ([`Launch::tls_ca`]); `None` for plain HTTP.
+    pub fn tls_ca(&self) -> Option<&Path> {
+        match self.scheme {
+            Scheme::Http => None,
+            Scheme::Https => self.launch.tls_ca.as_deref(),
+        }
     }
 
     /// The child's pid, while it runs.
@@ -257,7 +275,7 @@ impl ServerProcess {
         forward(stderr, sink.clone());
         let listening = listening_addr(stdout, sink);
         self.child = Some(child);
-        let Some(addr) = listening else {
+        let Some((addr, scheme)) = listening else {
             let exited = self
                 .child
                 .as_mut()
@@ -270,6 +288,12 @@ impl ServerProcess {
             )));
         };
         self.addr = addr;
+        self.scheme = scheme;
+        if scheme == Scheme::Https && self.launch.tls_ca.is_none() {
+            return Err(std::io::Error::other(
+                "lock-server serves TLS: give Launch::tls_ca to check its health",
+            ));
+        }
         self.wait_healthy()
     }
 
@@ -282,7 +306,7 @@ impl ServerProcess {
                     self.output_hint()
                 )));
             }
-            if http_get_status(&self.addr, "/healthz") == Some(200) {
+            if crate::tls::get_status(&self.addr, "/healthz", self.tls_ca()) == Some(200) {
                 return Ok(());
             }
             std::thread::sleep(POLL_INTERVAL);
@@ -363,9 +387,25 @@ fn forward(stream: impl Read + Send + 'static, sink: Sink) {
     });
 }
 
-/// Forwards stdout like [`forward`] and returns the address of its `listening` line, or
-/// `None` when the stream ends first or the start timeout passes.
-fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<String> {
+/// Plain HTTP or TLS, as the `listening` line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// Forwards stdout like [`forward`] and returns the address and scheme of its `listening`
+/// line, or `None` when the stream ends first or the start timeout passes.
+fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<(String, Scheme)> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut tx = Some(tx);
@@ -380,30 +420,25 @@ fn listening_addr(stdout: impl Read + Send + 'static, sink: Sink) -> Option<Stri
     rx.recv_timeout(START_TIMEOUT).ok()
 }
 
-/// The address in `{"event":"listening","addr":"..."}`.
-fn listening_line(line: &str) -> Option<String> {
+/// The address and scheme in `{"event":"listening","addr":"...","scheme":"https"}` (no
+/// scheme: plain HTTP).
+fn listening_line(line: &str) -> Option<(String, Scheme)> {
     let value: serde_json::Value = serde_json::from_str(line).ok()?;
     if value["event"] != "listening" {
         return None;
     }
-    value["addr"].as_str().map(str::to_owned)
+    let scheme = match value["scheme"].as_str() {
+        Some("https") => Scheme::Https,
+        _ => Scheme::Http,
+    };
+    Some((value["addr"].as_str()?.to_owned(), scheme))
 }
 
 /// A plain-socket `GET` returning the status code (`None` when nothing answers in time),
 /// usable from sync and async code alike. Connecting, sending and each read of the status
 /// line are bounded by [`PROBE_TIMEOUT`].
 pub fn http_get_status(addr: &str, path: &str) -> Option<u16> {
-    let socket = addr.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&socket, PROBE_TIMEOUT).ok()?;
-    stream.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
-    stream.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).ok()?;
-    // "HTTP/1.1 200": only the status line is read, so a peer that keeps the connection
-    // open after it cannot hold the probe.
-    let mut status_line = [0u8; 12];
-    stream.read_exact(&mut status_line).ok()?;
-    std::str::from_utf8(&status_line[9..]).ok()?.parse().ok()
+    crate::tls::get_status(addr, path, None)
 }
 
 /// `VmRSS` of `pid` in KiB (from `/proc/PID/status`).
@@ -537,7 +572,11 @@ mod tests {
     fn only_the_listening_event_names_the_address() {
         assert_eq!(
             listening_line(r#"{"event":"listening","addr":"127.0.0.1:5"}"#),
-            Some("127.0.0.1:5".into())
+            Some(("127.0.0.1:5".into(), Scheme::Http))
+        );
+        assert_eq!(
+            listening_line(r#"{"event":"listening","addr":"127.0.0.1:5","scheme":"https"}"#),
+            Some(("127.0.0.1:5".into(), Scheme::Https))
         );
         assert_eq!(listening_line(r#"{"event":"store_opened"}"#), None);
         assert_eq!(listening_line("lock-server: cannot listen"), None);

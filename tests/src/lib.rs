@@ -8,6 +8,10 @@
 //! - [`client`]: [`client::Api`], a small typed async HTTP client for the surfaces of C3.
 //! - [`auth_contract`]: the authentication and authorisation rules (auth file, key scopes,
 //!   session ownership, holder ids, protected mode), likewise for any backend.
+//! - [`tls`]: a test CA and server certificate, TLS clients that trust only it, raw
+//!   connections (plain or TLS) for hand-written requests.
+//! - [`raw_h2`]: HTTP/2 frames written and read by hand, for a client that breaks the
+//!   rules a well-behaved HTTP/2 library keeps (more streams than allowed, unanswered pings).
 //! - [`contract`]: the HTTP contract suite (every surface, every error code, the bad-input
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
 //! - [`queue`]: the wait queue's rules as functions over the replicas of one deployment, so
@@ -24,13 +28,31 @@ pub mod contract;
 pub mod etcd;
 pub mod launcher;
 pub mod queue;
+pub mod raw_h2;
+pub mod tls;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use client::Api;
 use launcher::{server_binary, Launch, ServerProcess};
+use tls::TestPki;
 
-/// What to start: backend flags, admin token, extra environment.
+/// The certificate file `--tls-self-signed` writes into the data dir (C5).
+pub const SELF_SIGNED_CERT_FILE: &str = "self-signed-cert.pem";
+
+/// Plain HTTP, or TLS with which certificate.
+#[derive(Debug, Clone, Default)]
+pub enum Tls {
+    #[default]
+    Off,
+    /// `--tls-cert`/`--tls-key` from a test CA.
+    Pki(Arc<TestPki>),
+    /// `--tls-self-signed`: the server's own certificate in its data dir is the CA.
+    SelfSigned,
+}
+
+/// What to start: backend flags, admin token, TLS, extra environment.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
     /// `--admin-token`; `None` leaves R1 disabled.
@@ -39,6 +61,8 @@ pub struct ServerOptions {
     pub extra_args: Vec<String>,
     /// Extra environment variables for the child.
     pub env: Vec<(String, String)>,
+    /// Plain HTTP (default) or TLS.
+    pub tls: Tls,
 }
 
 impl ServerOptions {
@@ -68,6 +92,12 @@ impl ServerOptions {
         self.env.push((key.into(), value.into()));
         self
     }
+
+    /// Serves TLS (see [`Tls`]).
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = tls;
+        self
+    }
 }
 
 /// A running lock-server for one test, on its own temp data dir (kept across restarts).
@@ -91,6 +121,13 @@ impl TestServer {
         if let Some(token) = &options.admin_token {
             launch = launch.args(["--admin-token", token.as_str()]);
         }
+        launch = match &options.tls {
+            Tls::Off => launch,
+            Tls::Pki(pki) => launch.args(pki.server_args()).tls_ca(&pki.ca),
+            Tls::SelfSigned => launch
+                .args(["--tls-self-signed"])
+                .tls_ca(&data_dir.path().join(SELF_SIGNED_CERT_FILE)),
+        };
         launch = launch.args(options.extra_args.iter().cloned());
         for (key, value) in &options.env {
             launch = launch.env(key.as_str(), value.as_str());
@@ -103,7 +140,7 @@ impl TestServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://127.0.0.1:PORT`, or `https://` for TLS (no trailing slash).
     pub fn base_url(&self) -> String {
         self.process.base_url()
     }
@@ -123,9 +160,30 @@ impl TestServer {
         &self.options
     }
 
+    /// The CA a TLS server's certificate is checked against; `None` for plain HTTP.
+    pub fn tls_ca(&self) -> Option<PathBuf> {
+        self.process.tls_ca().map(Path::to_owned)
+    }
+
+    /// A reqwest client for this server (trusting its CA on TLS) keeping up to `idle` idle
+    /// connections (see [`client::http_client`]).
+    pub fn http(&self, idle: usize) -> reqwest::Client {
+        client::http_client(self.tls_ca().as_deref(), idle)
+    }
+
     /// A typed client for this server (admin token included when configured).
     pub fn api(&self) -> Api {
-        Api::new(self.base_url(), self.options.admin_token.clone())
+        self.api_with(self.http(client::POOL))
+    }
+
+    /// A typed client for this server over `http`.
+    pub fn api_with(&self, http: reqwest::Client) -> Api {
+        Api::with_client(self.base_url(), self.options.admin_token.clone(), http)
+    }
+
+    /// A blocking raw connection (TLS with ALPN `alpn` when the server serves TLS).
+    pub fn connect_raw(&self, alpn: &[&[u8]]) -> std::io::Result<tls::RawConn> {
+        tls::RawConn::connect(self.addr(), self.tls_ca().as_deref(), alpn)
     }
 
     /// Every stdout/stderr line the server printed so far, across restarts.

@@ -118,7 +118,8 @@ fn strategy_field(config: RwSignal<ExperimentConfig>) -> impl IntoView {
     }
 }
 
-/// The sweep form: the range of N, the hold time and the seed (strategies: all five).
+/// The sweep form: the range of N, the hold time, the acquire policy (the same for every
+/// strategy) and the seed (strategies: all five).
 #[component]
 pub fn SweepForm(
     /// The sweep being edited.
@@ -129,6 +130,9 @@ pub fn SweepForm(
         {number_field("to", "N to", "≤ 200", sweep, |c| c.to.into(), |c, v| c.to = clamp_u32(v))}
         {number_field("step", "step", "", sweep, |c| c.step.into(), |c, v| c.step = clamp_u32(v))}
         {number_field("sweepHold", "hold", "ms", sweep, |c| c.hold_millis, |c, v| c.hold_millis = v)}
+        {number_field("sweepBase", "backoff base", "ms", sweep, |c| c.policy.base_millis, |c, v| c.policy.base_millis = v)}
+        {number_field("sweepCap", "backoff cap", "ms", sweep, |c| c.policy.cap_millis, |c, v| c.policy.cap_millis = v)}
+        {number_field("sweepBudget", "budget", "ms", sweep, |c| c.policy.budget_millis, |c, v| c.policy.budget_millis = v)}
         {number_field("sweepSeed", "seed", "", sweep, |c| c.seed, |c, v| c.seed = v)}
     };
     form(

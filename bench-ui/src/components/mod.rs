@@ -9,3 +9,4 @@ pub mod error_banner;
 pub mod export;
 pub mod plots;
 pub mod progress;
+pub mod protocol;

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod export;
 pub mod fairness;
 pub mod histogram;
+pub mod protocol;
 pub mod record;
 pub mod sweep;
 pub mod timeline;

@@ -32,9 +32,13 @@ pub struct SweepConfig {
 }
 
 impl Default for SweepConfig {
-    /// ASSUMPTION: steps of 30 (N = 10, 40, 70, 100) and 5 ms holds keep a four-strategy
-    /// sweep to about a minute on this machine kind; the budget is generous so that even
-    /// the synchronised strategies finish and their cost shows as calls, not as give-ups.
+    /// ASSUMPTION: steps of 30 (N = 10, 40, 70, 100) and 5 ms holds. The policy is
+    /// Brooker's and the native bench's (`bench sweep`): base 5 ms, cap 2 s, so the two
+    /// sweeps compare point for point. The cap matters: with a cap far below N round trips
+    /// (the run form's 400 ms), full jitter's windows stop growing while the contenders
+    /// still queue, it retries twice as often as no jitter (its mean sleep is half the
+    /// window), and the published ordering inverts. The budget (120 s) lets even no jitter
+    /// finish, so its cost shows as calls, not give-ups; such a sweep takes minutes.
     fn default() -> Self {
         SweepConfig {
             from: 10,
@@ -42,8 +46,10 @@ impl Default for SweepConfig {
             step: 30,
             hold_millis: 5,
             policy: Policy {
-                budget_millis: 30_000,
-                max_attempts: 200,
+                base_millis: 5,
+                cap_millis: 2_000,
+                budget_millis: 120_000,
+                max_attempts: 1_000,
                 ..Policy::default()
             },
             seed: 42,

@@ -216,8 +216,9 @@ fn mark_released(recorder: &Recorder, slot: usize) {
 
 /// What a lost session most likely means in the browser, and what to do about it.
 pub const SESSION_EXPIRED: &str = "a session expired before its heartbeat got through \
-    (SESSION_NOT_FOUND): with many sessions the browser queues requests (6 connections per \
-    server), so heartbeats arrive late; raise the TTL or lower the number of sessions";
+    (SESSION_NOT_FOUND): with many sessions over HTTP/1.1 the browser queues requests (6 \
+    connections per server), so heartbeats arrive late; run the server over TLS for HTTP/2 \
+    (LOCK_TLS=self-signed scripts/run.sh), raise the TTL or lower the number of sessions";
 
 /// A transport error in words a newcomer can act on.
 pub fn describe(err: &TransportError) -> String {

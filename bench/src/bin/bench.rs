@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench::cycles::{drive, warm_up, EtcdShape, Run, Target};
+use bench::dashboard;
 use bench::figures::{self, STRATEGIES};
 use bench::live_sweep;
 use bench::occ_sim::{self, BROOKER};
@@ -31,6 +32,11 @@ enum Part {
     Etcd,
     /// The wait queue vs full jitter on one hot key, SQLite and etcd.
     Queue,
+    /// lock-server over TLS (HTTP/2 and HTTP/1.1) vs plain HTTP/1.1.
+    Tls,
+    /// The dashboard's sweep in the browser (`--log`, from `tests/browser/sweep.mjs --out`;
+    /// `--control` for its HTTP/1.1 run) beside the native sweep at the same N, run now.
+    DashboardSweep,
     /// Write `--body-file` as the section `--title` (for scripts/bench-client.sh).
     Record,
     /// lock-server vs the trivial handler only, at `--clients`, printed, never written: the
@@ -87,9 +93,13 @@ struct Args {
     /// For `record`: the Markdown body.
     #[arg(long)]
     body_file: Option<PathBuf>,
-    /// For `sweep-log`: the saved output to re-render.
+    /// For `sweep-log`: the saved output to re-render; for `dashboard-sweep`: the
+    /// dashboard's sweep over HTTP/2.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// For `dashboard-sweep`: the dashboard's sweep over HTTP/1.1 (the control), if run.
+    #[arg(long)]
+    control: Option<PathBuf>,
     /// Do not touch the doc or charts (print only).
     #[arg(long)]
     no_write: bool,
@@ -102,9 +112,10 @@ type Measure = fn(&Args, &str, &mut Vec<String>) -> String;
 
 /// The measured sections, in the order `all` runs them: the part that runs one alone, the
 /// section's title in the doc, what measures it.
-const SECTIONS: [(Part, &str, Measure); 5] = [
+const SECTIONS: [(Part, &str, Measure); 6] = [
     (Part::Sim, "Backoff strategies (simulation)", sim_section),
     (Part::Server, "Server vs Redis and etcd", server_section),
+    (Part::Tls, TLS_TITLE, tls_section),
     (
         Part::Sweep,
         "Backoff strategies (live server)",
@@ -140,6 +151,10 @@ fn main() {
         let body = sweep_from_log(&args, &machine, &log);
         write_section(&args, "Backoff strategies (live server)", &body);
     }
+    if args.part == Part::DashboardSweep {
+        let body = dashboard_sweep_section(&args, &machine, &mut summary);
+        write_section(&args, DASHBOARD_SWEEP_TITLE, &body);
+    }
     if args.part == Part::Record {
         let title = args.title.clone().expect("--title");
         let path = args.body_file.clone().expect("--body-file");
@@ -149,9 +164,18 @@ fn main() {
     if args.part == Part::Quick {
         quick(&args);
     }
-    if args.part != Part::All && !summary.is_empty() {
+    if args.part == Part::DashboardSweep {
+        // Never part of `all`: its rows are its own, added to the summary on first run.
+        edit_doc(&args, |text| {
+            bench::doc::upsert_rows(text, "Summary", &summary)
+        });
+    } else if args.part != Part::All && !summary.is_empty() {
         // A partial run re-measures its own rows of the summary and says so.
-        let note = format!(" (re-run alone: `bench {:?}`)", args.part).to_lowercase();
+        let part = args
+            .part
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned());
+        let note = format!(" (re-run alone: `bench {}`)", part.unwrap_or_default());
         let rows: Vec<String> = summary
             .iter()
             .map(|row| match row.rsplit_once(" | ") {
@@ -160,7 +184,7 @@ fn main() {
             })
             .collect();
         edit_doc(&args, |text| {
-            bench::doc::replace_rows(text, "Summary", &rows)
+            bench::doc::upsert_rows(text, "Summary", &rows)
         });
     }
     if args.part == Part::All {
@@ -412,10 +436,44 @@ const SYSTEM_COLOURS: [(&str, &str); 5] = [
 ];
 const CONCURRENCY: [usize; 3] = [1, 10, 50];
 
+#[derive(Default)]
 struct Agg {
     throughput: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
+}
+
+/// After a warm-up, every target (named by `names`, same order) driven closed-loop for
+/// `--seconds` at each client count, interleaved (A, B, C, A, B, …) for `--rounds` rounds so
+/// load hits them alike; the runs per (client count, target index).
+fn interleaved(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    targets: &[Target],
+    names: &[&str],
+) -> BTreeMap<(usize, usize), Agg> {
+    let window = Duration::from_secs(args.seconds);
+    rt.block_on(warm_up(targets, 10));
+    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
+    for c in CONCURRENCY {
+        for round in 0..args.rounds {
+            for (i, t) in targets.iter().enumerate() {
+                let run: Run = rt.block_on(drive(t, c, window));
+                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
+                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
+                println!(
+                    "c={c:<3} round {round} {:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
+                    names[i],
+                    run.throughput()
+                );
+                let agg = results.entry((c, i)).or_default();
+                agg.throughput.push(run.throughput());
+                agg.p50.push(p50);
+                agg.p99.push(p99);
+            }
+        }
+    }
+    results
 }
 
 fn quick(args: &Args) {
@@ -560,35 +618,11 @@ fn server_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Stri
         },
         etcd_target,
     ];
-    let window = Duration::from_secs(args.seconds);
     println!(
         "\n# Server: acquire+release cycles, {} s windows, {} interleaved rounds",
         args.seconds, args.rounds
     );
-    client_rt.block_on(warm_up(&targets, 10));
-    let mut results: BTreeMap<(usize, usize), Agg> = BTreeMap::new();
-    for c in CONCURRENCY {
-        for round in 0..args.rounds {
-            for (i, t) in targets.iter().enumerate() {
-                let run: Run = client_rt.block_on(drive(t, c, window));
-                let agg = results.entry((c, i)).or_insert(Agg {
-                    throughput: vec![],
-                    p50: vec![],
-                    p99: vec![],
-                });
-                let p50 = quantile(&run.latencies_ms, 0.5).unwrap_or(0.0);
-                let p99 = quantile(&run.latencies_ms, 0.99).unwrap_or(0.0);
-                println!(
-                    "c={c:<3} round {round} {:<28} {:>8.0} cycles/s  p50 {p50:>6.2} ms  p99 {p99:>6.2} ms",
-                    SYSTEMS[i],
-                    run.throughput()
-                );
-                agg.throughput.push(run.throughput());
-                agg.p50.push(p50);
-                agg.p99.push(p99);
-            }
-        }
-    }
+    let results = interleaved(args, &client_rt, &targets, &SYSTEMS);
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut out = String::new();
     let _ = write!(
@@ -871,6 +905,240 @@ fn queue_render(
     }
     println!("{out}");
     out
+}
+
+const TLS_TITLE: &str = "TLS and HTTP/2 vs plain HTTP/1.1";
+/// The transports of the TLS section, in table order; plain HTTP/1.1 first (the ratio base).
+const TRANSPORTS: [(&str, bool, reqwest::Version); 3] = [
+    ("plain HTTP/1.1", false, reqwest::Version::HTTP_11),
+    ("TLS, HTTP/1.1", true, reqwest::Version::HTTP_11),
+    ("TLS, HTTP/2", true, reqwest::Version::HTTP_2),
+];
+
+/// lock-server over TLS, HTTP/2 and HTTP/1.1, vs the same server over plain HTTP/1.1, at 1,
+/// 10 and 50 clients (target: TLS HTTP/2 ≥ 0.8× plain throughput at 50 clients).
+fn tls_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    let (plain_dir, tls_dir) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let plain_rt = systems::runtime("plain");
+    let tls_rt = systems::runtime("tls");
+    let client_rt = systems::runtime("client");
+    let plain = systems::start_lock_server(&plain_rt, plain_dir.path());
+    let (tls, ca) = systems::start_lock_server_tls(&tls_rt, tls_dir.path());
+    let targets: Vec<Target> = TRANSPORTS
+        .iter()
+        .map(|(_, over_tls, version)| match over_tls {
+            false => Target::http(plain),
+            true => Target::https(tls, &ca, *version),
+        })
+        .collect();
+    for (target, (name, _, version)) in targets.iter().zip(TRANSPORTS) {
+        let got = client_rt.block_on(target.http_version());
+        assert_eq!(got, Some(version), "{name}: negotiated {got:?}");
+    }
+    println!(
+        "\n# TLS and HTTP/2 vs plain HTTP/1.1: {} s windows, {} interleaved rounds",
+        args.seconds, args.rounds
+    );
+    let results = interleaved(
+        args,
+        &client_rt,
+        &targets,
+        &TRANSPORTS.map(|(name, ..)| name),
+    );
+    let med = |v: &[f64]| Spread::of(v).median;
+    let mut table = String::from(
+        "| clients | transport | cycles/s | acquire p50 ms | acquire p99 ms | cycles/s ÷ plain | p99 ÷ plain |\n|---|---|---|---|---|---|---|\n",
+    );
+    for c in CONCURRENCY {
+        let base = &results[&(c, 0)];
+        for (i, (name, _, _)) in TRANSPORTS.iter().enumerate() {
+            let a = &results[&(c, i)];
+            let _ = writeln!(
+                table,
+                "| {c} | {name} | {} | {} | {} | {} | {} |",
+                Spread::of(&a.throughput).show(0),
+                Spread::of(&a.p50).show(2),
+                Spread::of(&a.p99).show(2),
+                ratio(med(&a.throughput), med(&base.throughput)),
+                ratio(med(&a.p99), med(&base.p99)),
+            );
+        }
+        let h2 = med(&results[&(c, 2)].throughput) / med(&base.throughput);
+        if c == 50 {
+            summary.push(format!(
+                "| TLS HTTP/2 ≥ 0.8× plain HTTP/1.1 cycles/s, {c} clients | {h2:.2}× (acquire p99 {}) | {} |",
+                ratio(med(&results[&(c, 2)].p99), med(&base.p99)),
+                yes(h2 >= 0.8)
+            ));
+        }
+    }
+    println!("{table}");
+    drop((plain_rt, tls_rt));
+    format!(
+        "Command: `scripts/bench.sh` (or `bench tls`, release build). Machine: {machine}. Two \
+         lock-servers, each in process on its own 2-worker runtime with its own SQLite store \
+         in a temp dir, the same build and configuration, one serving plain HTTP and one TLS \
+         (rustls, ring; the self-signed certificate of `--tls-self-signed`, ECDSA P-256; ALPN \
+         `h2` and `http/1.1` on one port). Clients on a third 2-worker runtime, reqwest with \
+         rustls: over HTTP/1.1 a pool of one connection per concurrent client, over HTTP/2 \
+         one connection every client multiplexes over (as a browser does, or one SDK client \
+         shared by many tasks); each bench run checks the negotiated version. One cycle = L4 \
+         + L6 of the client's own key after one L1 (no contention), closed loop; latency = \
+         the L4 step. Connections are set up before a window starts (handshakes are not in \
+         the figures). Interleaved {} s windows, {} rounds per client count; each cell is the \
+         median of the rounds with (min–max).\n\n{table}",
+        args.seconds, args.rounds
+    )
+}
+
+const DASHBOARD_SWEEP_TITLE: &str = "Backoff strategies: the dashboard over HTTP/2 vs native";
+
+/// The dashboard's sweep in the browser (saved by `tests/browser/sweep.mjs --out`) beside
+/// the native sweep at the same N, run now against a lock-server of this build.
+fn dashboard_sweep_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> String {
+    let read = |path: &Path| dashboard::read(path).unwrap_or_else(|e| panic!("{e}"));
+    let h2 = read(
+        args.log
+            .as_deref()
+            .expect("--log FILE (tests/browser/sweep.mjs --out)"),
+    );
+    let h1 = args.control.as_deref().map(read);
+    let ns = h2.contenders();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server_rt = systems::runtime("lock-server");
+    let client_rt = systems::runtime("client");
+    let base = format!(
+        "http://{}",
+        systems::start_lock_server(&server_rt, dir.path())
+    );
+    println!(
+        "\n# Native sweep at the dashboard's N ({ns:?}), {} rounds",
+        args.sweep_rounds
+    );
+    let (mut calls, mut time): (Raw, Raw) = Default::default();
+    for (key, (n, round, s)) in ns
+        .iter()
+        .flat_map(|n| (0..args.sweep_rounds).flat_map(move |r| STRATEGIES.map(|s| (*n, r, s))))
+        .enumerate()
+    {
+        let p = client_rt.block_on(live_sweep::run_point(&base, n, s, &format!("dash-{key}")));
+        println!(
+            "N={n:<3} round {round} {:<24} {:>6.2} calls/grant  {:>8.0} ms",
+            s.label(),
+            p.calls_per_grant,
+            p.completion_ms
+        );
+        calls.entry((s, n)).or_default().push(p.calls_per_grant);
+        time.entry((s, n)).or_default().push(p.completion_ms);
+    }
+    drop(server_rt);
+    let median = |m: &Raw, k: &(Strategy, usize)| m.get(k).map(|v| Spread::of(v).median);
+    let cell = |m: &Raw, k: &(Strategy, usize), d: usize| {
+        m.get(k).map_or("–".to_owned(), |v| Spread::of(v).show(d))
+    };
+    let control = h1.as_ref().map(|c| (&c.calls_per_grant, &c.completion_ms));
+    let mut table = String::from(
+        "| N | strategy | calls/grant, dashboard HTTP/2 | native | dashboard ÷ native | dashboard HTTP/1.1 (control) | completion ms, dashboard HTTP/2 | native | dashboard HTTP/1.1 |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let (mut same_order, mut full_off) = (Vec::new(), Vec::<(usize, f64)>::new());
+    for n in &ns {
+        for s in STRATEGIES {
+            let k = (s, *n);
+            let dashboard_vs_native = match (median(&h2.calls_per_grant, &k), median(&calls, &k)) {
+                (Some(d), Some(native)) => ratio(d, native),
+                _ => "–".into(),
+            };
+            let _ = writeln!(
+                table,
+                "| {n} | {} | {} | {} | {dashboard_vs_native} | {} | {} | {} | {} |",
+                s.label(),
+                cell(&h2.calls_per_grant, &k, 2),
+                cell(&calls, &k, 2),
+                control.map_or("–".into(), |(c, _)| cell(c, &k, 2)),
+                cell(&h2.completion_ms, &k, 0),
+                cell(&time, &k, 0),
+                control.map_or("–".into(), |(_, t)| cell(t, &k, 0)),
+            );
+        }
+        let order = |m: &Raw| ranking(m, *n);
+        same_order.push((
+            *n,
+            order(&h2.calls_per_grant) == order(&calls),
+            order(&h2.calls_per_grant),
+            order(&calls),
+        ));
+        let k = (Strategy::FullJitter, *n);
+        if let (Some(d), Some(native)) = (median(&h2.calls_per_grant, &k), median(&calls, &k)) {
+            full_off.push((*n, d / native - 1.0));
+        }
+    }
+    let orders: String = same_order
+        .iter()
+        .map(|(n, same, dash, native)| {
+            format!(
+                "- N = {n}: dashboard {dash}; native {native}{}\n",
+                if *same { "" } else { " (**differs**)" }
+            )
+        })
+        .collect();
+    let order_held = same_order.iter().all(|(_, same, _, _)| *same);
+    let worst = full_off
+        .iter()
+        .map(|(_, off)| off.abs())
+        .fold(0.0, f64::max);
+    let offs: Vec<String> = full_off
+        .iter()
+        .map(|(n, off)| format!("N = {n}: {:+.0} %", off * 100.0))
+        .collect();
+    summary.push(format!(
+        "| dashboard over HTTP/2: the native sweep's ordering of strategies by L4 calls, every N | {} | {} |",
+        if order_held { "same at every N".to_owned() } else { "differs (see section)".to_owned() },
+        yes(order_held)
+    ));
+    summary.push(format!(
+        "| dashboard over HTTP/2: full jitter's L4 calls within 25 % of native, every N | {} | {} |",
+        offs.join(", "),
+        yes(worst <= 0.25)
+    ));
+    let control_text = match &h1 {
+        Some(c) => format!("The control ran the same sweep with the dashboard served over plain HTTP ({}), where the browser keeps at most 6 connections to the server.", c.protocol),
+        None => "No HTTP/1.1 control run was given.".to_owned(),
+    };
+    format!(
+        "Command: `scripts/bench-dashboard.sh` (`tests/browser/sweep.mjs` in headless \
+         Chromium, then `bench dashboard-sweep` in the same invocation). Machine: {machine}. \
+         The dashboard's Brooker sweep (its sweep form: N contenders, one key, one acquisition \
+         each, hold 0 ms then the fenced ledger write, base 5 ms, cap 2 s, budget 120 s) \
+         against a release lock-server with `--tls-self-signed` serving the release-built \
+         dashboard, the page and its requests over {} (checked); each cell the median (min–max) \
+         over the browser runs (seeds). Native: `live_sweep` (the SDK's loop for full jitter, \
+         `lock_lab`'s comparison loop for the others, over the SDK's reqwest transport, plain \
+         HTTP/1.1 with no connection limit) at the same N with the same policy, {} rounds, \
+         against a release lock-server in process. L4 calls per grant = all L4 calls of a \
+         point ÷ its grants. {control_text}\n\n{table}\nStrategies by L4 calls per grant, \
+         fewest first (medians):\n\n{orders}\nFull jitter's calls per grant, dashboard vs \
+         native: {}.\n",
+        h2.protocol,
+        args.sweep_rounds,
+        offs.join(", ")
+    )
+}
+
+/// The strategies at `n`, fewest median calls first, as `a < b < c < d`.
+fn ranking(calls: &Raw, n: usize) -> String {
+    let mut ranked: Vec<(f64, Strategy)> = STRATEGIES
+        .iter()
+        .filter_map(|s| calls.get(&(*s, n)).map(|v| (Spread::of(v).median, *s)))
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ranked
+        .iter()
+        .map(|(_, s)| s.label())
+        .collect::<Vec<_>>()
+        .join(" < ")
 }
 
 fn yes(ok: bool) -> &'static str {

@@ -1,0 +1,149 @@
+// The dashboard's Brooker sweep in headless Chromium over HTTP/2: a real lock-server with TLS
+// (--tls-self-signed; the browser accepts the test certificate) serving the built www/, the
+// sweep form filled (its default policy: Brooker's base 5 ms, cap 2 s) and run once per
+// seed, each result read from the dashboard's own JSON export.
+//
+//   node tests/browser/sweep.mjs --server target/debug/lock-server --web-root www \
+//        [--from 50 --to 50 --step 1] [--hold MS] [--seeds 1] [--tls yes|no] [--check yes|no]
+//        [--out FILE]
+//
+// Checks: the page and the sweep's requests went over HTTP/2 (the navigation's
+// nextHopProtocol is h2; the dashboard names HTTP/2 from its requests' Resource Timing and
+// shows no 6-connection warning); and (unless --check no) at every N, on the median over
+// the seeds, the published ordering: full jitter's L4 calls at most 0.6× no jitter's, and
+// its completion time lower. `--tls no` is the control: plain HTTP/1.1, where the checks
+// expect HTTP/1.1 and the dashboard's warning instead, and the ordering fails (measured at
+// N = 50: full jitter 0.95× no jitter's calls) because the browser's 6-connection queue, not
+// the backoff, decides who goes next. `--out` writes every point and the medians, for the
+// benchmark (scripts/bench-dashboard.sh). Exits non-zero on any failure.
+import { spawn } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { checker, flags, launchChromium, waitFor, watchConsole } from "./harness.mjs";
+
+const args = flags();
+const serverBin = resolve(args.server ?? "target/debug/lock-server");
+const webRoot = resolve(args["web-root"] ?? "www");
+const range = { from: Number(args.from ?? 50), to: Number(args.to ?? 50), step: Number(args.step ?? 1) };
+// The form's hold (5 ms) unless given: the benchmark sets 0, as the native sweep holds.
+const hold = args.hold;
+const seeds = Number(args.seeds ?? 1);
+const assertOrdering = (args.check ?? "yes") !== "no";
+const tls = (args.tls ?? "yes") !== "no";
+const CALLS_RATIO_MAX = 0.6;
+// Generous: a 4-strategy sweep at N = 100 takes about a minute on 2 cores.
+const SWEEP_LIMIT_MS = 15 * 60_000;
+
+const { failures, check } = checker();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const scratch = mkdtempSync(join(tmpdir(), "bench-ui-sweep-"));
+const log = join(scratch, "server.log");
+const server = spawn(
+  serverBin,
+  ["--listen", "127.0.0.1:0", "--data-dir", join(scratch, "data"), "--web-root", webRoot, ...(tls ? ["--tls-self-signed"] : [])],
+  { stdio: ["ignore", openSync(log, "w"), openSync(log, "a")] },
+);
+
+// The base URL from the server's `listening` line (C4), once it says https.
+function listeningUrl() {
+  for (const line of readFileSync(log, "utf8").split("\n")) {
+    try {
+      const event = JSON.parse(line);
+      if (event.event === "listening") return `${event.scheme}://${event.addr}`;
+    } catch {
+      // not a JSON line
+    }
+  }
+  return null;
+}
+
+// One sweep with the given seed; returns the dashboard's sweep export.
+async function sweepOnce(page, seed) {
+  await page.fill("[data-testid=field-from]", String(range.from));
+  await page.fill("[data-testid=field-to]", String(range.to));
+  await page.fill("[data-testid=field-step]", String(range.step));
+  await page.fill("[data-testid=field-sweepSeed]", String(seed));
+  if (hold !== undefined) await page.fill("[data-testid=field-sweepHold]", String(hold));
+  const started = Date.now();
+  await page.click("[data-testid=sweep]");
+  await page.waitForSelector("[data-testid=status][data-state=sweeping]", { state: "attached", timeout: 30_000 });
+  await page.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: SWEEP_LIMIT_MS });
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=export-sweep-json]")]);
+  const result = JSON.parse(readFileSync(await download.path(), "utf8"));
+  console.log(`seed ${seed}: ${result.points.length} points in ${((Date.now() - started) / 1000).toFixed(1)} s${result.error ? `, error: ${result.error}` : ""}`);
+  return result;
+}
+
+// Per (strategy, N): the median L4 calls and completion time over the seeds.
+function medians(results) {
+  const cells = new Map();
+  for (const result of results) {
+    for (const p of result.points) {
+      const id = `${p.strategy}@${p.contenders}`;
+      const cell = cells.get(id) ?? { strategy: p.strategy, contenders: p.contenders, calls: [], millis: [] };
+      cell.calls.push(p.counters.l4Calls);
+      cell.millis.push(p.completionMillis);
+      cells.set(id, cell);
+    }
+  }
+  return [...cells.values()].map((c) => ({ ...c, medianCalls: median(c.calls), medianMillis: median(c.millis) }));
+}
+
+let browser;
+try {
+  const base = await waitFor("the server's listening line", async () => listeningUrl());
+  check(base.startsWith(tls ? "https://" : "http://"), `the server serves ${tls ? "TLS" : "plain HTTP"} (${base})`);
+  const launched = await launchChromium(join(scratch, "profile"), { ignoreHTTPSErrors: true });
+  browser = launched.context;
+  const page = launched.page;
+  const consoleErrors = watchConsole(page);
+  await page.goto(`${base}/`);
+  await page.waitForSelector("[data-testid=sweep]", { timeout: 30_000 });
+  const pageProtocol = await page.evaluate(() => performance.getEntriesByType("navigation")[0].nextHopProtocol);
+  const expected = tls ? { next: "h2", label: "HTTP/2" } : { next: "http/1.1", label: "HTTP/1.1" };
+  check(pageProtocol === expected.next, `the page came over ${expected.label} (nextHopProtocol ${pageProtocol})`);
+
+  const results = [];
+  for (let i = 0; i < seeds; i++) results.push(await sweepOnce(page, 42 + 1000 * i));
+  const shown = await page.getAttribute("[data-testid=protocol]", "data-protocol");
+  check(shown === expected.label, `the dashboard names the protocol of its requests: ${shown}`);
+  const warned = Boolean(await page.$("[data-testid=protocol-warning]"));
+  check(warned === !tls, tls ? "no 6-connection warning over HTTP/2" : "the 6-connection warning is shown over HTTP/1.1");
+  check(results.every((r) => !r.error), `every sweep ran to the end (${results.map((r) => r.error ?? "ok").join(", ")})`);
+
+  const cells = medians(results);
+  const at = (strategy, n) => cells.find((c) => c.strategy === strategy && c.contenders === n);
+  for (const n of [...new Set(cells.map((c) => c.contenders))].sort((a, b) => a - b)) {
+    const row = ["fullJitter", "noJitter", "equalJitter", "decorrelatedJitter"]
+      .map((s) => at(s, n))
+      .filter(Boolean)
+      .map((c) => `${c.strategy} ${c.medianCalls} calls / ${c.medianMillis.toFixed(0)} ms (calls ${c.calls.join(",")})`);
+    console.log(`N = ${n}: ${row.join("; ")}`);
+    const full = at("fullJitter", n);
+    const none = at("noJitter", n);
+    if (!assertOrdering || !full || !none) continue;
+    const ratio = full.medianCalls / none.medianCalls;
+    check(ratio <= CALLS_RATIO_MAX, `N = ${n}: full jitter's L4 calls are ${ratio.toFixed(2)}× no jitter's (median ${full.medianCalls} vs ${none.medianCalls}; at most ${CALLS_RATIO_MAX}×)`);
+    check(full.medianMillis < none.medianMillis, `N = ${n}: full jitter completes sooner (median ${full.medianMillis.toFixed(0)} ms vs ${none.medianMillis.toFixed(0)} ms)`);
+  }
+  check(consoleErrors.length === 0, `no console errors (${consoleErrors.join(" | ") || "none"})`);
+  if (args.out) {
+    writeFileSync(args.out, JSON.stringify({ protocol: shown, range, seeds, results, medians: cells }, null, 2));
+    console.log(`wrote ${args.out}`);
+  }
+} catch (err) {
+  failures.push(String(err?.stack ?? err));
+  console.error(err);
+} finally {
+  await browser?.close().catch(() => {});
+  server.kill("SIGTERM");
+}
+if (failures.length) {
+  console.error(`--- server log (last lines)\n${readFileSync(log, "utf8").trimEnd().split("\n").slice(-20).join("\n")}`);
+  console.error(`dashboard sweep: ${failures.length} failure(s)`);
+  process.exit(1);
+}
+rmSync(scratch, { recursive: true, force: true });
+console.log(`dashboard sweep over ${tls ? "HTTP/2" : "HTTP/1.1"}: all checks passed`);
