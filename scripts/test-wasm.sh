@@ -155,7 +155,7 @@ install_package() {
 node_tests() {
   (cd "$1" && BUN="$tools/node_modules/.bin/bun" WORKERD="$tools/node_modules/.bin/workerd" \
     CHROMIUM=/usr/bin/chromium README_TARBALL="$tarball" \
-    node --test --test-concurrency=1 ./*.test.mjs ./*.test.cjs)
+    node --test --test-concurrency=1 --test-timeout=300000 ./*.test.mjs ./*.test.cjs)
 }
 
 bun_tests() {

@@ -49,7 +49,8 @@ async function runFile(block, name, command, args) {
 const runners = {
   "node-esm": (b, i) => runFile(b, `readme-${i}.mjs`, process.execPath, []),
   "node-cjs": (b, i) => runFile(b, `readme-${i}.cjs`, process.execPath, []),
-  "node-test": (b, i) => runFile(b, `readme-${i}.test.mjs`, process.execPath, ["--test"]),
+  // Not named *.test.mjs: the runner's glob must not pick it up as a suite of its own.
+  "node-test": (b, i) => runFile(b, `readme-${i}-node-test.mjs`, process.execPath, ["--test"]),
   bun: (b, i) => runFile(b, `readme-${i}.mjs`, process.env.BUN ?? "bun", ["run"]),
   deno: (b, i) => runFile(b, `readme-${i}.mjs`, "deno", ["run", "--quiet", "--allow-net=127.0.0.1", "--allow-read", "--allow-env"]),
   async workerd(b, i) {
@@ -57,7 +58,7 @@ const runners = {
     await writeFile(file, b.code);
     const worker = await startWorker(file, { LOCK_URL: process.env.LOCK_URL });
     try {
-      const res = await fetch(worker.url);
+      const res = await fetch(worker.url, { signal: AbortSignal.timeout(60_000) });
       const text = await res.text();
       assert.equal(res.status, 200, `${text}\n${worker.log()}`);
       return text;

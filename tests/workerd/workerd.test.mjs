@@ -6,13 +6,14 @@ import assert from "node:assert/strict";
 import { baseUrl, ledgerEntries, lockState, uniqueKey } from "./helpers.mjs";
 import { startWorker } from "./harness.mjs";
 
-test("a Worker acquires, writes the token to the ledger and releases within one request", async () => {
+// Bounded: a Worker that never answers must fail the suite, not hang it.
+test("a Worker acquires, writes the token to the ledger and releases within one request", { timeout: 120_000 }, async () => {
   const worker = await startWorker("worker.js", { LOCK_URL: baseUrl });
   try {
     const key = uniqueKey("workerd");
     const tokens = [];
     for (let i = 0; i < 2; i += 1) {
-      const res = await fetch(`${worker.url}?key=${encodeURIComponent(key)}`);
+      const res = await fetch(`${worker.url}?key=${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(60_000) });
       const body = await res.text();
       assert.equal(res.status, 200, `${body}\n${worker.log()}`);
       const answer = JSON.parse(body);
