@@ -97,7 +97,7 @@ impl RawKit {
     /// whether a timer fired.
     #[wasm_bindgen(js_name = fireNextTimer)]
     pub fn fire_next_timer(&self, limit_ms: f64) -> bool {
-        match self.clock.next_timer() {
+        match self.clock.next_awaited_timer() {
             Some(at) if millis(at) <= limit_ms => {
                 self.clock.advance_to(at);
                 true
