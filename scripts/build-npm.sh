@@ -4,11 +4,13 @@
 #   scripts/build-npm.sh [OUT_DIR]      # default OUT_DIR: target/npm
 #
 # Produces OUT_DIR/package/ (the unpacked package) and OUT_DIR/lock-wasm-<version>.tgz, and
-# prints the raw and gzipped sizes of the optimised .wasm. Steps:
-#   1. cargo build the lock-wasm cdylib for wasm32-unknown-unknown (release, size-tuned);
-#   2. wasm-bindgen twice: `--target nodejs` (CommonJS, sync load) for Node and `--target web`
-#      (ESM, top-level-await init) for browsers, bundlers and Deno;
-#   3. wasm-opt -Oz from npm `binaryen@132` (never Debian's binaryen: its v108 wasm-opt emits
+# prints the raw and gzipped sizes of both optimised .wasm modules. Steps:
+#   1. cargo build the lock-wasm cdylib for wasm32-unknown-unknown (release, size-tuned)
+#      twice: feature `wasm` (the SDK: node/, web/) and feature `testkit` (the in-process
+#      test kit of `lock-wasm/testing`: testing/), so the SDK's module never carries the kit;
+#   2. wasm-bindgen per module twice: `--target nodejs` (CommonJS, sync load) for Node and Bun
+#      and `--target web` (ESM) for browsers, bundlers, Deno and Workers;
+#   3. wasm-opt -Os from npm `binaryen@132` (never Debian's binaryen: its v108 wasm-opt emits
 #      modules that fail at load time);
 #   4. copy the hand-written JS layer and types from lock-wasm/npm/ (the ESM entries get
 #      their named exports written in from the keys of `createApi()`'s result, the one list
@@ -43,8 +45,11 @@ ensure_tools() {
   fi
 }
 
+# Builds the cdylib with `feature` and copies it to `dest` (both builds write the same
+# artifact path).
 build_wasm() {
-  log "cargo build lock-wasm (wasm32, release)"
+  local feature="$1" dest="$2"
+  log "cargo build lock-wasm --features $feature (wasm32, release)"
   # Size over speed (opt-level z) for the shipped module: the SDK's hot path is
   # network-bound. Set through the environment so the workspace's release profile stays as
   # the server wants it.
@@ -53,18 +58,27 @@ build_wasm() {
   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
   CARGO_PROFILE_RELEASE_DEBUG=false \
     cargo build -p lock-wasm --lib --release --target wasm32-unknown-unknown \
-      --no-default-features --features wasm
-  echo "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/lock_wasm.wasm"
+      --no-default-features --features "$feature" >&2
+  cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/lock_wasm.wasm" "$dest"
 }
 
 bindgen() {
-  local wasm="$1" target="$2" dir="$3"
-  wasm-bindgen "$wasm" --target "$target" --out-dir "$dir" --out-name lock_wasm
+  local wasm="$1" target="$2" dir="$3" name="$4"
+  wasm-bindgen "$wasm" --target "$target" --out-dir "$dir" --out-name "$name"
   # Features the Rust wasm32 target enables by default; wasm-opt must be told to keep them.
   "$tools/node_modules/.bin/wasm-opt" -Os --converge --strip-debug --strip-producers \
     --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-reference-types --enable-multivalue \
-    "$dir/lock_wasm_bg.wasm" -o "$dir/lock_wasm_bg.wasm"
+    "$dir/${name}_bg.wasm" -o "$dir/${name}_bg.wasm"
+}
+
+# The CommonJS copy of an ESM layer file: its single `export function` line made plain and
+# the function exported through module.exports.
+to_cjs() {
+  local src="$1" name="$2"
+  grep -q "^export function $name" "$src" || { log "no 'export function $name' in $src"; return 1; }
+  sed -e "s/^export function $name/function $name/" "$src"
+  printf '\nmodule.exports = { %s };\n' "$name"
 }
 
 # The package's export names, comma-separated: the keys of the loaded CommonJS entry.
@@ -86,28 +100,36 @@ fill_names() {
 }
 
 assemble() {
-  local wasm="$1" pkg="$out/package" src="$root/lock-wasm/npm"
+  local sdk="$1" kit="$2" pkg="$out/package" src="$root/lock-wasm/npm"
   rm -rf "$pkg"
-  mkdir -p "$pkg/node" "$pkg/web"
-  bindgen "$wasm" nodejs "$pkg/node"
-  bindgen "$wasm" web "$pkg/web"
-  # One source for the JS layer: the CommonJS copy differs only in its export line.
+  mkdir -p "$pkg/node" "$pkg/web" "$pkg/testing/node" "$pkg/testing/web"
+  bindgen "$sdk" nodejs "$pkg/node" lock_wasm
+  bindgen "$sdk" web "$pkg/web" lock_wasm
+  bindgen "$kit" nodejs "$pkg/testing/node" lock_wasm_testkit
+  bindgen "$kit" web "$pkg/testing/web" lock_wasm_testkit
+  # One source for each JS layer file: the CommonJS copy differs only in its export line.
   cp "$src/src/api.js" "$pkg/web/api.js"
-  sed -e 's/^export function createApi/function createApi/' "$src/src/api.js" >"$pkg/node/api.cjs"
-  printf '\nmodule.exports = { createApi };\n' >>"$pkg/node/api.cjs"
+  to_cjs "$src/src/api.js" createApi >"$pkg/node/api.cjs"
+  cp "$src/src/testing.js" "$pkg/testing/web/testing.js"
+  to_cjs "$src/src/testing.js" createTestKitApi >"$pkg/testing/node/testing.cjs"
   cp "$src/src/node.cjs" "$pkg/node/index.cjs"
   # The OpenTelemetry layer, loaded by dynamic import (ESM in both builds).
   cp "$src/src/tracing.js" "$pkg/node/tracing.js"
   cp "$src/src/tracing.js" "$pkg/web/tracing.js"
+  cp "$src/src/testing-node.cjs" "$pkg/testing/node/index.cjs"
+  cp "$src/src/testing-node.mjs" "$pkg/testing/node/index.mjs"
+  cp "$src/src/testing-web.js" "$pkg/testing/web/index.js"
   # The CommonJS glue must not be read as ESM under the package's "type": "module".
   mv "$pkg/node/lock_wasm.js" "$pkg/node/lock_wasm.cjs"
+  mv "$pkg/testing/node/lock_wasm_testkit.js" "$pkg/testing/node/lock_wasm_testkit.cjs"
   # ESM needs its named exports spelled out; they are the keys of createApi()'s result
   # (the one list, in api.js), read from the CommonJS build just assembled.
   local names
   names="$(api_names "$pkg/node/index.cjs")"
   fill_names "$names" "$src/src/node.mjs" >"$pkg/node/index.mjs"
   fill_names "$names" "$src/src/web.js" >"$pkg/web/index.js"
-  cp "$src/package.json" "$src/index.d.ts" "$src/README.md" "$pkg/"
+  fill_names "$names" "$src/src/workerd.js" >"$pkg/web/workerd.js"
+  cp "$src/package.json" "$src/index.d.ts" "$src/testing.d.ts" "$src/README.md" "$pkg/"
   local version
   version="$(awk -F'"' '/^version = /{print $2; exit}' Cargo.toml)"
   node -e '
@@ -117,17 +139,18 @@ assemble() {
 }
 
 report_size() {
-  local f="$out/package/web/lock_wasm_bg.wasm"
-  local raw gz
+  local what="$1" f="$2" raw gz
   raw=$(stat -c %s "$f")
   gz=$(gzip -9 -c "$f" | wc -c)
-  awk -v r="$raw" -v g="$gz" 'BEGIN { printf "wasm size: %d bytes raw, %d bytes gzip -9 (%.1f KB)\n", r, g, g / 1024 }'
+  awk -v w="$what" -v r="$raw" -v g="$gz" 'BEGIN { printf "wasm size%s: %d bytes raw, %d bytes gzip -9 (%.1f KB)\n", w, r, g, g / 1024 }'
 }
 
 ensure_tools
 mkdir -p "$out"
-wasm="$(build_wasm)"
-assemble "$wasm"
-report_size
+build_wasm wasm "$out/lock_wasm.wasm"
+build_wasm testkit "$out/lock_wasm_testkit.wasm"
+assemble "$out/lock_wasm.wasm" "$out/lock_wasm_testkit.wasm"
+report_size "" "$out/package/web/lock_wasm_bg.wasm"
+report_size " (test kit, lock-wasm/testing)" "$out/package/testing/web/lock_wasm_testkit_bg.wasm"
 (cd "$out" && rm -f lock-wasm-*.tgz && npm pack --silent ./package >/dev/null)
 ls "$out"/lock-wasm-*.tgz

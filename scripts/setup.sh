@@ -5,7 +5,7 @@
 #   scripts/setup.sh run    # what the run command needs: wasm target, wasm-bindgen CLI,
 #                           # wasm-opt (npm binaryen@132, into .tools/), protoc (Debian)
 #   scripts/setup.sh test   # everything the test suite needs (adds Chromium, etcd,
-#                           # PostgreSQL, Redis)
+#                           # PostgreSQL, Redis, and Bun and workerd from npm into .tools/)
 #
 # protoc is in run mode because lock-server always links etcd-client, whose build compiles
 # etcd's .proto files: the binary the run command starts keeps both backends, so a user who
@@ -82,6 +82,21 @@ ensure_wasm_opt() {
   npm install --silent --no-audit --no-fund --prefix "$tools" binaryen@132 >/dev/null
 }
 
+# The npm package's other runtimes under test. Both npm packages ship the runtime's binary
+# (in @oven/bun-linux-x64 and @cloudflare/workerd-linux-64); pinned, so the suites run the
+# versions the package README names.
+BUN_VERSION=1.4.5
+WORKERD_VERSION=1.20261117.1
+ensure_js_runtimes() {
+  [ "$("$tools/node_modules/.bin/bun" --version 2>/dev/null)" = "$BUN_VERSION" ] \
+    && [ -f "$tools/node_modules/workerd/package.json" ] \
+    && grep -q "\"version\": \"$WORKERD_VERSION\"" "$tools/node_modules/workerd/package.json" \
+    && return 0
+  log "npm install bun@$BUN_VERSION workerd@$WORKERD_VERSION into $tools"
+  npm install --silent --no-audit --no-fund --prefix "$tools" \
+    "bun@$BUN_VERSION" "workerd@$WORKERD_VERSION" >/dev/null
+}
+
 ensure_rust
 ensure_node
 [ -f Cargo.lock ] || cargo generate-lockfile
@@ -94,5 +109,6 @@ if [ "$mode" = "test" ]; then
   # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh);
   # curl (HTTP/2) and openssl (certificate fingerprints) check the TLS server independently.
   apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server curl openssl
+  ensure_js_runtimes
 fi
 log "ready ($mode)"

@@ -12,18 +12,21 @@
 #   2. wasm-bindgen-test suites of lock-wasm: its unit tests (the wire decoder) and tests/wasm_node.rs in Node, and in headless
 #      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
 #      with wasm-bindgen-test-runner as the target runner;
-#   3. builds and packs the npm package (scripts/build-npm.sh), installs the tarball into a
-#      temp project and runs the node:test suites (tests/node/*.test.*), `tsc --noEmit` on the
-#      TypeScript example, the compiled example under Node, the package's browser entry in
-#      headless Chromium (tests/node/browser-smoke.mjs), and the smoke example and the
-#      TypeScript example under Deno; over https the node:test suite https.test.mjs (Node
-#      with and without NODE_EXTRA_CA_CERTS) and the smoke example under Deno with and
-#      without --cert; then, in a second project that also has the OpenTelemetry API and
-#      SDK, the tracing suite (tests/node/otel-tracing.mjs).
+#   3. builds and packs the npm package with the package README's own build command
+#      (scripts/build-npm.sh, into target/npm), installs the tarball into a temp project and
+#      runs the node:test suites (tests/node/*.test.*: among them the test kit's suite, its
+#      scenarios against the real server, every README code block in the runtime it names,
+#      and the workerd suite, tests/workerd/), `tsc --noEmit` on the TypeScript example, the
+#      compiled example under Node, the package's browser entry in headless Chromium
+#      (tests/node/browser-smoke.mjs), the smoke example, the TypeScript example and the test
+#      kit's scenarios under Deno, and the `bun test` suites (tests/bun/); over https the
+#      node:test suite https.test.mjs (Node with and without NODE_EXTRA_CA_CERTS) and the
+#      smoke example under Deno with and without --cert; then, in a second project that also
+#      has the OpenTelemetry API and SDK, the tracing suite (tests/node/otel-tracing.mjs).
 #
 # Exits non-zero if any step fails; prints each runner's summary lines at the end.
-# Installs what it needs on first use (binaryen and typescript from npm into .tools/, deno
-# from PyPI), so a second run only builds and tests.
+# Installs what it needs on first use (binaryen and typescript from npm into .tools/, Bun and
+# workerd through scripts/setup.sh test, deno from PyPI), so a second run only builds and tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -69,7 +72,8 @@ free_port() {
 ensure_tools() {
   rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
   command -v wasm-bindgen-test-runner >/dev/null || bash scripts/setup.sh run
-  [ -x /usr/bin/chromedriver ] || bash scripts/setup.sh test
+  [ -x /usr/bin/chromedriver ] && [ -x "$tools/node_modules/.bin/bun" ] \
+    && [ -x "$tools/node_modules/.bin/workerd" ] || bash scripts/setup.sh test
   if [ ! -x "$tools/node_modules/.bin/tsc" ] || [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
     log "npm install typescript@5 binaryen@132 into .tools/"
     npm install --silent --no-audit --no-fund --prefix "$tools" typescript@5 binaryen@132 >/dev/null
@@ -117,10 +121,14 @@ start_servers() {
   origin="http://127.0.0.1:$runner_port"
   # The browser smoke of the packed package serves its page on a port of its own.
   page_port="$(free_port)"
-  launch --data-dir "$work/data" --cors-origin "$origin,http://127.0.0.1:$page_port" || return 1
+  # An admin token, so the test kit's scenarios can revoke (R1) against the real server.
+  export LOCK_TEST_ADMIN_TOKEN="test-$RANDOM$RANDOM$RANDOM"
+  launch --data-dir "$work/data" --cors-origin "$origin,http://127.0.0.1:$page_port" \
+    --admin-token "$LOCK_TEST_ADMIN_TOKEN" || return 1
   export LOCK_URL="$url"
   # Its JSON log, where the tracing suite looks for the trace ids of its requests.
   export LOCK_LOG="$work/server-${#pids[@]}.log"
+  export LOCK_TEST_PAGE_PORT="$page_port"
 
   echo boot-a >"$work/boot-id"
   launch --data-dir "$work/data-holdback" --boot-id-path "$work/boot-id" \
@@ -166,7 +174,8 @@ wasm_bindgen_tests() {
 install_package() {
   local project="$work/project"
   mkdir -p "$project"
-  cp tests/node/*.mjs tests/node/*.cjs tests/node/*.ts tests/node/tsconfig*.json "$project/"
+  cp tests/node/*.mjs tests/node/*.cjs tests/node/*.ts tests/node/tsconfig*.json \
+    tests/bun/*.js tests/workerd/* "$project/"
   printf '{ "name": "lock-wasm-consumer", "private": true, "type": "module" }\n' >"$project/package.json"
   (cd "$project" && npm install --silent --no-audit --no-fund --offline "$tarball") || return 1
   echo "$project"
@@ -187,11 +196,32 @@ install_otel_project() {
 }
 
 otel_tests() {
-  (cd "$1" && node --test otel-tracing.mjs)
+  (cd "$1" && node --test --test-timeout=300000 --test-force-exit otel-tracing.mjs)
 }
 
+# The runtimes the README's blocks and the workerd suite run in, for the node:test suites.
 node_tests() {
-  (cd "$1" && node --test --test-concurrency=1 --test-timeout=120000 --test-force-exit ./*.test.mjs ./*.test.cjs)
+  (cd "$1" && BUN="$tools/node_modules/.bin/bun" WORKERD="$tools/node_modules/.bin/workerd" \
+    CHROMIUM=/usr/bin/chromium README_TARBALL="$tarball" \
+    node --test --test-concurrency=1 --test-timeout=300000 --test-force-exit ./*.test.mjs ./*.test.cjs)
+}
+
+bun_tests() {
+  (cd "$1" && "$tools/node_modules/.bin/bun" test ./bun-kit.test.js ./bun-lock.test.js)
+}
+
+deno_kit() {
+  (cd "$1" && NO_COLOR=1 deno test --quiet --no-check --allow-read --allow-env deno-kit.mjs)
+}
+
+# The package README's build command (its `sh-checkout` block), run as written in the
+# checkout: it writes target/npm/.
+readme_build() {
+  local command
+  command="$(node tests/node/readme-blocks.mjs lock-wasm/npm/README.md sh-checkout)" || return 1
+  [ -n "$command" ] || { echo "no sh-checkout block in the package README" >&2; return 1; }
+  rm -f target/npm/lock-wasm-*.tgz
+  bash -euo pipefail -c "$command"
 }
 
 # The example (with `await using`) and a plain-`lib` project both type-check.
@@ -235,8 +265,8 @@ ensure_tools
 start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
 start_auth_server || { echo "test-wasm: lock-server with an auth file did not start" >&2; exit 1; }
 step "wasm-bindgen-test (Node + headless Chromium)" '^ *Running tests/|^test result:' wasm_bindgen_tests
-step "build npm package" '^wasm size:|\.tgz$' bash scripts/build-npm.sh "$work/npm"
-tarball="$(ls "$work"/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"
+step "build npm package (the README's command)" '^wasm size|\.tgz$' readme_build
+tarball="$(ls "$root"/target/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"
 if [ -n "$tarball" ] && project="$(install_package)"; then
   step "node:test (packed tarball)" '^# (tests|pass|fail|cancelled|skipped)' node_tests "$project"
   step "tsc --noEmit (TypeScript example)" 'error TS|0 errors' typescript_check "$project"
@@ -252,6 +282,8 @@ if [ -n "$tarball" ] && project="$(install_package)"; then
     note "--- install OpenTelemetry project: FAILED"
     failed=1
   fi
+  step "Deno test kit scenarios" '^(ok|FAILED) \|' deno_kit "$project"
+  step "bun test (Bun)" '^ *[0-9]+ (pass|fail)$|^Ran ' bun_tests "$project"
 else
   note "--- install packed tarball: FAILED"
   failed=1

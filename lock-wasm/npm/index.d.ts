@@ -5,7 +5,10 @@
 // The lib reference above brings `Symbol.asyncDispose`/`AsyncDisposable` (TypeScript ≥ 5.2)
 // to projects whose `lib` setting lacks them, so the types check without extra settings.
 
-/** Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, or no connection). */
+/**
+ * Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, or no connection) and
+ * `UNEXPECTED_ANSWER` (an answer that is not the lock service's: `baseUrl` points elsewhere).
+ */
 export type ErrorCodeName =
   | "LOCK_CONTENDED"
   | "CONTENTION_EXCEEDED"
@@ -20,7 +23,8 @@ export type ErrorCodeName =
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "INTERNAL"
-  | "TRANSPORT";
+  | "TRANSPORT"
+  | "UNEXPECTED_ANSWER";
 
 /** The codes as constants: `err.code === ErrorCode.LOCK_CONTENDED`. */
 export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
@@ -30,7 +34,10 @@ export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
  * cap 2000 ms, total budget 10000 ms, 12 attempts, waitMs 0.
  */
 export interface AcquirePolicy {
-  /** First backoff cap; the cap doubles per attempt up to `maxBackoffMs`. */
+  /**
+   * The first retry's backoff cap; the cap doubles per retry up to `maxBackoffMs`: retry n
+   * (1, 2, ...) sleeps uniformly in [0, min(maxBackoffMs, baseBackoffMs · 2^(n−1))].
+   */
   baseBackoffMs?: number;
   /** Largest backoff cap. Full jitter draws uniformly from [0, cap]. */
   maxBackoffMs?: number;
@@ -57,7 +64,7 @@ export type LostReason = "deadlinePassed" | "notInHeartbeat" | "sessionLost" | "
 
 /** Per-client defaults, overridable per call. */
 export interface ClientDefaults {
-  /** Lock TTL when `acquire` gives none (10000); at least 300, like `AcquireOptions.ttlMs`. */
+  /** Lock TTL when `acquire` gives none (10000); 400…300000, like `AcquireOptions.ttlMs`. */
   ttlMs?: number;
   /** Acquire policy when `acquire` gives none. */
   policy?: AcquirePolicy;
@@ -79,15 +86,15 @@ export interface LockClientOptions {
 }
 
 export interface OpenSessionOptions {
-  /** Session TTL (server default 15000); heartbeats renew it. */
+  /** Session TTL, 100…300000 (server default 15000); heartbeats renew it every third. */
   ttlMs?: number;
-  /** Free-form label shown in logs and the dashboard. */
+  /** Free-form label shown in logs and the dashboard; at most 128 bytes, no control characters. */
   owner?: string;
 }
 
 export interface AcquireOptions {
   /**
-   * Lock TTL in milliseconds, 300…300000: heartbeats renew a held lock every third of its
+   * Lock TTL in milliseconds, 400…300000: heartbeats renew a held lock every third of its
    * TTL, and a shorter one would reach its local deadline before a renewal could be answered
    * (VALIDATION_FAILED names the shortest that works).
    */
@@ -97,6 +104,9 @@ export interface AcquireOptions {
   /** Cancels the wait promptly; the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
+
+/** Why an acquire attempt is retried (`contention` events). */
+export type ContentionReason = "LOCK_CONTENDED" | "CONTENTION_EXCEEDED" | "NOT_LEADER" | "TIMEOUT" | "NETWORK";
 
 /** Something happened to a session's locks (debug detail; never a metric label). */
 export type LockEvent =
@@ -112,9 +122,16 @@ export type LockEvent =
       /** Of it, the granting request's wait in the server's queue (0 without `waitMs`). */
       queuedMs: number;
     }
-  /** Attempt `attempt` was refused; the loop sleeps `delayMs` (full jitter) and retries. */
-  | { type: "contention"; key: string; attempt: number; delayMs: number; reason: string }
-  /** The acquire gave up (budget or attempts exhausted): it resolves `undefined`. */
+  /**
+   * Attempt `attempt` was refused or unanswered; the loop sleeps `delayMs` and retries.
+   * `reason`: `LOCK_CONTENDED`, `CONTENTION_EXCEEDED` (held elsewhere; full jitter),
+   * `NOT_LEADER` (fixed 100 ms), `TIMEOUT` or `NETWORK` (no answer; full jitter).
+   */
+  | { type: "contention"; key: string; attempt: number; delayMs: number; reason: ContentionReason }
+  /**
+   * The acquire gave up (budget or attempts exhausted). It then resolves `undefined`, or
+   * rejects with `TRANSPORT` when its last attempt got no answer at all.
+   */
   | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
   /** The lock was lost (once per handle, at the instant the SDK learned it). */
   | { type: "lost"; key: string; fencingToken: number; reason: "deadlinePassed" | "notInHeartbeat" | "sessionLost" }
@@ -133,10 +150,15 @@ export declare class LockError extends Error {
     options?: { code?: ErrorCodeName; retryable?: boolean; field?: string; cause?: unknown },
   );
 }
+/** Built without a `code`, each subclass carries its own: ContentionError LOCK_CONTENDED. */
 export declare class ContentionError extends LockError {}
+/** NOT_LEADER by default. */
 export declare class NotLeaderError extends LockError {}
+/** VALIDATION_FAILED by default. */
 export declare class ValidationError extends LockError {}
+/** SESSION_NOT_FOUND by default. */
 export declare class SessionLostError extends LockError {}
+/** LOCK_LOST by default. */
 export declare class LockLostError extends LockError {
   /** On a handle's `signal`: why the lock was lost. */
   readonly reason?: LostReason;
@@ -182,7 +204,16 @@ export declare class Session implements AsyncDisposable {
   /** The session's public name: what L7 shows as its locks' holder, and what server logs say. */
   readonly holderId: string;
   readonly isClosed: boolean;
-  /** `undefined` when the acquire budget ran out without a grant. */
+  /**
+   * Resolves the handle, or `undefined` when the budget ran out while the key was held
+   * elsewhere. Rejects with: `ValidationError` (a bad key or option), `ContentionError`
+   * (an acquire of this key is already in flight in this session), `LockLostError` (this
+   * session's handle for the key is lost and not yet released), `SessionLostError` (the
+   * session is closed or lost), a `TRANSPORT` `LockError` (the last attempt got no answer,
+   * after a `notGranted` event), an `UNEXPECTED_ANSWER` `LockError` (`baseUrl` is not the
+   * lock service's), another contract code from a failing server (`INTERNAL`), or
+   * `signal.reason` when `signal` aborts.
+   */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
   /** Releases one hold (reentrant acquires nest); a lost lock releases quietly. */
   release(handle: LockHandle): Promise<void>;

@@ -285,7 +285,9 @@ impl<'a> Attempts<'a> {
                     _ => Verdict::Fail(LockError::from_transport(err, self.key)),
                 }
             }
-            TransportError::Decode(_) => Verdict::Fail(LockError::from_transport(err, self.key)),
+            TransportError::Decode(_) | TransportError::Unexpected { .. } => {
+                Verdict::Fail(LockError::from_transport(err, self.key))
+            }
         }
     }
 

@@ -13,6 +13,7 @@
 //! | 403 FORBIDDEN | `Status` | `Forbidden` | never: the key is outside the client's prefixes |
 //! | no answer in time | `Timeout` | `Timeout` | L4 only (see below) |
 //! | connection failed | `Network` | `Network` | L4 only (see below) |
+//! | not the contract's answer: an error body that is not JSON of the contract's shape (but 503: NOT_LEADER), 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED (the base URL is not the service's root), a 2xx body of the wrong shape | `Unexpected`, `Decode` | `UnexpectedAnswer` | never |
 //!
 //! Why a timed-out or failed L4 may be retried: it may have been granted, but L4 by a session
 //! that already holds the key returns the same grant and token, so the retry cannot mint a
@@ -27,17 +28,21 @@ use lock_api::{ErrorBody, ErrorCode};
 /// The code of a timeout or network failure outside the acquire loop: it has no wire code.
 pub const TRANSPORT: &str = "TRANSPORT";
 
+/// The code of an answer that is not the contract's (see [`TransportError::Unexpected`]):
+/// the base URL points at something other than the lock service's root.
+pub const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+
 /// The codes the SDK adds to the contract's [`ErrorCode::ALL`] (none retry-safe). With
 /// `ErrorCode::ALL` this is the one list of codes callers may see: the npm package's
 /// `ErrorCode`, its retry verdicts, its TypeScript union and the documented tables are
 /// checked against it by `lock-wasm/tests/error_codes.rs`.
-pub const SDK_CODES: [&str; 1] = [TRANSPORT];
+pub const SDK_CODES: [&str; 2] = [TRANSPORT, UNEXPECTED_ANSWER];
 
 /// A call that did not produce its success body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TransportError {
-    /// The server answered with a non-2xx status and a contract error body (bodies that are
-    /// not JSON are wrapped into one with code INTERNAL and the raw text as message).
+    /// The server answered with a non-2xx status and a contract error body (a 503 whose body
+    /// is not one is wrapped into NOT_LEADER).
     #[error("HTTP {status}: {} ({})", body.code, body.message)]
     Status {
         /// The HTTP status.
@@ -54,6 +59,17 @@ pub enum TransportError {
     /// A 2xx answer whose body is not the contract's shape.
     #[error("malformed answer: {0}")]
     Decode(String),
+    /// A non-2xx answer that is not the lock service's: an error body that is not a contract
+    /// error body (another server's HTML page), or a routing error (404 NOT_FOUND, 405
+    /// METHOD_NOT_ALLOWED: the SDK only calls routes that exist, so the base URL is not the
+    /// service's root — one ending in `/v1`, say). `detail` is short and never the body.
+    #[error("unexpected answer: HTTP {status}: {detail}")]
+    Unexpected {
+        /// The HTTP status.
+        status: u16,
+        /// What was wrong with it, in a few words.
+        detail: String,
+    },
 }
 
 impl TransportError {
@@ -67,22 +83,38 @@ impl TransportError {
     /// The one status mapping of every HTTP transport, with the caller's decoder of the
     /// contract error body (serde_json natively; the wasm transport uses the platform's
     /// `JSON.parse` so the module carries no second JSON parser). A body the decoder rejects
-    /// (a proxy's HTML 502, an empty 503) becomes INTERNAL, or NOT_LEADER for a 503, with its
-    /// first 200 characters as message.
+    /// becomes [`TransportError::Unexpected`] (never its text: another server's HTML page is
+    /// no error message), except for a 503, which becomes NOT_LEADER (a proxy's empty 503
+    /// while the service restarts is worth a retry). A routing error is
+    /// [`TransportError::Unexpected`] too.
     pub fn from_status_with(
         status: u16,
         body_text: &str,
         decode: impl FnOnce(&str) -> Option<ErrorBody>,
     ) -> Self {
-        let body = decode(body_text).unwrap_or_else(|| {
-            let code = if status == 503 {
-                ErrorCode::NotLeader
-            } else {
-                ErrorCode::Internal
-            };
-            ErrorBody::new(code, body_text.chars().take(200).collect::<String>())
-        });
-        TransportError::Status { status, body }
+        match decode(body_text) {
+            Some(body)
+                if matches!(body.code, ErrorCode::NotFound | ErrorCode::MethodNotAllowed) =>
+            {
+                TransportError::Unexpected {
+                    status,
+                    detail: format!(
+                        "{} from a lock service: the base URL must be its root, without /v1",
+                        body.code.as_str()
+                    ),
+                }
+            }
+            Some(body) => TransportError::Status { status, body },
+            None if status == 503 => TransportError::Status {
+                status,
+                body: ErrorBody::new(ErrorCode::NotLeader, "unavailable (no contract body)"),
+            },
+            None => TransportError::Unexpected {
+                status,
+                detail: "not a lock service error body: is the base URL the lock service's?"
+                    .to_owned(),
+            },
+        }
     }
 
     /// The contract code, when the server answered with one.
@@ -162,7 +194,17 @@ pub enum LockError {
     /// The session was closed by its owner; nothing more can be done with it.
     #[error("session closed")]
     Closed,
-    /// Any other answer (5xx, unexpected 4xx, malformed body). Never retried.
+    /// Not the lock service's answer ([`TransportError::Unexpected`], or a 2xx body of the
+    /// wrong shape, `status` 0): the base URL points elsewhere. Never retried.
+    #[error("unexpected answer: {detail}")]
+    UnexpectedAnswer {
+        /// HTTP status, 0 for a success answer with a malformed body.
+        status: u16,
+        /// A few words on what was wrong, never the body.
+        detail: String,
+    },
+    /// Any other contract answer the SDK does not expect from a healthy server (500
+    /// INTERNAL, 413). Never retried.
     #[error("unexpected answer: HTTP {status} {code}: {message}")]
     Unexpected {
         /// HTTP status, 0 when the body was malformed.
@@ -180,11 +222,10 @@ impl LockError {
         match err {
             TransportError::Timeout(after) => LockError::Timeout(after),
             TransportError::Network(message) => LockError::Network(message),
-            TransportError::Decode(message) => LockError::Unexpected {
-                status: 0,
-                code: ErrorCode::Internal,
-                message,
-            },
+            TransportError::Decode(detail) => LockError::UnexpectedAnswer { status: 0, detail },
+            TransportError::Unexpected { status, detail } => {
+                LockError::UnexpectedAnswer { status, detail }
+            }
             TransportError::Status { status, body } => match body.code {
                 ErrorCode::LockContended | ErrorCode::ContentionExceeded => LockError::Contention {
                     key: key.to_owned(),
@@ -233,6 +274,7 @@ impl LockError {
             LockError::Unauthorized { .. } => ErrorCode::Unauthorized.as_str(),
             LockError::Forbidden { .. } => ErrorCode::Forbidden.as_str(),
             LockError::Timeout(_) | LockError::Network(_) => TRANSPORT,
+            LockError::UnexpectedAnswer { .. } => UNEXPECTED_ANSWER,
             LockError::Unexpected { code, .. } => code.as_str(),
         }
     }
@@ -308,8 +350,26 @@ mod tests {
     #[test]
     fn non_json_bodies_do_not_panic() {
         let err = TransportError::from_status(502, "<html>bad gateway</html>");
-        assert_eq!(err.code(), Some(ErrorCode::Internal));
+        assert!(
+            matches!(err, TransportError::Unexpected { status: 502, .. }),
+            "{err:?}"
+        );
+        let lock = LockError::from_transport(err, "k");
+        assert_eq!(lock.code(), UNEXPECTED_ANSWER);
+        assert!(!lock.to_string().contains("html"), "{lock}");
         let err = TransportError::from_status(503, "");
         assert_eq!(err.code(), Some(ErrorCode::NotLeader));
+    }
+
+    #[test]
+    fn routing_errors_say_the_base_url_is_wrong() {
+        // What a base URL ending in /v1 gets from a lock-server: /v1/v1/sessions.
+        let body = r#"{"code":"METHOD_NOT_ALLOWED","message":"method not allowed"}"#;
+        let err = LockError::from_transport(TransportError::from_status(405, body), "");
+        assert_eq!(err.code(), UNEXPECTED_ANSWER);
+        assert!(err.to_string().contains("without /v1"), "{err}");
+        let body = r#"{"code":"INTERNAL","message":"store failure"}"#;
+        let err = LockError::from_transport(TransportError::from_status(500, body), "");
+        assert_eq!(err.code(), "INTERNAL");
     }
 }

@@ -25,3 +25,28 @@ test("the process exits after close() without waiting for the next heartbeat", a
   assert.equal(code, 0, out);
   assert.match(out, /smoke ok/);
 });
+
+// The other direction: a `using` callback is work its caller awaits, so the process stays
+// alive for it even when nothing else holds the event loop (here: an unref'd timer). Without
+// that, Node ends the process mid-callback with exit code 13 (unsettled top-level await).
+test("an active session.using callback keeps the process alive", async () => {
+  const script = `
+    import { createTestKit } from "lock-wasm/testing";
+    const kit = await createTestKit();
+    const session = await kit.client.openSession();
+    const result = await session.using("k", async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300).unref());
+      return "callback finished";
+    });
+    console.log(result);
+  `;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    cwd: fileURLToPath(new URL(".", import.meta.url)),
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const code = await new Promise((resolve) => child.on("exit", resolve));
+  assert.equal(code, 0, out);
+  assert.match(out, /callback finished/);
+});

@@ -29,6 +29,7 @@ const ErrorCode = Object.freeze({
   METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
   INTERNAL: "INTERNAL",
   TRANSPORT: "TRANSPORT",
+  UNEXPECTED_ANSWER: "UNEXPECTED_ANSWER",
 });
 
 // The codes after which the acquire may be retried (never the side effect). Errors from the
@@ -41,7 +42,8 @@ const asyncDispose = Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose");
 
 /** Every error the SDK throws. `code` is stable; `retryable`: may the acquire be retried? */
 class LockError extends Error {
-  constructor(message, { code = ErrorCode.INTERNAL, retryable, field, cause } = {}) {
+  // A subclass built without a code carries its own (`new ContentionError(m)`: LOCK_CONTENDED).
+  constructor(message, { code = DEFAULT_CODES.get(new.target) ?? ErrorCode.INTERNAL, retryable, field, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = new.target.name;
     this.code = code;
@@ -67,11 +69,16 @@ class LockLostError extends LockError {}
  * FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. The code
  * guarding a resource throws it too, so `new FencedOutError(message)` carries FENCED_OUT.
  */
-class FencedOutError extends LockError {
-  constructor(message, options) {
-    super(message, { code: ErrorCode.FENCED_OUT, ...options });
-  }
-}
+class FencedOutError extends LockError {}
+
+const DEFAULT_CODES = new Map([
+  [ContentionError, ErrorCode.LOCK_CONTENDED],
+  [NotLeaderError, ErrorCode.NOT_LEADER],
+  [ValidationError, ErrorCode.VALIDATION_FAILED],
+  [SessionLostError, ErrorCode.SESSION_NOT_FOUND],
+  [LockLostError, ErrorCode.LOCK_LOST],
+  [FencedOutError, ErrorCode.FENCED_OUT],
+]);
 
 /** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
 class UnauthorizedError extends LockError {}
@@ -297,7 +304,8 @@ class Session {
    * Acquire, run `fn(handle, signal)`, release. `signal` is the handle's: it aborts (reason:
    * a LockLostError) the moment the lock is lost — its deadline passed without a renewal, a
    * heartbeat no longer lists it, or the session is gone. Throws a ContentionError when the
-   * acquire budget runs out without a grant.
+   * acquire budget runs out without a grant. While `fn` runs, the process stays alive (see
+   * `keepAlive`).
    */
   async using(key, opts, fn) {
     if (typeof opts === "function") [opts, fn] = [undefined, opts];
@@ -306,9 +314,11 @@ class Session {
     if (handle === undefined) {
       throw lockError(ErrorCode.LOCK_CONTENDED, `lock ${JSON.stringify(key)} not granted within the acquire budget`);
     }
+    const stop = keepAlive();
     try {
       return await fn(handle, handle.signal);
     } finally {
+      stop();
       await this.release(handle);
     }
   }
@@ -322,6 +332,16 @@ class Session {
   [asyncDispose]() {
     return this.close();
   }
+}
+
+// Heartbeat timers never keep a Node (or Bun, Deno) process alive, so that an open session
+// does not stop a script from exiting. But a `using` callback is work its caller awaits: one
+// that only waits on its signal would otherwise let the process end mid-section (Node exits
+// with code 13, "unsettled top-level await"). A referenced timer holds the process for the
+// callback's duration; it never fires in practice and is cleared when the callback ends.
+function keepAlive() {
+  const timer = setInterval(() => {}, 2 ** 30);
+  return () => clearInterval(timer);
 }
 
 function grantId(raw) {
@@ -338,7 +358,8 @@ class LockClient {
       throw invalid("onEvent", "must be a function");
     }
     this.#listener = onEvent;
-    this.#raw = adoptSync(() => new RawClient(rest));
+    const makeRaw = rawClientFactory ?? ((o) => new RawClient(o));
+    this.#raw = adoptSync(() => makeRaw(rest));
   }
   /** Opens a session (L1) and starts its heartbeats. */
   async openSession(opts) {
@@ -373,6 +394,24 @@ function adoptSync(fn) {
 // Bound by `createApi`; the classes above reach the wasm exports through it.
 let RawClient;
 
+// `lock-wasm/testing` builds LockClients over the test kit's raw clients (another wasm
+// module with the same raw API), so that a kit's client is this very class and its errors
+// these very classes. Set only for the duration of one `clientOver` call.
+let rawClientFactory;
+
+/** `new LockClient(opts)` whose raw client is `makeRaw(options without onEvent)`. */
+function clientOver(makeRaw, opts) {
+  rawClientFactory = makeRaw;
+  try {
+    return new LockClient(opts);
+  } finally {
+    rawClientFactory = undefined;
+  }
+}
+
+/** The key of `clientOver` on the API object: not enumerable, so no package export. */
+const CLIENT_OVER = Symbol.for("lock-wasm.clientOver");
+
 /**
  * Builds the public API over an initialised wasm-bindgen module. The keys of the returned
  * object are the package's exports, the only list of them: the CommonJS entry exports this
@@ -380,7 +419,7 @@ let RawClient;
  */
 export function createApi(raw) {
   RawClient = raw.RawClient;
-  return {
+  const api = {
     LockClient,
     Session,
     LockHandle,
@@ -395,4 +434,6 @@ export function createApi(raw) {
     ForbiddenError,
     ErrorCode,
   };
+  Object.defineProperty(api, CLIENT_OVER, { value: clientOver });
+  return api;
 }

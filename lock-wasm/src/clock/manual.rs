@@ -81,6 +81,22 @@ impl ManualClock {
         inner.timers.keys().next().map(|(at, _)| *at)
     }
 
+    /// The earliest deadline of a sleep whose future still exists. Sleeps whose future was
+    /// dropped (a `select` another branch won, a released handle's deadline watch) are
+    /// forgotten on the way: waking them would do nothing, and the npm test kit, which lets
+    /// promises settle after every timer it fires, would otherwise pay a turn for each.
+    pub fn next_awaited_timer(&self) -> Option<Duration> {
+        let mut inner = self.inner.lock().unwrap();
+        while let Some(entry) = inner.timers.first_entry() {
+            // The map holds one reference; a live ManualSleep holds the other.
+            if Arc::strong_count(entry.get()) > 1 {
+                return Some(entry.key().0);
+            }
+            entry.remove();
+        }
+        None
+    }
+
     /// Jumps to the earliest pending sleep deadline and wakes it. Returns false when nobody
     /// sleeps (the simulation is then idle or deadlocked).
     pub fn advance_to_next_timer(&self) -> bool {

@@ -248,6 +248,16 @@ impl SimService {
         s.locks.get(key).map(|l| (l.session.clone(), l.token))
     }
 
+    /// R1, as an operator would: ends `key`'s lock whoever holds it. Returns its token.
+    pub fn revoke(&self, key: &str) -> Option<u64> {
+        let mut s = self.state.lock().unwrap();
+        self.expire(&mut s);
+        let revoked = s.locks.remove(key).map(|lock| lock.token);
+        // Every change ends with the expiry pass, as every operation starts with it.
+        self.expire(&mut s);
+        revoked
+    }
+
     fn open(&self, request: &OpenSessionRequest) -> SessionOpened {
         let mut s = self.state.lock().unwrap();
         s.next_session += 1;

@@ -23,7 +23,7 @@ use crate::error::TransportError;
 use crate::spawn::{MaybeSend, MaybeSync};
 
 /// The answer mapping every HTTP transport shares: a 2xx answer passes its body text on to
-/// be decoded as the success type; any other status becomes [`TransportError::Status`] via
+/// be decoded as the success type; any other status becomes a [`TransportError`] via
 /// [`TransportError::from_status_with`], with `decode_error` reading the contract error body
 /// (each transport brings its own JSON decoder).
 pub fn http_answer(
@@ -133,12 +133,20 @@ mod tests {
         let contract = r#"{"code":"LOCK_CONTENDED","message":"held"}"#;
         let err = http_answer(409, contract, json_body).unwrap_err();
         assert_eq!(err.code(), Some(ErrorCode::LockContended));
+        // Not the lock service's answer: no contract code, and never the page as a message.
         let err = http_answer(502, "<html>bad gateway</html>", json_body).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::Internal));
+        assert!(
+            matches!(err, TransportError::Unexpected { status: 502, .. }),
+            "{err:?}"
+        );
+        assert!(!err.to_string().contains("html"), "{err}");
         let err = http_answer(503, "", json_body).unwrap_err();
         assert_eq!(err.code(), Some(ErrorCode::NotLeader));
         // The transport's decoder decides what counts as a contract body.
         let err = http_answer(409, contract, |_| None).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::Internal));
+        assert!(
+            matches!(err, TransportError::Unexpected { status: 409, .. }),
+            "{err:?}"
+        );
     }
 }

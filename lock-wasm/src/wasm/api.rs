@@ -1,5 +1,10 @@
 //! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`.
 //!
+//! A `RawClient` runs its sessions on a [`Runtime`]: the platform's (fetch, JS timers,
+//! crypto RNG) for `new RawClient(...)`, or the test kit's (`super::testkit`, feature
+//! `testkit`: an in-process lock service on a manual clock). Everything above the seams is
+//! the same code either way.
+//!
 //! "Raw" because users never see them: `lock-wasm/npm/src/api.js` wraps them into
 //! `LockClient`/`Session`/`LockHandle` with `Error` subclasses, `Symbol.asyncDispose` and
 //! `using()`, which wasm-bindgen cannot express. Every method that waits returns a
@@ -18,12 +23,14 @@ use futures::future::{select, Either};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::backoff::RngSource;
 use crate::clock::Clock;
 use crate::config::ClientConfig;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::policy::PolicySettings;
 use crate::session::{LockClient, LockClientSession};
+use crate::transport::Transport;
 
 use super::abort::Aborted;
 use super::events::JsEvents;
@@ -32,10 +39,59 @@ use super::options::{self, AcquireOptions, ClientOptions, SessionOptions};
 use super::timer::epoch_millis;
 use super::{CryptoRngSource, FetchTransport, JsClock, LocalSpawner};
 
+/// The seams a client's sessions run on, and how its clock reads as epoch milliseconds.
+#[derive(Clone)]
+pub struct Runtime {
+    /// L1–L7.
+    pub transport: Arc<dyn Transport>,
+    /// Every wait and deadline.
+    pub clock: Arc<dyn Clock>,
+    /// Backoff jitter.
+    pub rng: Arc<dyn RngSource>,
+    /// `Some(origin)`: the clock's zero is this epoch millisecond (the test kit's time);
+    /// `None`: the platform's `Date.now()` stands for the clock's now.
+    pub epoch_origin: Option<f64>,
+    /// The platform's transport, kept concrete so that a session can add request headers of
+    /// its own (the npm package's tracing); `None` in the test kit.
+    pub fetch: Option<FetchTransport>,
+}
+
+impl Runtime {
+    /// The platform's: fetch to `base_url`, JS timers, `crypto.getRandomValues`.
+    fn platform(fetch: FetchTransport) -> Runtime {
+        Runtime {
+            transport: Arc::new(fetch.clone()),
+            clock: Arc::new(JsClock),
+            rng: Arc::new(CryptoRngSource),
+            epoch_origin: None,
+            fetch: Some(fetch),
+        }
+    }
+
+    /// The same runtime, each request also carrying the headers `request_headers` answers
+    /// (see [`FetchTransport::with_request_headers`]); the test kit's is unchanged.
+    fn with_request_headers(&self, request_headers: js_sys::Function) -> Runtime {
+        let mut runtime = self.clone();
+        if let Some(fetch) = &self.fetch {
+            runtime.transport = Arc::new(fetch.clone().with_request_headers(request_headers));
+        }
+        runtime
+    }
+
+    /// `at` on the clock as epoch milliseconds.
+    fn epoch_millis(&self, at: Duration) -> f64 {
+        let at = at.as_secs_f64() * 1000.0;
+        match self.epoch_origin {
+            Some(origin) => origin + at,
+            None => epoch_millis() + at - self.clock.now().as_secs_f64() * 1000.0,
+        }
+    }
+}
+
 /// Settings a client hands to each session it opens.
 #[derive(Clone)]
 struct Defaults {
-    transport: Arc<FetchTransport>,
+    runtime: Runtime,
     lock_ttl: Duration,
     policy: PolicySettings,
     request_timeout: Duration,
@@ -57,18 +113,23 @@ impl RawClient {
 
     fn build(options: JsValue) -> Result<RawClient, LockError> {
         let opts = ClientOptions::parse(options)?;
-        let base_url = options::base_url(&opts.base_url)?;
+        let base_url = options::base_url(opts.base_url.as_deref().unwrap_or_default())?;
+        let mut fetch = FetchTransport::new(base_url);
+        if let Some(token) = &opts.token {
+            fetch = fetch.with_token(token)?;
+        }
+        Self::over(Runtime::platform(fetch), &opts)
+    }
+
+    /// A client whose sessions run on `runtime`, with the validated `defaults` of `opts`.
+    pub(crate) fn over(runtime: Runtime, opts: &ClientOptions) -> Result<RawClient, LockError> {
         let d = &opts.defaults;
         let config = ClientConfig::default();
         let policy = d.policy.unwrap_or_default().over(PolicySettings::default());
         options::policy(policy, "defaults.policy")?;
-        let mut transport = FetchTransport::new(base_url);
-        if let Some(token) = &opts.token {
-            transport = transport.with_token(token)?;
-        }
         Ok(RawClient {
             defaults: Defaults {
-                transport: Arc::new(transport),
+                runtime,
                 lock_ttl: options::lock_ttl(
                     d.ttl_ms,
                     options::default_lock_ttl(),
@@ -95,8 +156,7 @@ impl RawClient {
     ) -> js_sys::Promise {
         let mut defaults = self.defaults.clone();
         if let Some(headers) = request_headers {
-            let transport = (*defaults.transport).clone().with_request_headers(headers);
-            defaults.transport = Arc::new(transport);
+            defaults.runtime = defaults.runtime.with_request_headers(headers);
         }
         let parsed = SessionOptions::parse(options).and_then(|o| {
             let ttl = o
@@ -117,11 +177,12 @@ impl RawClient {
             };
             // One core client per session: the event sink is per client, and JS listeners
             // are per session.
+            let runtime = &defaults.runtime;
             let client = LockClient::new(
-                defaults.transport.clone(),
-                Arc::new(JsClock),
+                runtime.transport.clone(),
+                runtime.clock.clone(),
                 Arc::new(LocalSpawner),
-                Arc::new(CryptoRngSource),
+                runtime.rng.clone(),
             )
             .with_events(Arc::new(events.clone()))
             .with_config(config);
@@ -180,6 +241,7 @@ impl RawSession {
     ) -> js_sys::Promise {
         let session = self.session.clone();
         let parsed = self.acquire_settings(options);
+        let runtime = self.defaults.runtime.clone();
         future_to_promise(async move {
             let (ttl, policy) = parsed.map_err(|e| to_js(&e))?;
             let policy = options::policy(policy, "policy").map_err(|e| to_js(&e))?;
@@ -194,7 +256,7 @@ impl RawSession {
                 },
             };
             match outcome {
-                Ok(Some(handle)) => Ok(RawHandle { handle }.into()),
+                Ok(Some(handle)) => Ok(RawHandle { handle, runtime }.into()),
                 Ok(None) => Ok(JsValue::UNDEFINED),
                 Err(e) => Err(to_js(&e)),
             }
@@ -232,6 +294,7 @@ impl RawSession {
 #[wasm_bindgen]
 pub struct RawHandle {
     handle: LockHandle,
+    runtime: Runtime,
 }
 
 #[wasm_bindgen]
@@ -268,11 +331,11 @@ impl RawHandle {
         future_to_promise(async move { Ok(JsValue::from_str(lost.await.as_str())) })
     }
 
-    /// The conservative deadline as epoch milliseconds (`Date.now()` terms), for display and
-    /// for comparing with `Date.now()`; the SDK itself judges on the monotonic clock.
+    /// The conservative deadline as epoch milliseconds (`Date.now()` terms; the test kit's
+    /// clock in the kit), for display and for comparing with `Date.now()`; the SDK itself
+    /// judges on the monotonic clock.
     #[wasm_bindgen(getter)]
     pub fn deadline(&self) -> f64 {
-        let left = self.handle.deadline().as_secs_f64() - JsClock.now().as_secs_f64();
-        epoch_millis() + left * 1000.0
+        self.runtime.epoch_millis(self.handle.deadline())
     }
 }

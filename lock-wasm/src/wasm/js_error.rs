@@ -15,6 +15,11 @@ fn message(err: &LockError) -> String {
             leader: Some(leader),
         } => format!("not leader (leader: {leader})"),
         LockError::NotLeader { leader: None } => "not leader".to_owned(),
+        // "key: must not be empty", and a message that names its field already ("key must
+        // not be empty", from the shared key rules) stands as it is.
+        LockError::Validation { field, message } if message.starts_with(field.as_str()) => {
+            message.clone()
+        }
         LockError::Validation { field, message } => format!("{field}: {message}"),
         LockError::SessionLost => "session lost".to_owned(),
         LockError::LockLost { key } => format!("lock on {key} lost"),
@@ -29,6 +34,12 @@ fn message(err: &LockError) -> String {
         LockError::Timeout(after) => format!("no answer within {} ms", after.as_millis() as u64),
         LockError::Network(message) => format!("network error: {message}"),
         LockError::Closed => "session closed".to_owned(),
+        LockError::UnexpectedAnswer { status: 0, detail } => {
+            format!("unexpected answer: {detail}")
+        }
+        LockError::UnexpectedAnswer { status, detail } => {
+            format!("unexpected answer: HTTP {status}: {detail}")
+        }
         LockError::Unexpected {
             status,
             code,

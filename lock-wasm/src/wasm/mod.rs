@@ -18,6 +18,8 @@
 //! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
 //! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
 //! - `allocator` (feature `wasm`): the npm module's small global allocator.
+//! - `testkit` (feature `testkit`): `RawKit`, the in-process lock service on a manual clock
+//!   behind the npm package's `lock-wasm/testing` entry (a wasm module of its own).
 //!
 //! Everything is single-threaded (wasm32 has one thread per instance), so shared state is
 //! `Rc`/`RefCell`; JS values are `!Send`, which the core's `MaybeSend` seams allow.
@@ -36,6 +38,8 @@ pub mod js_error;
 pub mod options;
 pub mod rng;
 pub mod spawn;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod timer;
 pub mod transport;
 mod wire;

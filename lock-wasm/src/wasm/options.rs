@@ -16,8 +16,8 @@ use super::wire::FromJs;
 /// `new LockClient({ baseUrl, token, defaults })`.
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// Where lock-server listens.
-    pub base_url: String,
+    /// Where lock-server listens (absent for the test kit's clients, which take none).
+    pub base_url: Option<String>,
     /// Bearer token of a client of the server's auth file.
     pub token: Option<String>,
     /// Per-client defaults.
@@ -186,7 +186,36 @@ impl ClientOptions {
         let base_url = f
             .get::<String>("baseUrl")?
             .ok_or_else(|| invalid("baseUrl".into(), "is required"))?;
-        let defaults = match f.nested("defaults")? {
+        let defaults = Self::defaults(&mut f)?;
+        let token = f.get("token")?;
+        f.finish()?;
+        Ok(ClientOptions {
+            base_url: Some(base_url),
+            token,
+            defaults,
+        })
+    }
+
+    /// Reads the options of a test kit's client: `{ defaults }`, no `baseUrl`.
+    #[cfg(feature = "testkit")]
+    pub fn parse_kit(value: JsValue) -> Result<Self, LockError> {
+        let defaults = match Fields::new(value, "")? {
+            None => DefaultOptions::default(),
+            Some(mut f) => {
+                let defaults = Self::defaults(&mut f)?;
+                f.finish()?;
+                defaults
+            }
+        };
+        Ok(ClientOptions {
+            base_url: None,
+            token: None,
+            defaults,
+        })
+    }
+
+    fn defaults(f: &mut Fields) -> Result<DefaultOptions, LockError> {
+        Ok(match f.nested("defaults")? {
             None => DefaultOptions::default(),
             Some(mut d) => {
                 let defaults = DefaultOptions {
@@ -197,13 +226,6 @@ impl ClientOptions {
                 d.finish()?;
                 defaults
             }
-        };
-        let token = f.get("token")?;
-        f.finish()?;
-        Ok(ClientOptions {
-            base_url,
-            token,
-            defaults,
         })
     }
 }

@@ -1,0 +1,249 @@
+//! `RawKit` (feature `testkit`): the in-process lock service behind the npm package's
+//! `lock-wasm/testing` entry.
+//!
+//! The service is the simulation's model of lock-server ([`SimService`]: tokens, leases,
+//! idempotent L4, compare-and-delete L6) on a [`ManualClock`], reached through a
+//! [`SimTransport`] with no delay and no loss, so a request completes without the clock
+//! moving. The clients are the unchanged SDK core ([`RawClient`] over a kit [`Runtime`]). The
+//! JS layer (`lock-wasm/npm/src/testing.js`) drives the clock: it moves time only from timer
+//! to timer and lets pending promises settle before and after each.
+//!
+//! Built into a wasm module of its own (scripts/build-npm.sh), so the main module never
+//! carries the service model.
+
+// Arcs of !Send JS-backed values are fine here: wasm32 has one thread.
+#![allow(clippy::arc_with_non_send_sync)]
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use lock_api::{
+    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
+    SessionOpened, SessionStatus,
+};
+use wasm_bindgen::prelude::*;
+
+use crate::backoff::SeededRngSource;
+use crate::clock::{Clock, ManualClock};
+use crate::error::TransportError;
+use crate::sim::{Faults, Network, SimService, SimTransport};
+use crate::transport::Transport;
+
+use super::api::{RawClient, Runtime};
+use super::js_error::to_js;
+use super::options::ClientOptions;
+
+/// Sessions whose requests fail as a cut network would make them fail.
+type Partitioned = Rc<RefCell<BTreeSet<String>>>;
+
+/// An in-process lock service on a manual clock, and the clients that talk to it.
+#[wasm_bindgen]
+pub struct RawKit {
+    clock: ManualClock,
+    service: SimService,
+    transport: Arc<KitTransport>,
+    rng: Arc<SeededRngSource>,
+}
+
+#[wasm_bindgen]
+impl RawKit {
+    /// A kit whose backoff jitter is drawn from `seed` (session ids and tokens are
+    /// deterministic anyway).
+    #[wasm_bindgen(constructor)]
+    pub fn new(seed: f64) -> RawKit {
+        let clock = ManualClock::new();
+        let service = SimService::new(clock.clone(), Faults::default());
+        let direct = Network {
+            delay_millis: (0, 0),
+            loss: 0.0,
+        };
+        RawKit {
+            transport: Arc::new(KitTransport {
+                service: SimTransport::new(service.clone(), direct, seed as u64),
+                partitioned: Partitioned::default(),
+            }),
+            rng: Arc::new(SeededRngSource::new(seed as u64)),
+            clock,
+            service,
+        }
+    }
+
+    /// A `RawClient` whose sessions talk to this kit; `options`: `{ defaults }`.
+    pub fn client(&self, options: JsValue) -> Result<RawClient, JsValue> {
+        let runtime = Runtime {
+            transport: self.transport.clone(),
+            clock: Arc::new(self.clock.clone()),
+            rng: self.rng.clone(),
+            epoch_origin: Some(0.0),
+            fetch: None,
+        };
+        ClientOptions::parse_kit(options)
+            .and_then(|opts| RawClient::over(runtime, &opts))
+            .map_err(|e| to_js(&e))
+    }
+
+    /// The kit's time in milliseconds since it was created.
+    #[wasm_bindgen(js_name = nowMs)]
+    pub fn now_ms(&self) -> f64 {
+        millis(self.clock.now())
+    }
+
+    /// Fires the earliest pending timer if it is due by `limit_ms`, moving the clock exactly
+    /// to its instant (timers sit at nanosecond instants that a millisecond float cannot
+    /// always name: moving to a rounded float could stop just short of one forever). Returns
+    /// whether a timer fired.
+    #[wasm_bindgen(js_name = fireNextTimer)]
+    pub fn fire_next_timer(&self, limit_ms: f64) -> bool {
+        match self.clock.next_awaited_timer() {
+            Some(at) if millis(at) <= limit_ms => {
+                self.clock.advance_to(at);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Moves the clock to `ms` (never backwards) and wakes every timer due by then.
+    #[wasm_bindgen(js_name = advanceTo)]
+    pub fn advance_to(&self, ms: f64) {
+        self.clock
+            .advance_to(Duration::from_nanos((ms * 1e6).round() as u64));
+    }
+
+    /// The live holder of `key` as L7 reports it: `{ holderId, owner, fencingToken,
+    /// remainingMs }` (`owner` only when the session has one), or `null`.
+    pub fn holder(&self, key: &str) -> JsValue {
+        let state = self
+            .transport
+            .service
+            .read_lock(key, Duration::ZERO)
+            .now_or_never()
+            .and_then(Result::ok);
+        let Some(holder) = state.and_then(|s| s.holder) else {
+            return JsValue::NULL;
+        };
+        let object = js_sys::Object::new();
+        let set = |name: &str, value: JsValue| {
+            let _ = js_sys::Reflect::set(&object, &JsValue::from_str(name), &value);
+        };
+        set("holderId", JsValue::from_str(&holder.holder_id));
+        if let Some(owner) = &holder.owner {
+            set("owner", JsValue::from_str(owner));
+        }
+        set(
+            "fencingToken",
+            JsValue::from_f64(holder.fencing_token as f64),
+        );
+        set(
+            "remainingMs",
+            JsValue::from_f64(holder.remaining_millis as f64),
+        );
+        object.into()
+    }
+
+    /// R1: ends `key`'s lock whoever holds it. Returns the revoked token, or `undefined`.
+    pub fn revoke(&self, key: &str) -> Option<f64> {
+        self.service.revoke(key).map(|token| token as f64)
+    }
+
+    /// Cuts (`true`) or restores the network path of session `session_id`.
+    pub fn partition(&self, session_id: String, cut: bool) {
+        let mut partitioned = self.transport.partitioned.borrow_mut();
+        if cut {
+            partitioned.insert(session_id);
+        } else {
+            partitioned.remove(&session_id);
+        }
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The kit's clients' transport: straight to the service, except for partitioned sessions,
+/// whose requests fail at once with a network error (as a refused connection does).
+struct KitTransport {
+    service: SimTransport,
+    partitioned: Partitioned,
+}
+
+impl KitTransport {
+    fn reach(&self, session_id: &str) -> Result<(), TransportError> {
+        if self.partitioned.borrow().contains(session_id) {
+            Err(TransportError::Network(
+                "partitioned by the test kit".to_owned(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait::async_trait(?Send)]
+impl Transport for KitTransport {
+    async fn open_session(
+        &self,
+        request: &OpenSessionRequest,
+        timeout: Duration,
+    ) -> Result<SessionOpened, TransportError> {
+        self.service.open_session(request, timeout).await
+    }
+
+    async fn heartbeat(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<HeartbeatResponse, TransportError> {
+        self.reach(session_id)?;
+        self.service.heartbeat(session_id, timeout).await
+    }
+
+    async fn close_session(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<(), TransportError> {
+        self.reach(session_id)?;
+        self.service.close_session(session_id, timeout).await
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        request: &AcquireRequest,
+        timeout: Duration,
+    ) -> Result<LockGrant, TransportError> {
+        self.reach(&request.session_id)?;
+        self.service.acquire(key, request, timeout).await
+    }
+
+    async fn session_status(
+        &self,
+        session_id: &str,
+        timeout: Duration,
+    ) -> Result<SessionStatus, TransportError> {
+        self.reach(session_id)?;
+        self.service.session_status(session_id, timeout).await
+    }
+
+    async fn release(
+        &self,
+        key: &str,
+        request: &ReleaseRequest,
+        timeout: Duration,
+    ) -> Result<(), TransportError> {
+        if let Some(id) = &request.session_id {
+            self.reach(id)?;
+        }
+        self.service.release(key, request, timeout).await
+    }
+
+    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
+        self.service.read_lock(key, timeout).await
+    }
+}
