@@ -5,8 +5,8 @@
 #   2. end-to-end: the real lock-server serving the freshly built www/ (--web-root www),
 #      headless Chromium driven by playwright-core runs a 10-session experiment over HTTP/1.1
 #      (tests/browser/e2e.mjs; prints where its screenshot went), then Brooker's sweep at
-#      N = 50 over HTTP/2 (TLS with a self-signed test certificate) and checks the published
-#      ordering (tests/browser/sweep.mjs).
+#      N = 50 over HTTP/2 (TLS with a self-signed test certificate), three seeds, and checks
+#      the published ordering on their medians (tests/browser/sweep.mjs).
 # Native unit tests of the model and runner run with `cargo test -p bench-ui` (test.sh's
 # cargo-test stage).
 set -uo pipefail
@@ -34,7 +34,7 @@ node tests/browser/e2e.mjs \
   --screenshot "$target_dir/bench-ui-e2e.png" || failed=1
 
 echo "== bench-ui: Brooker's sweep over HTTP/2 (lock-server --tls-self-signed + headless Chromium)"
-node tests/browser/sweep.mjs \
+node tests/browser/sweep.mjs --seeds 3 \
   --server "$target_dir/debug/lock-server" \
   --web-root "$root/www" || failed=1
 

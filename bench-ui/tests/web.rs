@@ -281,6 +281,7 @@ async fn timeline_panel_draws_an_overlap_in_red() {
         key: "k".into(),
         fencing_token,
         attempts: 1,
+        asked_at: 0.0,
         granted_at: 0.0,
         released_at: None,
         ledger_accepted: true,
@@ -324,7 +325,6 @@ async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
     let root = container();
     let hold = |session: u32, asked, granted, released| Hold {
         session,
-        session_id: format!("s{session}"),
         key: "k".into(),
         fencing_token: u64::from(session) + 1,
         attempts: 1,
@@ -333,14 +333,16 @@ async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
         released_at: Some(released),
         ledger_accepted: true,
     };
-    let mut run = RunRecord::default();
     // Contender 1 asked 100 ms after contender 2 and was served first: one overtake.
-    run.holds = vec![
-        hold(0, 0.0, 0.0, 40.0),
-        hold(1, 110.0, 120.0, 160.0),
-        hold(2, 10.0, 160.0, 200.0),
-    ];
-    run.completed_millis = Some(200.0);
+    let run = RunRecord {
+        holds: vec![
+            hold(0, 0.0, 0.0, 40.0),
+            hold(1, 110.0, 120.0, 160.0),
+            hold(2, 10.0, 160.0, 200.0),
+        ],
+        completed_millis: Some(200.0),
+        ..RunRecord::default()
+    };
     let record = RwSignal::new(Some(run));
     let handle = mount_to(
         root.clone(),
