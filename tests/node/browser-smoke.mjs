@@ -5,15 +5,9 @@
 // through CORS), loads a page that imports the package, takes and releases a lock, and
 // prints the page's verdict, read back with `chromium --dump-dom`. Exits non-zero unless
 // the page says "browser smoke ok".
-import { createServer } from "node:http";
-import { readFile, mkdtemp } from "node:fs/promises";
-import { execFile } from "node:child_process";
-import { tmpdir } from "node:os";
-import { join, extname, normalize } from "node:path";
+import { dumpDom } from "./browser-page.mjs";
 
 const port = Number(process.argv[2]);
-const root = process.cwd();
-const types = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm" };
 
 const page = `<!doctype html><meta charset="utf-8"><title>lock-wasm smoke</title><body>pending
 <script type="module">
@@ -34,30 +28,7 @@ const page = `<!doctype html><meta charset="utf-8"><title>lock-wasm smoke</title
   }
 </script>`;
 
-const server = createServer(async (req, res) => {
-  const path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
-  if (path === "/" || path === "/index.html") {
-    res.writeHead(200, { "content-type": "text/html" }).end(page);
-    return;
-  }
-  try {
-    const body = await readFile(join(root, path));
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
-  } catch {
-    res.writeHead(404).end();
-  }
-}).listen(port, "127.0.0.1");
-
-const profile = await mkdtemp(join(tmpdir(), "lock-wasm-chromium-"));
-const args = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  "--no-first-run", `--user-data-dir=${profile}`, "--virtual-time-budget=20000",
-  "--dump-dom", `http://127.0.0.1:${port}/`,
-];
-execFile(process.env.CHROMIUM ?? "chromium", args, { timeout: 90_000 }, (err, stdout) => {
-  server.close();
-  const verdict = /browser smoke [^<]*/.exec(stdout)?.[0] ?? `no verdict (${err?.message ?? "page still pending"})`;
-  console.log(verdict);
-  process.exit(verdict.startsWith("browser smoke ok") ? 0 : 1);
-});
+const { err, stdout } = await dumpDom(port, page);
+const verdict = /browser smoke [^<]*/.exec(stdout)?.[0] ?? `no verdict (${err?.message ?? "page still pending"})`;
+console.log(verdict);
+process.exit(verdict.startsWith("browser smoke ok") ? 0 : 1);
