@@ -37,7 +37,8 @@ impl EtcdStore {
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let mut session = self.hinted_session(session_id, Whose::Client(client));
+        let whose = Whose::Client(client);
+        let mut session = self.hinted_session(session_id, whose);
         let mut view: Option<KeyView> = None;
         for _ in 0..CAS_ATTEMPTS {
             let live = match session.take() {
@@ -67,11 +68,7 @@ impl EtcdStore {
                 match self.write_lock(&lock, &live, free, Vec::new()).await? {
                     Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
                     Written::Conflict(kv, read) => {
-                        session = Some(self.live_session(
-                            session_id,
-                            Whose::Client(client),
-                            kv.as_ref(),
-                        )?);
+                        session = Some(self.live_session(session_id, whose, kv.as_ref())?);
                         view = Some(*read);
                     }
                 }
@@ -96,11 +93,7 @@ impl EtcdStore {
                     match self.write_lock(&renewed, &live, unchanged, claim).await? {
                         Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
                         Written::Conflict(kv, read) => {
-                            session = Some(self.live_session(
-                                session_id,
-                                Whose::Client(client),
-                                kv.as_ref(),
-                            )?);
+                            session = Some(self.live_session(session_id, whose, kv.as_ref())?);
                             view = Some(*read);
                         }
                     }
