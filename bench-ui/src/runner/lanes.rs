@@ -18,8 +18,8 @@ use futures::channel::oneshot;
 use futures::future::{select, Either};
 use lock_wasm::clock::Clock;
 use lock_wasm::error::TransportError;
-use lock_wasm::spawn::{BoxFuture, MaybeSend};
-use lock_wasm::transport::{Intercept, Outgoing, Route};
+use lock_wasm::spawn::MaybeSend;
+use lock_wasm::transport::{Answer, Intercept, Outgoing, Route};
 
 /// Waiting L4 calls in flight at once (ASSUMPTION: the browser's 6 connections per server,
 /// minus 2 for releases, heartbeats, ledger writes and L7 reads).
@@ -94,21 +94,16 @@ fn lock(lanes: &Mutex<Lanes>) -> std::sync::MutexGuard<'_, Lanes> {
 }
 
 impl Intercept for WaitLanes {
-    async fn around<'a, T: MaybeSend + 'a>(
-        &'a self,
-        call: Outgoing<'a>,
-        timeout: Duration,
-        send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-    ) -> Result<T, TransportError> {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
         if call.route != Route::Acquire || call.wait_millis == 0 {
-            return send(timeout).await;
+            return call.send().await;
         }
         let asked = self.clock.now();
-        let Some(_lane) = self.lane(timeout).await else {
-            return Err(TransportError::Timeout(timeout));
+        let Some(_lane) = self.lane(call.timeout).await else {
+            return Err(TransportError::Timeout(call.timeout));
         };
-        let left = timeout.saturating_sub(self.clock.now() - asked);
-        send(left).await
+        let left = call.timeout.saturating_sub(self.clock.now() - asked);
+        call.send_within(left).await
     }
 }
 
@@ -131,12 +126,7 @@ mod tests {
     }
 
     impl Intercept for Gate {
-        async fn around<'a, T: MaybeSend + 'a>(
-            &'a self,
-            call: Outgoing<'a>,
-            timeout: Duration,
-            send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-        ) -> Result<T, TransportError> {
+        async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
             self.entered
                 .lock()
                 .unwrap()
@@ -144,7 +134,7 @@ mod tests {
             let (tx, rx) = oneshot::channel();
             self.open.lock().unwrap().push(tx);
             let _ = rx.await;
-            send(timeout).await
+            call.send().await
         }
     }
 

@@ -20,8 +20,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
-use crate::spawn::{BoxFuture, MaybeSend};
-use crate::transport::{Intercept, Outgoing};
+use crate::spawn::MaybeSend;
+use crate::transport::{Answer, Intercept, Outgoing};
 
 use super::service::LostSessions;
 #[cfg(doc)]
@@ -162,12 +162,7 @@ impl FaultInjector {
 }
 
 impl Intercept for FaultInjector {
-    async fn around<'a, T: MaybeSend + 'a>(
-        &'a self,
-        call: Outgoing<'a>,
-        timeout: Duration,
-        send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-    ) -> Result<T, TransportError> {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
         if let Some(id) = call.session_id {
             self.lost.check(call.route.label(), id, self.clock.now());
         }
@@ -185,7 +180,7 @@ impl Intercept for FaultInjector {
                 if let Some(d) = delay {
                     self.clock.sleep(d).await;
                 }
-                let answer = send(timeout).await;
+                let answer = call.send().await;
                 if drop {
                     // Applied by the server; the answer is lost. The client's timeout fires.
                     std::future::pending::<()>().await;

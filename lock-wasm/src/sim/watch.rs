@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::error::TransportError;
-use crate::spawn::{BoxFuture, MaybeSend};
-use crate::transport::{Intercept, Outgoing, Route};
+use crate::spawn::MaybeSend;
+use crate::transport::{Answer, Intercept, Outgoing, Route};
 
 /// One L2 as its client saw it.
 #[derive(Debug, Clone)]
@@ -47,12 +46,7 @@ impl HeartbeatWatch {
 }
 
 impl Intercept for HeartbeatWatch {
-    async fn around<'a, T: MaybeSend + 'a>(
-        &'a self,
-        call: Outgoing<'a>,
-        timeout: Duration,
-        send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-    ) -> Result<T, TransportError> {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
         // Unanswered until its success arrives; a failure, or a future dropped on timeout,
         // leaves it so.
         let index = match (call.route, call.session_id) {
@@ -67,7 +61,7 @@ impl Intercept for HeartbeatWatch {
             }
             _ => None,
         };
-        let answer = send(timeout).await;
+        let answer = call.send().await;
         if let (Some(index), true) = (index, answer.is_ok()) {
             self.sent.lock().unwrap()[index].answered = Some(self.clock.now());
         }

@@ -59,9 +59,19 @@ impl Route {
     }
 }
 
-/// What an [`Intercept`] knows of a call before it is made.
-#[derive(Debug, Clone, Copy)]
-pub struct Outgoing<'a> {
+/// A call's answer.
+pub type Answer<T> = Result<T, TransportError>;
+
+/// Sends a call on to the inner transport with the timeout given.
+#[cfg(not(target_arch = "wasm32"))]
+type Send<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + std::marker::Send + 'a>;
+/// Sends a call on to the inner transport with the timeout given.
+#[cfg(target_arch = "wasm32")]
+type Send<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + 'a>;
+
+/// A call on its way through an [`Intercepted`] transport: what it names, its timeout, and
+/// the means to send it on.
+pub struct Outgoing<'a, T> {
     /// Which call.
     pub route: Route,
     /// The session the call names: L2–L5, and L6 when its body names one.
@@ -70,30 +80,56 @@ pub struct Outgoing<'a> {
     pub key: Option<&'a str>,
     /// L4's `waitMillis` (0 when absent and for every other call).
     pub wait_millis: u64,
+    /// The caller's timeout for the call.
+    pub timeout: Duration,
+    send: Send<'a, T>,
 }
 
-impl<'a> Outgoing<'a> {
-    fn new(route: Route, session_id: Option<&'a str>) -> Self {
+impl<'a, T> Outgoing<'a, T> {
+    fn new(
+        route: Route,
+        session_id: Option<&'a str>,
+        timeout: Duration,
+        send: Send<'a, T>,
+    ) -> Self {
         Outgoing {
             route,
             session_id,
             key: None,
             wait_millis: 0,
+            timeout,
+            send,
         }
+    }
+
+    fn on_key(self, key: &'a str) -> Self {
+        Outgoing {
+            key: Some(key),
+            ..self
+        }
+    }
+
+    /// Sends the call on with its own timeout.
+    pub async fn send(self) -> Answer<T> {
+        let timeout = self.timeout;
+        self.send_within(timeout).await
+    }
+
+    /// Sends the call on with `timeout` instead (what is left after a wait of the
+    /// intercept's own).
+    pub async fn send_within(self, timeout: Duration) -> Answer<T> {
+        (self.send)(timeout).await
     }
 }
 
 /// Decides around every call an [`Intercepted`] transport makes.
 pub trait Intercept: MaybeSend + MaybeSync {
-    /// Makes `call`: `send(timeout)` passes it on to the inner transport with that timeout
-    /// (the caller's `timeout`, or what is left of it after a wait of the intercept's own);
-    /// not calling it fails the call without reaching the inner transport.
-    fn around<'a, T: MaybeSend + 'a>(
+    /// Makes `call`: sending it passes it on to the inner transport; not sending it fails
+    /// the call without reaching the inner transport.
+    fn around<'a, T: MaybeSend>(
         &'a self,
-        call: Outgoing<'a>,
-        timeout: Duration,
-        send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-    ) -> impl Future<Output = Result<T, TransportError>> + MaybeSend + 'a;
+        call: Outgoing<'a, T>,
+    ) -> impl Future<Output = Answer<T>> + MaybeSend;
 }
 
 /// `inner` with `intercept` around each of its calls.
@@ -107,6 +143,11 @@ impl<I> Intercepted<I> {
     pub fn new(inner: Arc<dyn Transport>, intercept: I) -> Self {
         Intercepted { inner, intercept }
     }
+
+    /// The intercept, to read what it recorded.
+    pub fn intercept(&self) -> &I {
+        &self.intercept
+    }
 }
 
 #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
@@ -117,9 +158,9 @@ impl<I: Intercept> Transport for Intercepted<I> {
         request: &OpenSessionRequest,
         timeout: Duration,
     ) -> Result<SessionOpened, TransportError> {
-        let call = Outgoing::new(Route::OpenSession, None);
-        let send = |t| self.inner.open_session(request, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.open_session(request, t));
+        let call = Outgoing::new(Route::OpenSession, None, timeout, send);
+        self.intercept.around(call).await
     }
 
     async fn heartbeat(
@@ -127,9 +168,9 @@ impl<I: Intercept> Transport for Intercepted<I> {
         session_id: &str,
         timeout: Duration,
     ) -> Result<HeartbeatResponse, TransportError> {
-        let call = Outgoing::new(Route::Heartbeat, Some(session_id));
-        let send = |t| self.inner.heartbeat(session_id, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.heartbeat(session_id, t));
+        let call = Outgoing::new(Route::Heartbeat, Some(session_id), timeout, send);
+        self.intercept.around(call).await
     }
 
     async fn close_session(
@@ -137,9 +178,9 @@ impl<I: Intercept> Transport for Intercepted<I> {
         session_id: &str,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        let call = Outgoing::new(Route::CloseSession, Some(session_id));
-        let send = |t| self.inner.close_session(session_id, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.close_session(session_id, t));
+        let call = Outgoing::new(Route::CloseSession, Some(session_id), timeout, send);
+        self.intercept.around(call).await
     }
 
     async fn acquire(
@@ -148,13 +189,12 @@ impl<I: Intercept> Transport for Intercepted<I> {
         request: &AcquireRequest,
         timeout: Duration,
     ) -> Result<LockGrant, TransportError> {
+        let send = Box::new(|t| self.inner.acquire(key, request, t));
         let call = Outgoing {
-            key: Some(key),
             wait_millis: request.wait_millis.unwrap_or(0),
-            ..Outgoing::new(Route::Acquire, Some(&request.session_id))
+            ..Outgoing::new(Route::Acquire, Some(&request.session_id), timeout, send).on_key(key)
         };
-        let send = |t| self.inner.acquire(key, request, t);
-        self.intercept.around(call, timeout, send).await
+        self.intercept.around(call).await
     }
 
     async fn session_status(
@@ -162,9 +202,9 @@ impl<I: Intercept> Transport for Intercepted<I> {
         session_id: &str,
         timeout: Duration,
     ) -> Result<SessionStatus, TransportError> {
-        let call = Outgoing::new(Route::SessionStatus, Some(session_id));
-        let send = |t| self.inner.session_status(session_id, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.session_status(session_id, t));
+        let call = Outgoing::new(Route::SessionStatus, Some(session_id), timeout, send);
+        self.intercept.around(call).await
     }
 
     async fn release(
@@ -173,21 +213,16 @@ impl<I: Intercept> Transport for Intercepted<I> {
         request: &ReleaseRequest,
         timeout: Duration,
     ) -> Result<(), TransportError> {
-        let call = Outgoing {
-            key: Some(key),
-            ..Outgoing::new(Route::Release, request.session_id.as_deref())
-        };
-        let send = |t| self.inner.release(key, request, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.release(key, request, t));
+        let session_id = request.session_id.as_deref();
+        let call = Outgoing::new(Route::Release, session_id, timeout, send).on_key(key);
+        self.intercept.around(call).await
     }
 
     async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        let call = Outgoing {
-            key: Some(key),
-            ..Outgoing::new(Route::ReadLock, None)
-        };
-        let send = |t| self.inner.read_lock(key, t);
-        self.intercept.around(call, timeout, send).await
+        let send = Box::new(|t| self.inner.read_lock(key, t));
+        let call = Outgoing::new(Route::ReadLock, None, timeout, send).on_key(key);
+        self.intercept.around(call).await
     }
 }
 
@@ -206,27 +241,15 @@ mod tests {
     struct Recorder(Mutex<Vec<String>>);
 
     impl Intercept for Recorder {
-        async fn around<'a, T: MaybeSend + 'a>(
-            &'a self,
-            call: Outgoing<'a>,
-            timeout: Duration,
-            send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-        ) -> Result<T, TransportError> {
-            let Outgoing {
-                route,
-                session_id,
-                key,
-                wait_millis,
-            } = call;
-            let line = format!(
-                "{} {session_id:?} {key:?} {wait_millis} {timeout:?}",
-                route.label()
-            );
+        async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+            let (route, session, key) = (call.route, call.session_id, call.key);
+            let (wait, timeout) = (call.wait_millis, call.timeout);
+            let line = format!("{} {session:?} {key:?} {wait} {timeout:?}", route.label());
             self.0.lock().unwrap().push(line);
             if route == Route::ReadLock {
                 return Err(ScriptedTransport::error(ErrorCode::Internal));
             }
-            send(timeout).await
+            call.send().await
         }
     }
 
@@ -255,7 +278,7 @@ mod tests {
             t.close_session(&id, hop).await.unwrap();
         });
         assert_eq!(
-            *t.intercept.0.lock().unwrap(),
+            *t.intercept().0.lock().unwrap(),
             [
                 "L1 None None 0 100ms",
                 "L2 Some(\"s1\") None 0 100ms",

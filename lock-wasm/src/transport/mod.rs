@@ -110,7 +110,7 @@ pub trait Transport: MaybeSend + MaybeSync {
 }
 
 mod intercept;
-pub use intercept::{Intercept, Intercepted, Outgoing, Route};
+pub use intercept::{Answer, Intercept, Intercepted, Outgoing, Route};
 
 #[cfg(any(test, feature = "test-util"))]
 mod scripted;

@@ -27,8 +27,8 @@ use crate::backoff::SeededRngSource;
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::sim::{Faults, Network, SimService, SimTransport};
-use crate::spawn::{BoxFuture, MaybeSend};
-use crate::transport::{Intercept, Intercepted, Outgoing, Transport};
+use crate::spawn::MaybeSend;
+use crate::transport::{Answer, Intercept, Intercepted, Outgoing, Transport};
 
 use super::api::{RawClient, Runtime};
 use super::js_error::to_js;
@@ -175,12 +175,7 @@ fn millis(d: Duration) -> f64 {
 struct Partitions(Partitioned);
 
 impl Intercept for Partitions {
-    async fn around<'a, T: MaybeSend + 'a>(
-        &'a self,
-        call: Outgoing<'a>,
-        timeout: Duration,
-        send: impl FnOnce(Duration) -> BoxFuture<'a, Result<T, TransportError>> + MaybeSend + 'a,
-    ) -> Result<T, TransportError> {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
         let cut = call
             .session_id
             .is_some_and(|id| self.0.borrow().contains(id));
@@ -189,6 +184,6 @@ impl Intercept for Partitions {
                 "partitioned by the test kit".to_owned(),
             ));
         }
-        send(timeout).await
+        call.send().await
     }
 }
