@@ -38,7 +38,7 @@ use self::writer::Writer;
 use super::holder_id::HolderIds;
 use super::lease::now_millis;
 use super::wakeup::KeyWakeups;
-use super::{queue, session, Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
+use super::{queue, session, AcquireCall, Acquired, KeyState, Store, StoreCounts, StoreError};
 
 pub use self::db::DB_FILE;
 pub use self::recovery::StartState;
@@ -165,14 +165,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn acquire(
-        &self,
-        key: &str,
-        session_id: &str,
-        client: Option<&str>,
-        ttl_millis: u64,
-        queue: Option<Queueing>,
-    ) -> Result<Acquired, StoreError> {
+    async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {
+        let AcquireCall {
+            key,
+            session_id,
+            client,
+            ttl_millis,
+            queue,
+        } = call;
         // Registered for the whole request: a hand-off between an attempt and the wait
         // leaves a permit, so it is not missed.
         let registration = self.wakeups.register(key, session_id);
