@@ -166,18 +166,12 @@ impl Store for SqliteStore {
     }
 
     async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {
-        let AcquireCall {
-            key,
-            session_id,
-            client,
-            ttl_millis,
-            queue,
-        } = call;
+        let (key, session_id) = (call.key, call.session_id);
         // Registered for the whole request: a hand-off between an attempt and the wait
         // leaves a permit, so it is not missed.
         let registration = self.wakeups.register(key, session_id);
         let cancel = || {
-            if let Some(queue) = queue {
+            if let Some(queue) = call.queue {
                 let (key, id) = (key.to_string(), session_id.to_string());
                 self.writer
                     .submit(move |db| locks::end_wait(db, &key, &id, queue.open_until));
@@ -185,10 +179,11 @@ impl Store for SqliteStore {
         };
         let registration = &registration;
         queue::acquire_with(
-            queue,
+            call.queue,
             cancel,
             |queue| {
-                let (key, session) = (key.to_string(), SessionOf::new(session_id, client));
+                let (key, session) = (key.to_string(), SessionOf::new(session_id, call.client));
+                let ttl_millis = call.ttl_millis;
                 self.writer
                     .run(move |db| locks::acquire(db, &key, &session, ttl_millis, queue))
             },
