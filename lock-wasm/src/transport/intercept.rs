@@ -64,10 +64,10 @@ pub type Answer<T> = Result<T, TransportError>;
 
 /// Sends a call on to the inner transport with the timeout given.
 #[cfg(not(target_arch = "wasm32"))]
-type Send<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + std::marker::Send + 'a>;
+type PassOn<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + Send + 'a>;
 /// Sends a call on to the inner transport with the timeout given.
 #[cfg(target_arch = "wasm32")]
-type Send<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + 'a>;
+type PassOn<'a, T> = Box<dyn FnOnce(Duration) -> BoxFuture<'a, Answer<T>> + 'a>;
 
 /// A call on its way through an [`Intercepted`] transport: what it names, its timeout, and
 /// the means to send it on.
@@ -82,7 +82,7 @@ pub struct Outgoing<'a, T> {
     pub wait_millis: u64,
     /// The caller's timeout for the call.
     pub timeout: Duration,
-    send: Send<'a, T>,
+    pass_on: PassOn<'a, T>,
 }
 
 impl<'a, T> Outgoing<'a, T> {
@@ -90,7 +90,7 @@ impl<'a, T> Outgoing<'a, T> {
         route: Route,
         session_id: Option<&'a str>,
         timeout: Duration,
-        send: Send<'a, T>,
+        pass_on: PassOn<'a, T>,
     ) -> Self {
         Outgoing {
             route,
@@ -98,7 +98,7 @@ impl<'a, T> Outgoing<'a, T> {
             key: None,
             wait_millis: 0,
             timeout,
-            send,
+            pass_on,
         }
     }
 
@@ -118,7 +118,7 @@ impl<'a, T> Outgoing<'a, T> {
     /// Sends the call on with `timeout` instead (what is left after a wait of the
     /// intercept's own).
     pub async fn send_within(self, timeout: Duration) -> Answer<T> {
-        (self.send)(timeout).await
+        (self.pass_on)(timeout).await
     }
 }
 
