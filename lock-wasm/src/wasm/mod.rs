@@ -10,7 +10,7 @@
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
 //!   hand (no serde in the module: its error text links the float formatter).
 //! - [`spawn`]: [`LocalSpawner`], the `Spawner` seam over `spawn_local`.
-//! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s seeded by getrandom (`wasm_js`).
+//! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s from a master seeded by getrandom (`wasm_js`).
 //! - [`abort`]: a JS `AbortSignal` as a future, for cancelling an acquire.
 //! - [`events`]: [`JsEvents`], the `EventSink` seam delivering events to a JS listener.
 //! - `options` (feature `wasm`): JS option objects → SDK settings, VALIDATION_FAILED naming
