@@ -17,7 +17,6 @@
 //!   the field.
 //! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
 //! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
-//! - `allocator` (feature `wasm`): the npm module's small global allocator.
 //! - `testkit` (feature `testkit`): `RawKit`, the in-process lock service on a manual clock
 //!   behind the npm package's `lock-wasm/testing` entry (a wasm module of its own).
 //!
@@ -25,8 +24,6 @@
 //! `Rc`/`RefCell`; JS values are `!Send`, which the core's `MaybeSend` seams allow.
 
 pub mod abort;
-#[cfg(feature = "wasm")]
-mod allocator;
 #[cfg(feature = "wasm")]
 pub mod api;
 pub mod clock;
