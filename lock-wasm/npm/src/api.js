@@ -162,6 +162,9 @@ class LockHandle {
   // The handle's AbortController, made when `signal` is first read: most handles are
   // released without anyone reading it, and an unread signal need not follow the loss.
   #lost;
+  // The raw handle's `lost()` promise (the reason, the moment the lock is lost or released),
+  // asked for once, by the signal or the tracing.
+  #reported;
   constructor(raw, session) {
     this.#raw = raw;
     this.#session = session;
@@ -183,9 +186,13 @@ class LockHandle {
         lost.abort(err);
       };
       if (raw.lostReason !== undefined) abort(raw.lostReason);
-      else raw.lost().then(abort);
+      else this.#whenLost().then(abort);
     }
     return this.#lost.signal;
+  }
+  #whenLost() {
+    this.#reported ??= this.#raw.lostReason !== undefined ? Promise.resolve(this.#raw.lostReason) : this.#raw.lost();
+    return this.#reported;
   }
   /** Why the lock was lost (`deadlinePassed`, `notInHeartbeat`, ...), until then `undefined`. */
   get lostReason() {
@@ -210,6 +217,10 @@ class LockHandle {
   /** @internal */
   static raw(handle) {
     return handle.#raw;
+  }
+  /** @internal Resolves with the reason the moment the lock is lost or released. */
+  static whenLost(handle) {
+    return handle.#whenLost();
   }
 }
 
@@ -288,7 +299,7 @@ class Session {
     if (!entry) {
       entry = { handle: new LockHandle(raw, this), depth: 0 };
       this.#handles.set(id, entry);
-      trace?.hold(entry.handle);
+      trace?.hold(entry.handle, LockHandle.whenLost(entry.handle));
     } else {
       raw.free(); // a second wasm object for the same grant: the first one stays in use
     }
