@@ -98,7 +98,6 @@ impl SweepConfig {
             // heartbeats were a third of the page's requests, queued on the same main
             // thread as the contenders' answers.
             ttl_millis: lock_api::limits::DEFAULT_SESSION_TTL_MILLIS,
-            ..ExperimentConfig::default()
         }
     }
 }
@@ -193,6 +192,8 @@ mod tests {
             let e = c.experiment(n, s, i);
             assert_eq!(e.validate(), Ok(()));
             assert_eq!((e.sessions, e.keys, e.rounds, e.strategy), (n, 1, 1, s));
+            // The native sweep's SDK sessions' TTL, so both heartbeat alike.
+            assert_eq!(e.ttl_millis, lock_api::limits::DEFAULT_SESSION_TTL_MILLIS);
         }
     }
 
