@@ -6,7 +6,9 @@
 #      headless Chromium driven by playwright-core runs a 10-session experiment over HTTP/1.1
 #      (tests/browser/e2e.mjs; prints where its screenshot went), then Brooker's sweep at
 #      N = 50 over HTTP/2 (TLS with a self-signed test certificate), three seeds, and checks
-#      the published ordering on their medians (tests/browser/sweep.mjs).
+#      the published ordering on their medians (tests/browser/sweep.mjs, which drives
+#      Chromium over a bare DevTools pipe: playwright's per-request instrumentation would
+#      slow the page it times).
 # Native unit tests of the model and runner run with `cargo test -p bench-ui` (test.sh's
 # cargo-test stage).
 set -uo pipefail

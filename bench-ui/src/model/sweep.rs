@@ -93,7 +93,11 @@ impl SweepConfig {
             // Sweeps plot totals, not timelines: sample rarely to leave the server to the
             // contenders.
             sample_millis: 250,
-            ..ExperimentConfig::default()
+            // The SDK's default session TTL, as the native sweep's SDK sessions have: a
+            // session heartbeats every third of it, and at the form's 3 s fifty sessions'
+            // heartbeats were a third of the page's requests, queued on the same main
+            // thread as the contenders' answers.
+            ttl_millis: lock_api::limits::DEFAULT_SESSION_TTL_MILLIS,
         }
     }
 }
@@ -188,6 +192,8 @@ mod tests {
             let e = c.experiment(n, s, i);
             assert_eq!(e.validate(), Ok(()));
             assert_eq!((e.sessions, e.keys, e.rounds, e.strategy), (n, 1, 1, s));
+            // The native sweep's SDK sessions' TTL, so both heartbeat alike.
+            assert_eq!(e.ttl_millis, lock_api::limits::DEFAULT_SESSION_TTL_MILLIS);
         }
     }
 
