@@ -98,15 +98,22 @@ impl EtcdStore {
                         }
                     }
                 }
-                Some((kv, lock)) => {
+                Some((_, lock)) => {
                     let Some(queue) = queue else {
                         return Ok(Attempt::Contended);
                     };
-                    let holder_remaining = lock.remaining(now).unwrap_or(0);
+                    let remaining = lock.remaining(now).unwrap_or(0);
                     let joined = self
-                        .join_queue(key, session_id, ttl_millis, queue, &live, &current, kv)
+                        .join_queue(
+                            key, session_id, ttl_millis, queue, &live, &current, remaining,
+                        )
                         .await?;
-                    if let Joined::Queued { revision, ticket } = joined {
+                    if let Joined::Queued {
+                        revision,
+                        ticket,
+                        holder_remaining,
+                    } = joined
+                    {
                         self.hints.remember_ticket(key, ticket);
                         return Ok(Attempt::Queued {
                             holder_remaining,
@@ -207,7 +214,10 @@ impl EtcdStore {
             .when(compares)
             .and_then(ops)
             .or_else(self.key_reads(key));
-        let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
+        let response = self
+            .txn_grouped_first(lock_key, txn)
+            .await
+            .map_err(from_etcd)?;
         let revision = response.header().map_or(0, |h| h.revision());
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {
