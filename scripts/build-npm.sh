@@ -15,35 +15,15 @@
 #   4. copy the hand-written JS layer and types from lock-wasm/npm/ (the ESM entries get
 #      their named exports written in from the keys of `createApi()`'s result, the one list
 #      of the package's exports) and `npm pack`.
-# Tools are installed on first use and reused after (idempotent).
+# Tools are installed on first use by `scripts/setup.sh run` and reused after (idempotent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 out="$(realpath -m "${1:-target/npm}")"
-tools="$root/.tools"
+tools="${SETUP_TOOLS_DIR:-$root/.tools}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 
 log() { printf '== build-npm: %s\n' "$*" >&2; }
-
-lock_version() {
-  awk -v name="$1" '$0 == "name = \"" name "\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
-}
-
-ensure_tools() {
-  rustup target list --installed | grep -qx wasm32-unknown-unknown \
-    || rustup target add wasm32-unknown-unknown
-  local want have
-  want="$(lock_version wasm-bindgen)"
-  have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
-  if [ "$have" != "$want" ]; then
-    log "cargo install wasm-bindgen-cli $want (once per machine, ~12 min)"
-    cargo install wasm-bindgen-cli --version "$want"
-  fi
-  if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
-    log "npm install binaryen@132 into .tools/"
-    npm install --silent --no-audit --no-fund --prefix "$tools" binaryen@132 >/dev/null
-  fi
-}
 
 # Builds the cdylib with `feature` and copies it to `dest` (both builds write the same
 # artifact path).
@@ -145,7 +125,9 @@ report_size() {
   awk -v w="$what" -v r="$raw" -v g="$gz" 'BEGIN { printf "wasm size%s: %d bytes raw, %d bytes gzip -9 (%.1f KB)\n", w, r, g, g / 1024 }'
 }
 
-ensure_tools
+# The wasm target, the wasm-bindgen CLI of Cargo.lock and wasm-opt, as the run command
+# installs them (idempotent: seconds when present).
+bash scripts/setup.sh run >&2
 mkdir -p "$out"
 build_wasm wasm "$out/lock_wasm.wasm"
 build_wasm testkit "$out/lock_wasm_testkit.wasm"

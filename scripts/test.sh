@@ -51,7 +51,10 @@ wasm_crates=(-p lock-api -p lock-wasm -p lock-lab -p bench-ui)
 
 stage fmt 5 cargo fmt --all -- --check
 stage clippy 30 cargo clippy --workspace --all-targets --locked -- -D warnings
-stage clippy-wasm32 20 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" --locked -- -D warnings
+# All targets (the wasm test suites too) and the test kit's feature, as the npm build
+# compiles it.
+stage clippy-wasm32 20 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" \
+  --features lock-wasm/testkit --all-targets --locked -- -D warnings
 # Every binary the tests spawn (lock-server; chaos's contender), built before the tests run:
 # a build from inside a running `cargo test` could rewrite artifacts it is using.
 stage build-bins 20 cargo build --locked -p lock-server -p lock-chaos --bins

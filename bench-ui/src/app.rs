@@ -11,6 +11,7 @@ use futures::future::select;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lock_wasm::clock::Clock;
+use lock_wasm::transport::Intercepted;
 use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
 
 use crate::components::config_form::{ConfigForm, SweepForm};
@@ -60,10 +61,9 @@ fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
     let ledger = FetchLedger::new(base, transport.authorization());
     let clock: Arc<dyn Clock> = Arc::new(JsClock);
     Ok(Env {
-        transport: Arc::new(WaitLanes::new(
+        transport: Arc::new(Intercepted::new(
             Arc::new(transport),
-            clock.clone(),
-            WAIT_LANES,
+            WaitLanes::new(clock.clone(), WAIT_LANES),
         )),
         clock,
         spawner: Arc::new(LocalSpawner),

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use lock_api::OpenSessionRequest;
 use lock_lab::comparison::{Acquired, Comparison};
-use lock_lab::counting::{Counting, Operation};
+use lock_lab::counting::{counted, Counting};
 use lock_lab::native::client_over;
 use lock_lab::strategy::Strategy;
 use lock_wasm::native::{HttpTransport, OsRngSource, TokioClock};
+use lock_wasm::transport::{Intercepted, Route};
 use lock_wasm::{AcquirePolicy, PolicySettings, Transport};
 use tokio::sync::Barrier;
 
@@ -69,7 +70,7 @@ impl SdkSettings {
 }
 
 /// The transport of one point: the SDK's HTTP transport, its calls counted.
-type Counted = Arc<Counting<HttpTransport>>;
+type Counted = Arc<Intercepted<Counting>>;
 
 /// Runs `n` contenders on a fresh key at `base_url` with `strategy`, with Brooker's
 /// parameters (base 5 ms, no server-side waiting).
@@ -85,7 +86,7 @@ pub async fn run_point_with(
     key: &str,
     sdk: SdkSettings,
 ) -> Point {
-    let transport: Counted = Arc::new(Counting::new(HttpTransport::new(base_url)));
+    let transport: Counted = Arc::new(counted(HttpTransport::new(base_url)));
     let start_gate = Arc::new(Barrier::new(n + 1));
     let tasks: Vec<_> = (0..n)
         .map(|_| {
@@ -108,7 +109,7 @@ pub async fn run_point_with(
     }
     let completion_ms = start.elapsed().as_secs_f64() * 1000.0;
     Point {
-        calls_per_grant: transport.calls(Operation::Acquire) as f64 / n as f64,
+        calls_per_grant: transport.intercept().calls(Route::Acquire) as f64 / n as f64,
         completion_ms,
     }
 }

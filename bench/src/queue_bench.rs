@@ -18,10 +18,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lock_lab::counting::{Counting, Operation};
+use lock_lab::counting::counted;
 use lock_lab::native::client_over;
 use lock_lab::strategy::Strategy;
 use lock_wasm::native::HttpTransport;
+use lock_wasm::transport::Route;
 use lock_wasm::{AcquirePolicy, PolicySettings};
 use tokio::sync::Barrier;
 
@@ -99,7 +100,7 @@ pub async fn run_point(
     hold: Duration,
 ) -> QueuePoint {
     assert!(strategy.runs_in_sdk(), "{strategy:?} is not the SDK's");
-    let transport = Arc::new(Counting::new(HttpTransport::new(base_url)));
+    let transport = Arc::new(counted(HttpTransport::new(base_url)));
     let gate = Arc::new(Barrier::new(n + 1));
     let seen = Arc::new(Mutex::new(Vec::with_capacity(n * ROUNDS)));
     let tasks: Vec<_> = (0..n)
@@ -145,7 +146,7 @@ pub async fn run_point(
     let end = seen.iter().map(|a| a.returned).max().unwrap_or(start);
     let completion = end - start;
     QueuePoint {
-        calls_per_grant: transport.calls(Operation::Acquire) as f64 / seen.len() as f64,
+        calls_per_grant: transport.intercept().calls(Route::Acquire) as f64 / seen.len() as f64,
         completion_ms: completion.as_secs_f64() * 1_000.0,
         utilisation: held(&seen, start, start + completion) / completion.as_secs_f64(),
         max_over_median: max_over_median(&seen),

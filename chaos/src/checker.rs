@@ -210,51 +210,67 @@ fn check_two_holders(events: &[Event], report: &mut Report) {
     }
 }
 
-fn check_ledger(events: &[Event], report: &mut Report) {
-    // Accepted writes per key, sorted by the time they were certainly done.
-    let mut accepted: HashMap<&str, Vec<(u64, Window)>> = HashMap::new();
-    let mut fenced: HashMap<(&str, &str, u64), u64> = HashMap::new();
-    for e in events {
-        if let Event::LedgerWrite {
+/// One ledger write of the history, borrowed.
+struct LedgerWrite<'a> {
+    proc: &'a str,
+    key: &'a str,
+    token: u64,
+    window: Window,
+    verdict: LedgerVerdict,
+    lost_after: bool,
+}
+
+fn ledger_writes(events: &[Event]) -> impl Iterator<Item = LedgerWrite<'_>> {
+    events.iter().filter_map(|e| match e {
+        Event::LedgerWrite {
             proc,
             key,
             token,
             window,
             verdict,
             lost_after,
-        } = e
-        {
-            match verdict {
-                LedgerVerdict::Accepted => accepted.entry(key).or_default().push((*token, *window)),
-                LedgerVerdict::FencedOut => {
-                    if !lost_after {
-                        report.violate(
-                            Check::FencedNotLost,
-                            format!("{proc}: key {key} token {token} FENCED_OUT at {} but the SDK handle was not lost", window.recv),
-                        );
-                    }
-                    fenced.entry((proc, key, *token)).or_insert(window.recv);
-                }
-                LedgerVerdict::Indeterminate => {}
-            }
-        }
-    }
-    for e in events {
-        if let Event::LedgerWrite {
+        } => Some(LedgerWrite {
             proc,
             key,
-            token,
-            window,
-            ..
-        } = e
-        {
-            if let Some(at) = fenced.get(&(proc.as_str(), key.as_str(), *token)) {
-                if window.sent > *at {
+            token: *token,
+            window: *window,
+            verdict: *verdict,
+            lost_after: *lost_after,
+        }),
+        _ => None,
+    })
+}
+
+fn check_ledger(events: &[Event], report: &mut Report) {
+    // Accepted writes per key, sorted by the time they were certainly done.
+    let mut accepted: HashMap<&str, Vec<(u64, Window)>> = HashMap::new();
+    let mut fenced: HashMap<(&str, &str, u64), u64> = HashMap::new();
+    for w in ledger_writes(events) {
+        let LedgerWrite {
+            proc, key, token, ..
+        } = w;
+        match w.verdict {
+            LedgerVerdict::Accepted => accepted.entry(key).or_default().push((token, w.window)),
+            LedgerVerdict::FencedOut => {
+                if !w.lost_after {
                     report.violate(
-                        Check::RetriedAfterFence,
-                        format!("{proc}: key {key} token {token} written again at {} after FENCED_OUT at {at}", window.sent),
+                        Check::FencedNotLost,
+                        format!("{proc}: key {key} token {token} FENCED_OUT at {} but the SDK handle was not lost", w.window.recv),
                     );
                 }
+                fenced.entry((proc, key, token)).or_insert(w.window.recv);
+            }
+            LedgerVerdict::Indeterminate => {}
+        }
+    }
+    for w in ledger_writes(events) {
+        let (proc, key, token, sent) = (w.proc, w.key, w.token, w.window.sent);
+        if let Some(at) = fenced.get(&(proc, key, token)) {
+            if sent > *at {
+                report.violate(
+                    Check::RetriedAfterFence,
+                    format!("{proc}: key {key} token {token} written again at {sent} after FENCED_OUT at {at}"),
+                );
             }
         }
     }

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_lab::counting::{Counting, Operation};
+use lock_lab::counting::counted;
 use lock_lab::native::client_over;
 use lock_wasm::native::HttpTransport;
+use lock_wasm::transport::Route;
 use lock_wasm::{AcquirePolicy, ClientConfig, LockClientSession, LockHandle};
 
 use crate::server::{server_binary, ServerProcess};
@@ -104,9 +105,9 @@ pub async fn run(config: &LoadConfig, dir: &Path) -> std::io::Result<LoadReport>
         ..LoadReport::default()
     };
     // Heartbeats counted on the way through to the real HTTP transport.
-    let transport = Arc::new(Counting::new(HttpTransport::new(server.base_url())));
-    let heartbeats = || transport.calls(Operation::Heartbeat);
-    let failures = || transport.failures(Operation::Heartbeat);
+    let transport = Arc::new(counted(HttpTransport::new(server.base_url())));
+    let heartbeats = || transport.intercept().calls(Route::Heartbeat);
+    let failures = || transport.intercept().failures(Route::Heartbeat);
     let client = client_over(transport.clone()).with_config(ClientConfig {
         session_ttl: Some(config.session_ttl),
         request_timeout: Duration::from_secs(5),

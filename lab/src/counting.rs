@@ -1,146 +1,69 @@
-//! [`Counting`]: a transport that counts the calls passing through it to another one, per
-//! operation, and how many of them failed. The live sweep reads its L4 calls per grant off
-//! it, the session-load run its heartbeat traffic; the SDK above it runs unchanged.
+//! [`Counting`]: counts the calls passing through a transport to another one, per route,
+//! and how many of them failed (an [`Intercept`]). The live sweep reads its L4 calls per
+//! grant off it, the session-load run its heartbeat traffic; the SDK above it runs
+//! unchanged.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
 
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
-use lock_wasm::{Transport, TransportError};
+use lock_wasm::spawn::MaybeSend;
+use lock_wasm::transport::{Answer, Intercept, Intercepted, Outgoing, Route};
+use lock_wasm::Transport;
 
-/// The operations of contract C3, one per [`Transport`] method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    /// L1 open session.
-    OpenSession,
-    /// L2 heartbeat.
-    Heartbeat,
-    /// L3 close session.
-    CloseSession,
-    /// L4 acquire.
-    Acquire,
-    /// L5 session status.
-    SessionStatus,
-    /// L6 release.
-    Release,
-    /// L7 read lock.
-    ReadLock,
+const ROUTES: usize = 7;
+
+/// Calls and failures per route.
+#[derive(Default)]
+pub struct Counting {
+    calls: [AtomicU64; ROUTES],
+    failures: [AtomicU64; ROUTES],
 }
 
-const OPERATIONS: usize = 7;
-
-/// Counts what passes through to `T`.
-pub struct Counting<T> {
-    inner: T,
-    calls: [AtomicU64; OPERATIONS],
-    failures: [AtomicU64; OPERATIONS],
+/// `inner`, with its calls counted.
+pub fn counted(inner: impl Transport + 'static) -> Intercepted<Counting> {
+    Intercepted::new(Arc::new(inner), Counting::default())
 }
 
-impl<T> Counting<T> {
-    /// Counts the calls made to `inner`, from zero.
-    pub fn new(inner: T) -> Self {
-        Counting {
-            inner,
-            calls: Default::default(),
-            failures: Default::default(),
-        }
+impl Counting {
+    /// Calls of `route` sent so far (answered or not).
+    pub fn calls(&self, route: Route) -> u64 {
+        self.calls[route as usize].load(Ordering::Relaxed)
     }
 
-    /// Calls of `operation` sent so far (answered or not).
-    pub fn calls(&self, operation: Operation) -> u64 {
-        self.calls[operation as usize].load(Ordering::Relaxed)
+    /// Calls of `route` that failed (any error).
+    pub fn failures(&self, route: Route) -> u64 {
+        self.failures[route as usize].load(Ordering::Relaxed)
     }
+}
 
-    /// Calls of `operation` that failed (any error).
-    pub fn failures(&self, operation: Operation) -> u64 {
-        self.failures[operation as usize].load(Ordering::Relaxed)
-    }
-
-    /// Counts `call` as sent, runs it, and counts it again if it failed.
-    async fn tally<V>(
-        &self,
-        operation: Operation,
-        call: impl Future<Output = Result<V, TransportError>>,
-    ) -> Result<V, TransportError> {
-        self.calls[operation as usize].fetch_add(1, Ordering::Relaxed);
-        let answer = call.await;
+impl Intercept for Counting {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+        let route = call.route as usize;
+        self.calls[route].fetch_add(1, Ordering::Relaxed);
+        let answer = call.send().await;
         if answer.is_err() {
-            self.failures[operation as usize].fetch_add(1, Ordering::Relaxed);
+            self.failures[route].fetch_add(1, Ordering::Relaxed);
         }
         answer
     }
 }
 
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl<T: Transport> Transport for Counting<T> {
-    async fn open_session(
-        &self,
-        r: &OpenSessionRequest,
-        t: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        let call = self.inner.open_session(r, t);
-        self.tally(Operation::OpenSession, call).await
-    }
-
-    async fn heartbeat(&self, id: &str, t: Duration) -> Result<HeartbeatResponse, TransportError> {
-        self.tally(Operation::Heartbeat, self.inner.heartbeat(id, t))
-            .await
-    }
-
-    async fn close_session(&self, id: &str, t: Duration) -> Result<(), TransportError> {
-        self.tally(Operation::CloseSession, self.inner.close_session(id, t))
-            .await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        r: &AcquireRequest,
-        t: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.tally(Operation::Acquire, self.inner.acquire(key, r, t))
-            .await
-    }
-
-    async fn session_status(&self, id: &str, t: Duration) -> Result<SessionStatus, TransportError> {
-        let call = self.inner.session_status(id, t);
-        self.tally(Operation::SessionStatus, call).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        r: &ReleaseRequest,
-        t: Duration,
-    ) -> Result<(), TransportError> {
-        self.tally(Operation::Release, self.inner.release(key, r, t))
-            .await
-    }
-
-    async fn read_lock(&self, key: &str, t: Duration) -> Result<LockState, TransportError> {
-        self.tally(Operation::ReadLock, self.inner.read_lock(key, t))
-            .await
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
     use futures::executor::block_on;
-    use lock_api::ErrorCode;
+    use lock_api::{AcquireRequest, ErrorCode, OpenSessionRequest};
     use lock_wasm::ScriptedTransport;
 
+    use super::*;
+
     #[test]
-    fn calls_and_failures_are_counted_per_operation_and_passed_through() {
+    fn calls_and_failures_are_counted_per_route_and_passed_through() {
         let scripted = ScriptedTransport::new();
         scripted.push_acquire(Ok(ScriptedTransport::grant("k", "s1", 4, 1_000)));
         scripted.push_heartbeat(Err(ScriptedTransport::error(ErrorCode::SessionNotFound)));
-        let counting = Counting::new(scripted.clone());
+        let counting = counted(scripted.clone());
         let t = Duration::from_secs(1);
         block_on(async {
             let opened = counting
@@ -165,22 +88,22 @@ mod tests {
             assert!(counting.heartbeat("s1", t).await.is_err());
             assert!(counting.heartbeat("s1", t).await.is_ok());
         });
-        assert_eq!(counting.calls(Operation::OpenSession), 1);
+        assert_eq!(counting.intercept().calls(Route::OpenSession), 1);
         assert_eq!(
             (
-                counting.calls(Operation::Acquire),
-                counting.failures(Operation::Acquire)
+                counting.intercept().calls(Route::Acquire),
+                counting.intercept().failures(Route::Acquire)
             ),
             (2, 1)
         );
         assert_eq!(
             (
-                counting.calls(Operation::Heartbeat),
-                counting.failures(Operation::Heartbeat)
+                counting.intercept().calls(Route::Heartbeat),
+                counting.intercept().failures(Route::Heartbeat)
             ),
             (2, 1)
         );
-        assert_eq!(counting.calls(Operation::Release), 0);
+        assert_eq!(counting.intercept().calls(Route::Release), 0);
         assert_eq!(
             scripted.acquire_calls(),
             2,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
 use lock_server::store::etcd::{EtcdOptions, EtcdStore};
-use lock_server::store::{Acquired, Queueing, Store, StoreError};
+use lock_server::store::{AcquireCall, Acquired, Queueing, Store, StoreError};
 
 /// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
 const EXPIRY_BOUND: Duration = Duration::from_secs(10);
@@ -39,6 +39,23 @@ trait TryAcquire {
     async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError>;
 }
 
+/// An L4 for [`Store::acquire`].
+fn ask<'a>(
+    key: &'a str,
+    session_id: &'a str,
+    client: Option<&'a str>,
+    ttl_millis: u64,
+    queue: Option<Queueing>,
+) -> AcquireCall<'a> {
+    AcquireCall {
+        key,
+        session_id,
+        client,
+        ttl_millis,
+        queue,
+    }
+}
+
 impl<S: Store> TryAcquire for S {
     async fn try_acquire(
         &self,
@@ -46,7 +63,7 @@ impl<S: Store> TryAcquire for S {
         session: &str,
         ttl: u64,
     ) -> Result<Acquired, StoreError> {
-        self.acquire(key, session, None, ttl, None).await
+        self.acquire(ask(key, session, None, ttl, None)).await
     }
 
     async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError> {
@@ -245,7 +262,7 @@ async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
                 grace: 1_000,
                 cap: 64,
             };
-            store.acquire("w", &id, None, 5_000, Some(queue)).await
+            store.acquire(ask("w", &id, None, 5_000, Some(queue))).await
         })
     };
     eventually("the waiter's ticket is in the queue", || async {
@@ -707,7 +724,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
-                store.acquire("own", id, client, 5_000, None).await,
+                store.acquire(ask("own", id, client, 5_000, None)).await,
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
@@ -718,7 +735,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     }
     let grant = granted(
         other
-            .acquire("own", id, Some("alice"), 5_000, None)
+            .acquire(ask("own", id, Some("alice"), 5_000, None))
             .await
             .unwrap(),
     );

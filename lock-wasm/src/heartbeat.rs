@@ -24,6 +24,7 @@ use lock_api::{ErrorCode, HeartbeatResponse};
 
 use crate::clock::{BackgroundClock, Clock};
 use crate::session_state::SessionState;
+use crate::spawn::BoxFuture;
 use crate::transport::call;
 
 /// Starts `session`'s background task on its client's spawner.
@@ -41,47 +42,54 @@ pub(crate) fn spawn(session: &Arc<SessionState>) {
 
 /// What woke a background loop.
 enum Wake {
-    /// Its timer: the time it waited for has come.
+    /// Its timer: the time it waited for may have come (a loop re-checks what is due).
     Due,
-    /// The schedule changed: recompute.
-    Rescheduled,
     /// The session ended (closed, lost) or was dropped: stop.
     Ended,
 }
 
-/// Sleeps on `clock` until `at`, or until the session's schedule changes or it ends.
+/// Sleeps on `clock` until `at`, or until the session ends. A schedule change that moves
+/// `at` earlier re-arms the timer at once; one that moves it later (a release) keeps the
+/// timer armed, which then wakes early and the loop finds nothing due yet. So a steady
+/// acquire+release cycle does not replace the two loops' timers on every grant and release.
 async fn wait_until(
     session: &Weak<SessionState>,
     clock: &dyn Clock,
-    at: impl FnOnce(&SessionState) -> Duration,
+    at: impl Fn(&SessionState) -> Duration,
 ) -> Wake {
-    let (sleep, rescheduled, ended) = {
-        let Some(s) = session.upgrade() else {
-            return Wake::Ended;
+    let mut armed: Option<(Duration, BoxFuture<'static, ()>)> = None;
+    loop {
+        let (sleep, rescheduled, ended) = {
+            let Some(s) = session.upgrade() else {
+                return Wake::Ended;
+            };
+            if !s.is_open() {
+                return Wake::Ended;
+            }
+            // Listen before reading the schedule, so a change made in between is not missed.
+            let rescheduled = s.rescheduled();
+            let target = at(&s);
+            let sleep = match armed.take() {
+                Some((due, sleep)) if due <= target => (due, sleep),
+                _ => (target, clock.sleep(target.saturating_sub(clock.now()))),
+            };
+            (sleep, rescheduled, s.ended())
         };
-        if !s.is_open() {
-            return Wake::Ended;
+        let (due, sleep) = sleep;
+        let changed = select(Box::pin(rescheduled), Box::pin(ended));
+        match select(sleep, changed).await {
+            Either::Left(_) => return Wake::Due,
+            Either::Right((Either::Left(_), sleep)) => armed = Some((due, sleep)),
+            Either::Right((Either::Right(_), _)) => return Wake::Ended,
         }
-        // Listen before reading the schedule, so a change made in between is not missed.
-        let rescheduled = s.rescheduled();
-        let wait = at(&s).saturating_sub(clock.now());
-        (clock.sleep(wait), rescheduled, s.ended())
-    };
-    let changed = select(Box::pin(rescheduled), Box::pin(ended));
-    match select(sleep, changed).await {
-        Either::Left(_) => Wake::Due,
-        Either::Right((Either::Left(_), _)) => Wake::Rescheduled,
-        Either::Right((Either::Right(_), _)) => Wake::Ended,
     }
 }
 
 /// One L2 whenever [`SessionState::next_heartbeat`] comes.
 async fn heartbeat_loop(session: Weak<SessionState>, clock: Arc<dyn Clock>) {
     loop {
-        match wait_until(&session, &*clock, SessionState::next_heartbeat).await {
-            Wake::Due => {}
-            Wake::Rescheduled => continue,
-            Wake::Ended => return,
+        if let Wake::Ended = wait_until(&session, &*clock, SessionState::next_heartbeat).await {
+            return;
         }
         let Some(s) = session.upgrade() else { return };
         if clock.now() >= s.next_heartbeat() {

@@ -1,18 +1,35 @@
-// Benchmark (not a test): SDK acquire+release latency in Node vs the same two requests made
-// with raw `fetch`, against the same server in the same run. Blocks alternate so drift of a
-// noisy machine hits both sides alike. `node bench.mjs [CYCLES_PER_BLOCK] [BLOCKS]`.
+// Benchmark (not a test): SDK acquire+release latency vs the same two requests made with raw
+// `fetch`, against the same server in the same run. The fair baseline is fetch with a
+// per-request timeout (`AbortSignal.timeout`, as any robust client has; the SDK bounds every
+// request the same way); bare fetch, with no timeout at all, is a third side. Blocks
+// alternate so drift of a noisy machine hits every side alike. Runs under Node, Bun and Deno
+// (`scripts/bench-npm.sh` runs it under each against one server):
+//
+//   node bench.mjs [CYCLES_PER_BLOCK] [BLOCKS]
+//
+// The last line is a JSON summary (runtime, p50s, ratios) for the script's cross-runtime table.
 import { LockClient } from "lock-wasm";
 import { mean, p50, printTable } from "./bench-stats.mjs";
 
-const baseUrl = process.env.LOCK_URL;
-const perBlock = Number(process.argv[2] ?? 200);
-const blocks = Number(process.argv[3] ?? 5);
+const { argv, env } = globalThis.process;
+const baseUrl = env.LOCK_URL;
+const perBlock = Number(argv[2] ?? 200);
+const blocks = Number(argv[3] ?? 5);
+// The SDK's default per-request timeout (`requestTimeoutMs`, 2 s).
+const REQUEST_TIMEOUT_MS = 2000;
 
-async function post(path, body) {
+function runtime() {
+  if (globalThis.Deno) return `deno ${globalThis.Deno.version.deno}`;
+  if (globalThis.Bun) return `bun ${globalThis.Bun.version}`;
+  return `node ${globalThis.process.versions.node}`;
+}
+
+async function post(path, body, timed) {
   const res = await fetch(`${baseUrl}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
+    signal: timed ? AbortSignal.timeout(REQUEST_TIMEOUT_MS) : undefined,
   });
   const text = await res.text();
   if (!res.ok) throw new Error(`${path}: ${res.status} ${text}`);
@@ -20,17 +37,19 @@ async function post(path, body) {
 }
 
 const session = await new LockClient({ baseUrl }).openSession({ ttlMs: 60_000 });
-const raw = await post("/v1/sessions", { ttlMillis: 60_000 });
+const raw = await post("/v1/sessions", { ttlMillis: 60_000 }, true);
 
 async function sdkCycle(key) {
   const handle = await session.acquire(key, { ttlMs: 5000 });
   await session.release(handle);
 }
 
-async function rawCycle(key) {
-  const path = `/v1/locks/${encodeURIComponent(key)}`;
-  const grant = await post(`${path}/acquire`, { sessionId: raw.sessionId, ttlMillis: 5000 });
-  await post(`${path}/release`, { fencingToken: grant.fencingToken, sessionId: raw.sessionId });
+function rawCycle(timed) {
+  return async (key) => {
+    const path = `/v1/locks/${encodeURIComponent(key)}`;
+    const grant = await post(`${path}/acquire`, { sessionId: raw.sessionId, ttlMillis: 5000 }, timed);
+    await post(`${path}/release`, { fencingToken: grant.fencingToken, sessionId: raw.sessionId }, timed);
+  };
 }
 
 async function block(cycle, key, samples) {
@@ -41,20 +60,31 @@ async function block(cycle, key, samples) {
   }
 }
 
-const sdk = [];
-const plain = [];
+const sides = [
+  { name: "lock-wasm SDK (acquire+release)", cycle: sdkCycle, key: "sdk", samples: [] },
+  { name: "fetch + AbortSignal.timeout (L4 + L6 POSTs)", cycle: rawCycle(true), key: "timed", samples: [] },
+  { name: "bare fetch, no timeout (L4 + L6 POSTs)", cycle: rawCycle(false), key: "bare", samples: [] },
+];
+const tag = `${runtime().split(" ")[0]}-${globalThis.process.pid}`;
 // Warm-up: JIT, connection pool, SQLite page cache.
-await block(sdkCycle, "bench/warm-sdk", []);
-await block(rawCycle, "bench/warm-raw", []);
+for (const side of sides) await block(side.cycle, `bench/${tag}/warm-${side.key}`, []);
 for (let b = 0; b < blocks; b += 1) {
-  await block(sdkCycle, "bench/sdk", sdk);
-  await block(rawCycle, "bench/raw", plain);
+  for (const side of sides) await block(side.cycle, `bench/${tag}/${side.key}`, side.samples);
 }
 await session.close();
 await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
 
-printTable([
-  ["lock-wasm SDK (acquire+release)", sdk],
-  ["raw fetch (L4 + L6 POSTs)", plain],
-]);
-console.log(`ratio SDK/raw: mean ${(mean(sdk) / mean(plain)).toFixed(3)}x, p50 ${(p50(sdk) / p50(plain)).toFixed(3)}x`);
+const [sdk, timed, bare] = sides.map((side) => side.samples);
+printTable(sides.map((side) => [side.name, side.samples]));
+const ratio = (a, b, f) => f(a) / f(b);
+console.log(
+  `ratio SDK/(fetch+timeout): mean ${ratio(sdk, timed, mean).toFixed(3)}x, p50 ${ratio(sdk, timed, p50).toFixed(3)}x; ` +
+    `SDK/bare fetch: mean ${ratio(sdk, bare, mean).toFixed(3)}x, p50 ${ratio(sdk, bare, p50).toFixed(3)}x`,
+);
+console.log(
+  JSON.stringify({
+    runtime: runtime(),
+    p50: { sdk: p50(sdk), timed: p50(timed), bare: p50(bare) },
+    ratioP50: { timed: ratio(sdk, timed, p50), bare: ratio(sdk, bare, p50) },
+  }),
+);

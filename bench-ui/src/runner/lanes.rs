@@ -16,13 +16,10 @@ use std::time::Duration;
 
 use futures::channel::oneshot;
 use futures::future::{select, Either};
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
 use lock_wasm::clock::Clock;
 use lock_wasm::error::TransportError;
-use lock_wasm::transport::Transport;
+use lock_wasm::spawn::MaybeSend;
+use lock_wasm::transport::{Answer, Intercept, Outgoing, Route};
 
 /// Waiting L4 calls in flight at once (ASSUMPTION: the browser's 6 connections per server,
 /// minus 2 for releases, heartbeats, ledger writes and L7 reads).
@@ -55,18 +52,16 @@ impl Drop for Lane {
     }
 }
 
-/// The wrapping transport.
+/// The lanes, in front of the page's transport (an [`Intercept`]).
 pub struct WaitLanes {
-    inner: Arc<dyn Transport>,
     clock: Arc<dyn Clock>,
     lanes: Arc<Mutex<Lanes>>,
 }
 
 impl WaitLanes {
-    /// Wraps `inner`; `clock` measures and bounds the time spent waiting for a lane.
-    pub fn new(inner: Arc<dyn Transport>, clock: Arc<dyn Clock>, lanes: usize) -> Self {
+    /// `lanes` lanes; `clock` measures and bounds the time spent waiting for one.
+    pub fn new(clock: Arc<dyn Clock>, lanes: usize) -> Self {
         WaitLanes {
-            inner,
             clock,
             lanes: Arc::new(Mutex::new(Lanes {
                 free: lanes,
@@ -98,69 +93,17 @@ fn lock(lanes: &Mutex<Lanes>) -> std::sync::MutexGuard<'_, Lanes> {
     lanes.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl Transport for WaitLanes {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.inner.open_session(request, timeout).await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.inner.heartbeat(session_id, timeout).await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.close_session(session_id, timeout).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        if request.wait_millis.unwrap_or(0) == 0 {
-            return self.inner.acquire(key, request, timeout).await;
+impl Intercept for WaitLanes {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+        if call.route != Route::Acquire || call.wait_millis == 0 {
+            return call.send().await;
         }
         let asked = self.clock.now();
-        let Some(_lane) = self.lane(timeout).await else {
-            return Err(TransportError::Timeout(timeout));
+        let Some(_lane) = self.lane(call.timeout).await else {
+            return Err(TransportError::Timeout(call.timeout));
         };
-        let left = timeout.saturating_sub(self.clock.now() - asked);
-        self.inner.acquire(key, request, left).await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.inner.session_status(session_id, timeout).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.inner.release(key, request, timeout).await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.inner.read_lock(key, timeout).await
+        let left = call.timeout.saturating_sub(self.clock.now() - asked);
+        call.send_within(left).await
     }
 }
 
@@ -169,65 +112,29 @@ mod tests {
     use super::*;
     use futures::executor::LocalPool;
     use futures::task::LocalSpawnExt;
+    use lock_api::AcquireRequest;
+    use lock_wasm::transport::{Intercepted, Transport};
     use lock_wasm::{ManualClock, ScriptedTransport};
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    /// L4s that stay in flight until the test lets them answer; records who got in.
-    #[derive(Default)]
+    /// Holds every L4 in flight until the test lets it answer; records who got in.
+    #[derive(Clone, Default)]
     struct Gate {
-        entered: Mutex<Vec<String>>,
-        open: Mutex<Vec<oneshot::Sender<()>>>,
+        entered: Arc<Mutex<Vec<String>>>,
+        open: Arc<Mutex<Vec<oneshot::Sender<()>>>>,
     }
 
-    #[async_trait::async_trait]
-    impl Transport for Gate {
-        async fn open_session(
-            &self,
-            _: &OpenSessionRequest,
-            _: Duration,
-        ) -> Result<SessionOpened, TransportError> {
-            unreachable!()
-        }
-        async fn heartbeat(
-            &self,
-            _: &str,
-            _: Duration,
-        ) -> Result<HeartbeatResponse, TransportError> {
-            unreachable!()
-        }
-        async fn close_session(&self, _: &str, _: Duration) -> Result<(), TransportError> {
-            unreachable!()
-        }
-        async fn acquire(
-            &self,
-            key: &str,
-            request: &AcquireRequest,
-            _: Duration,
-        ) -> Result<LockGrant, TransportError> {
-            self.entered.lock().unwrap().push(key.to_string());
+    impl Intercept for Gate {
+        async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+            self.entered
+                .lock()
+                .unwrap()
+                .push(call.key.unwrap().to_owned());
             let (tx, rx) = oneshot::channel();
             self.open.lock().unwrap().push(tx);
             let _ = rx.await;
-            Ok(ScriptedTransport::grant(key, &request.session_id, 1, 1_000))
-        }
-        async fn session_status(
-            &self,
-            _: &str,
-            _: Duration,
-        ) -> Result<SessionStatus, TransportError> {
-            unreachable!()
-        }
-        async fn release(
-            &self,
-            _: &str,
-            _: &ReleaseRequest,
-            _: Duration,
-        ) -> Result<(), TransportError> {
-            unreachable!()
-        }
-        async fn read_lock(&self, _: &str, _: Duration) -> Result<LockState, TransportError> {
-            unreachable!()
+            call.send().await
         }
     }
 
@@ -241,9 +148,16 @@ mod tests {
 
     #[test]
     fn waiting_calls_take_lanes_in_order_and_others_pass() {
-        let gate = Arc::new(Gate::default());
+        let gate = Gate::default();
+        let scripted = ScriptedTransport::new();
+        for _ in 0..5 {
+            scripted.push_acquire(Ok(ScriptedTransport::grant("k", "s", 1, 1_000)));
+        }
+        let gated: Arc<dyn Transport> =
+            Arc::new(Intercepted::new(Arc::new(scripted), gate.clone()));
         let clock = ManualClock::new();
-        let lanes = Rc::new(WaitLanes::new(gate.clone(), Arc::new(clock.clone()), 2));
+        let lanes = WaitLanes::new(Arc::new(clock.clone()), 2);
+        let lanes = Rc::new(Intercepted::new(gated, lanes));
         let answered = Rc::new(RefCell::new(Vec::new()));
         let mut pool = LocalPool::new();
         let send = |key: &'static str, wait: u64, timeout: u64| {

@@ -16,7 +16,7 @@ use crate::extract::{JsonBody, KeyParam};
 use crate::metrics::Outcome;
 use crate::state::AppState;
 use crate::store::lease::now_millis;
-use crate::store::{Acquired, Queueing};
+use crate::store::{AcquireCall, Acquired, Queueing};
 
 /// L4 `POST /v1/locks/{key}/acquire`.
 pub async fn acquire(
@@ -69,9 +69,16 @@ async fn acquire_validated(
         grace: state.queue_grace_ms,
         cap: state.max_waiters_per_key,
     });
+    let call = AcquireCall {
+        key: &key,
+        session_id: &req.session_id,
+        client: caller.client(),
+        ttl_millis: ttl,
+        queue,
+    };
     let mut shutdown = state.shutdown.clone();
     let acquired = tokio::select! {
-        acquired = state.store.acquire(&key, &req.session_id, caller.client(), ttl, queue) => acquired?,
+        acquired = state.store.acquire(call) => acquired?,
         // Only a queued request can still be running when the server stops.
         _ = shutdown.wait_for(|stopping| *stopping), if queue.is_some() => {
             return Err(shutting_down());

@@ -96,6 +96,22 @@ pub struct StoreCounts {
     pub locks: u64,
 }
 
+/// An L4 as the store sees it: the key, the session asking (checked to belong to `client`
+/// when auth is on), the lock's TTL, and how it may queue.
+#[derive(Debug, Clone, Copy)]
+pub struct AcquireCall<'a> {
+    /// The key (validated).
+    pub key: &'a str,
+    /// The session asking.
+    pub session_id: &'a str,
+    /// The authenticated client, if auth is on.
+    pub client: Option<&'a str>,
+    /// The lock's TTL.
+    pub ttl_millis: u64,
+    /// `Some` when the request may wait in the key's queue.
+    pub queue: Option<Queueing>,
+}
+
 /// A lock backend. Implementations: `sqlite::SqliteStore` (embedded default) and
 /// `etcd::EtcdStore` (scale-out).
 ///
@@ -140,14 +156,7 @@ pub trait Store: Send + Sync + 'static {
     /// ticket and wait until a hand-off grants the lock to it or `queue.open_until` passes
     /// (see [`queue`] for the rules). Dropping the future ends the request's part in the
     /// ticket as if its wait had ended then.
-    async fn acquire(
-        &self,
-        key: &str,
-        session_id: &str,
-        client: Option<&str>,
-        ttl_millis: u64,
-        queue: Option<Queueing>,
-    ) -> Result<Acquired, StoreError>;
+    async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError>;
 
     /// The public holder id of `session_id` (see [`holder_id`]), for log lines. Any string
     /// has one; it says nothing about whether the session exists.

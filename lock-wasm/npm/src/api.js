@@ -159,26 +159,40 @@ function splitSignal(opts, field) {
 class LockHandle {
   #raw;
   #session;
-  #lost = new AbortController();
+  // The handle's AbortController, made when `signal` is first read: most handles are
+  // released without anyone reading it, and an unread signal need not follow the loss.
+  #lost;
+  // The raw handle's `lost()` promise (the reason, the moment the lock is lost or released),
+  // asked for once, by the signal or the tracing.
+  #reported;
   constructor(raw, session) {
     this.#raw = raw;
     this.#session = session;
     Object.defineProperty(this, "key", { value: raw.key, enumerable: true });
     Object.defineProperty(this, "fencingToken", { value: raw.fencingToken, enumerable: true });
-    // The Rust side reports the loss (at the deadline by a timer, or when a heartbeat, the
-    // session or the owner ends the handle); the signal follows in the same turn. A handle
-    // reported lost already (a grant that arrived after its deadline) starts aborted.
-    const abort = (reason) => {
-      const err = lockError(ErrorCode.LOCK_LOST, `lock ${JSON.stringify(raw.key)} lost: ${reason}`);
-      err.reason = reason;
-      this.#lost.abort(err);
-    };
-    if (raw.lostReason !== undefined) abort(raw.lostReason);
-    else raw.lost().then(abort);
   }
   /** Aborts (reason: a LockLostError with `reason`) the moment the lock is lost or released. */
   get signal() {
+    if (this.#lost === undefined) {
+      const lost = (this.#lost = new AbortController());
+      const raw = this.#raw;
+      // The Rust side reports the loss (at the deadline by a timer, or when a heartbeat, the
+      // session or the owner ends the handle); the signal follows in the same turn. A handle
+      // reported lost already (a grant that arrived after its deadline, or released before
+      // the first read) starts aborted.
+      const abort = (reason) => {
+        const err = lockError(ErrorCode.LOCK_LOST, `lock ${JSON.stringify(raw.key)} lost: ${reason}`);
+        err.reason = reason;
+        lost.abort(err);
+      };
+      if (raw.lostReason !== undefined) abort(raw.lostReason);
+      else this.#whenLost().then(abort);
+    }
     return this.#lost.signal;
+  }
+  #whenLost() {
+    this.#reported ??= this.#raw.lostReason !== undefined ? Promise.resolve(this.#raw.lostReason) : this.#raw.lost();
+    return this.#reported;
   }
   /** Why the lock was lost (`deadlinePassed`, `notInHeartbeat`, ...), until then `undefined`. */
   get lostReason() {
@@ -204,6 +218,10 @@ class LockHandle {
   static raw(handle) {
     return handle.#raw;
   }
+  /** @internal Resolves with the reason the moment the lock is lost or released. */
+  static whenLost(handle) {
+    return handle.#whenLost();
+  }
 }
 
 /** A session: the lease that keeps every lock it holds alive through heartbeats. */
@@ -218,10 +236,20 @@ class Session {
     this.#raw = raw;
     this.#trace = trace;
     if (clientListener) this.#listeners.add(clientListener);
-    raw.setListener((event) => {
-      trace?.event(event);
-      this.#dispatch(event);
-    });
+    this.#listen();
+  }
+  // The Rust side builds an event object only while a listener is set: set one only while
+  // someone listens (a listener added with `onEvent`, the client's, or the tracing).
+  #listen() {
+    const wanted = this.#listeners.size > 0 || this.#trace !== undefined;
+    this.#raw.setListener(
+      wanted
+        ? (event) => {
+            this.#trace?.event(event);
+            this.#dispatch(event);
+          }
+        : undefined,
+    );
   }
   /** The server's session id: the session's credential; never log or show it. */
   get id() {
@@ -254,8 +282,14 @@ class Session {
   /** Adds an event listener; returns a function that removes it. */
   onEvent(listener) {
     if (typeof listener !== "function") throw invalid("listener", "must be a function");
+    const first = this.#listeners.size === 0;
     this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    if (first) this.#listen();
+    return () => {
+      const removed = this.#listeners.delete(listener);
+      if (removed && this.#listeners.size === 0) this.#listen();
+      return removed;
+    };
   }
   // Each acquire that resolves a handle is one hold; release gives one back. At depth zero
   // the entry goes, so a later grant of the same key (new token) gets a new LockHandle.
@@ -265,7 +299,7 @@ class Session {
     if (!entry) {
       entry = { handle: new LockHandle(raw, this), depth: 0 };
       this.#handles.set(id, entry);
-      trace?.hold(entry.handle);
+      trace?.hold(entry.handle, LockHandle.whenLost(entry.handle));
     } else {
       raw.free(); // a second wasm object for the same grant: the first one stays in use
     }

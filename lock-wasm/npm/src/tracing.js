@@ -140,8 +140,13 @@ class AcquireTrace {
     this.#attempts += 1;
     return this.span;
   }
-  /** The acquire made a new grant: its `lock.hold` span starts, a child of this one. */
-  hold(handle) {
+  /**
+   * The acquire made a new grant: its `lock.hold` span starts, a child of this one, and ends
+   * when `lost` (the handle's loss, or its release) resolves with the reason. Through that
+   * promise rather than the handle's signal, so tracing makes no AbortController and no
+   * LockLostError per hold.
+   */
+  hold(handle, lost) {
     this.#held = true;
     const { api, tracer } = this.#tracing;
     const span = tracer.startSpan(
@@ -150,9 +155,7 @@ class AcquireTrace {
       this.#context,
     );
     this.#holds.set(handle.key, span);
-    const end = () => {
-      // The signal's reason says why (a released handle's wasm object may be gone).
-      const reason = handle.signal.reason?.reason ?? "released";
+    lost.then((reason) => {
       span.setAttribute("lock.hold.end_reason", reason);
       if (!BY_OWNER.has(reason)) {
         span.addEvent("lock.lost", { "lock.lost.reason": reason });
@@ -160,9 +163,7 @@ class AcquireTrace {
       }
       span.end();
       if (this.#holds.get(handle.key) === span) this.#holds.delete(handle.key);
-    };
-    if (handle.signal.aborted) end();
-    else handle.signal.addEventListener("abort", end, { once: true });
+    });
   }
   /** Resolved: a handle (new grant or nested hold) or `undefined` (not granted). */
   done(handle) {

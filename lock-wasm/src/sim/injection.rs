@@ -1,6 +1,6 @@
 //! Injected infrastructure faults (the 10,000-seed run of docs/RELIABILITY.md, `sim-faults`
 //! in lock-chaos):
-//! [`FaultyTransport`] sits in front of the lossy [`SimTransport`] and adds
+//! [`FaultInjector`] sits in front of the lossy [`SimTransport`] and adds
 //! - **503 bursts**: windows of simulated time in which every write (L1–L6) answers 503
 //!   NOT_LEADER without reaching the server (a leaderless cluster);
 //! - **dropped answers**: the server applies the request, the answer never arrives (the
@@ -14,18 +14,18 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, LockState,
-    OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
-};
+use lock_api::{ErrorBody, ErrorCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
-use crate::transport::Transport;
+use crate::spawn::MaybeSend;
+use crate::transport::{Answer, Intercept, Outgoing};
 
-use super::service::{LostSessions, SimTransport};
+use super::service::LostSessions;
+#[cfg(doc)]
+use super::service::SimTransport;
 
 /// Which infrastructure faults a run injects besides its seed's lossy network and
 /// occasional pauses.
@@ -34,7 +34,7 @@ pub enum Injection {
     /// The base simulation: no injected faults.
     #[default]
     None,
-    /// The fault run (`sim-faults`): a [`FaultPlan`] drawn per seed via a [`FaultyTransport`],
+    /// The fault run (`sim-faults`): a [`FaultPlan`] drawn per seed via a [`FaultInjector`],
     /// pauses twice as likely, more clients and rounds, and a seed stream of its own so it
     /// covers other runs than the base simulation.
     Chaos,
@@ -93,10 +93,9 @@ impl std::ops::AddAssign for FaultCounts {
     }
 }
 
-/// A [`Transport`] that injects the faults of a [`FaultPlan`] in front of a [`SimTransport`].
+/// Injects the faults of a [`FaultPlan`] in front of a [`SimTransport`] (an [`Intercept`]).
 #[derive(Clone)]
-pub struct FaultyTransport {
-    inner: SimTransport,
+pub struct FaultInjector {
     clock: ManualClock,
     plan: Arc<FaultPlan>,
     rng: Arc<Mutex<StdRng>>,
@@ -109,11 +108,10 @@ enum Decision {
     Pass { delay: Option<Duration>, drop: bool },
 }
 
-impl FaultyTransport {
+impl FaultInjector {
     /// Faults from `plan`, randomness from `seed`.
-    pub fn new(inner: SimTransport, clock: ManualClock, plan: FaultPlan, seed: u64) -> Self {
-        FaultyTransport {
-            inner,
+    pub fn new(clock: ManualClock, plan: FaultPlan, seed: u64) -> Self {
+        FaultInjector {
             clock,
             plan: Arc::new(plan),
             rng: Arc::new(Mutex::new(StdRng::seed_from_u64(seed))),
@@ -132,10 +130,6 @@ impl FaultyTransport {
     /// Calls sent after their session was declared lost.
     pub fn violations(&self) -> Vec<String> {
         self.lost.violations()
-    }
-
-    fn check_session(&self, what: &str, session_id: &str) {
-        self.lost.check(what, session_id, self.clock.now());
     }
 
     /// Faults injected so far (pauses are counted by the run, not here).
@@ -165,14 +159,16 @@ impl FaultyTransport {
         counts.dropped += usize::from(drop);
         Decision::Pass { delay, drop }
     }
+}
 
-    /// Runs `call` under the faults; writes are subject to bursts.
-    async fn faulty<T>(
-        &self,
-        write: bool,
-        call: impl std::future::Future<Output = Result<T, TransportError>>,
-    ) -> Result<T, TransportError> {
-        match self.decide(write) {
+impl Intercept for FaultInjector {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+        if let Some(id) = call.session_id {
+            self.lost.check(call.route.label(), id, self.clock.now());
+        }
+        // Writes are subject to the bursts.
+        let decision = self.decide(call.route.writes());
+        match decision {
             Decision::NotLeader => {
                 self.clock.sleep(Duration::from_millis(2)).await;
                 Err(TransportError::Status {
@@ -184,7 +180,7 @@ impl FaultyTransport {
                 if let Some(d) = delay {
                     self.clock.sleep(d).await;
                 }
-                let answer = call.await;
+                let answer = call.send().await;
                 if drop {
                     // Applied by the server; the answer is lost. The client's timeout fires.
                     std::future::pending::<()>().await;
@@ -192,76 +188,5 @@ impl FaultyTransport {
                 answer
             }
         }
-    }
-}
-
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl Transport for FaultyTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.faulty(true, self.inner.open_session(request, timeout))
-            .await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.check_session("L2", session_id);
-        self.faulty(true, self.inner.heartbeat(session_id, timeout))
-            .await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.check_session("L3", session_id);
-        self.faulty(true, self.inner.close_session(session_id, timeout))
-            .await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.check_session("L4", &request.session_id);
-        self.faulty(true, self.inner.acquire(key, request, timeout))
-            .await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.check_session("L5", session_id);
-        self.faulty(false, self.inner.session_status(session_id, timeout))
-            .await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        if let Some(id) = &request.session_id {
-            self.check_session("L6", id);
-        }
-        self.faulty(true, self.inner.release(key, request, timeout))
-            .await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.faulty(false, self.inner.read_lock(key, timeout)).await
     }
 }

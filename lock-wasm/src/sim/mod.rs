@@ -57,10 +57,10 @@ use crate::policy::{AcquirePolicy, PolicySettings};
 use crate::renewal::{self, RENEWAL_RESERVE};
 use crate::session::{LockClient, LockClientSession};
 use crate::spawn::Spawner;
-use crate::transport::Transport;
+use crate::transport::{Intercepted, Transport};
 
 pub use executor::{run, run_with, SimExecutor};
-pub use injection::{FaultCounts, FaultPlan, FaultyTransport, Injection};
+pub use injection::{FaultCounts, FaultInjector, FaultPlan, Injection};
 pub use service::{Faults, Lapse, LostSessions, Network, SimService, SimTransport};
 pub use watch::HeartbeatWatch;
 
@@ -291,16 +291,21 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
     let exec = SimExecutor::new(clock.clone());
     let service = SimService::new(clock.clone(), faults);
     let network = SimTransport::new(service.clone(), scenario.network, rng.random());
-    let faulty =
-        plan.map(|plan| FaultyTransport::new(network.clone(), clock.clone(), plan, rng.random()));
+    let faulty = plan.map(|plan| FaultInjector::new(clock.clone(), plan, rng.random()));
     // With injected delays, "no call after a lost session" must be checked at send time, in
-    // front of the delays: by the faulty transport rather than the network.
+    // front of the delays: by the fault injector rather than the network.
     let (transport, lost): (Arc<dyn Transport>, _) = match &faulty {
-        Some(f) => (Arc::new(f.clone()), f.lost_sessions()),
+        Some(f) => {
+            let network: Arc<dyn Transport> = Arc::new(network.clone());
+            (
+                Arc::new(Intercepted::new(network, f.clone())),
+                f.lost_sessions(),
+            )
+        }
         None => (Arc::new(network.clone()), network.lost_sessions()),
     };
-    let watch = HeartbeatWatch::new(transport, clock.clone());
-    let transport: Arc<dyn Transport> = Arc::new(watch.clone());
+    let watch = HeartbeatWatch::new(clock.clone());
+    let transport: Arc<dyn Transport> = Arc::new(Intercepted::new(transport, watch.clone()));
     let world = Arc::new(World::default());
     // The server's own invariant first: a run stopped by it leaves the post-run checks of
     // the clients' reports (invariant 5) with handles nobody got to report.
@@ -308,7 +313,7 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
         let mut all = service.out_of_order();
         all.extend(world.violations.lock().unwrap().iter().cloned());
         all.extend(network.violations());
-        all.extend(faulty.iter().flat_map(FaultyTransport::violations));
+        all.extend(faulty.iter().flat_map(FaultInjector::violations));
         all
     };
 
@@ -365,7 +370,7 @@ pub fn run_seed_with(seed: u64, faults: Faults, injection: Injection) -> Result<
     }
     let mut injected = faulty
         .as_ref()
-        .map(FaultyTransport::counts)
+        .map(FaultInjector::counts)
         .unwrap_or_default();
     injected.pauses = pauses;
     let sessions_lost = *world.sessions_lost.lock().unwrap();

@@ -1,7 +1,8 @@
 //! The request seam: one method per HTTP call of contract C3 (L1–L7). Implementations:
 //! `native::HttpTransport` (reqwest), the wasm fetch transport, and, with feature
 //! `test-util`, the scripted transport for unit tests (`ScriptedTransport`) and the simulated
-//! lock service of `sim`.
+//! lock service of `sim`. What sits in front of a transport (fault injection, a test kit's
+//! partitions, the dashboard's wait lanes) is an [`Intercept`] inside [`Intercepted`].
 //!
 //! Keys are passed decoded; an HTTP implementation percent-encodes them with
 //! [`lock_api::limits::encode_key`]. Every call carries the timeout the caller budgeted for
@@ -107,6 +108,9 @@ pub trait Transport: MaybeSend + MaybeSync {
     /// L7 `GET /v1/locks/{key}` → 200 (advisory).
     async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError>;
 }
+
+mod intercept;
+pub use intercept::{Answer, Intercept, Intercepted, Outgoing, Route};
 
 #[cfg(any(test, feature = "test-util"))]
 mod scripted;

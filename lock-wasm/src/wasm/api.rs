@@ -62,7 +62,7 @@ impl Runtime {
         Runtime {
             transport: Arc::new(fetch.clone()),
             clock: Arc::new(JsClock),
-            rng: Arc::new(CryptoRngSource),
+            rng: Arc::new(CryptoRngSource::default()),
             epoch_origin: None,
             fetch: Some(fetch),
         }

@@ -1,19 +1,18 @@
 //! One HTTP exchange over the platform `fetch`, with a per-request timeout.
 //!
 //! `fetch` is bound on the global object, so the same code runs in browsers, Node ≥ 18 and
-//! Deno. Each request gets its own `AbortController`: the timeout aborts it, and so does
-//! dropping the future (an acquire cancelled by its AbortSignal must not leave a request
-//! running whose answer nobody reads).
+//! Deno. Each request gets its own `AbortController`: the timeout aborts it (a platform
+//! timer calling `abort` directly), and so does dropping the future (an acquire cancelled by
+//! its AbortSignal must not leave a request running whose answer nobody reads).
 
 use std::time::Duration;
 
-use futures::future::{select, Either};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, RequestInit, Response};
 
-use super::timer::{Sleep, TimerKind};
+use super::timer::{clear_timeout, set_timeout, timeout_millis};
 
 #[wasm_bindgen]
 extern "C" {
@@ -37,13 +36,41 @@ pub enum FetchError {
     Network(String),
 }
 
-/// Aborts the request unless disarmed: covers both the timeout and a dropped future.
-struct AbortOnDrop(Option<AbortController>);
+/// The request's `AbortController` and its timeout: a platform timer that calls the
+/// controller's `abort` itself (no wasm callback per request). Dropping it before the
+/// exchange finished (the caller gave up, or the core's own race timed out) aborts the
+/// request too, so a stalled server never keeps a socket.
+struct Cancel {
+    controller: AbortController,
+    timer: JsValue,
+    done: bool,
+}
 
-impl Drop for AbortOnDrop {
+impl Cancel {
+    fn new(timeout: Duration) -> Result<Cancel, FetchError> {
+        let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
+        let abort: js_sys::Function = js_sys::Reflect::get(&controller, &"abort".into())
+            .map_err(|e| FetchError::Network(describe(&e)))?
+            .unchecked_into();
+        let timer = set_timeout(&abort.bind0(&controller), timeout_millis(timeout));
+        Ok(Cancel {
+            controller,
+            timer,
+            done: false,
+        })
+    }
+
+    /// Whether the timeout aborted the request.
+    fn timed_out(&self) -> bool {
+        self.controller.signal().aborted()
+    }
+}
+
+impl Drop for Cancel {
     fn drop(&mut self) {
-        if let Some(controller) = self.0.take() {
-            controller.abort();
+        clear_timeout(&self.timer);
+        if !self.done {
+            self.controller.abort();
         }
     }
 }
@@ -59,10 +86,8 @@ pub async fn exchange(
     extra_headers: Option<&js_sys::Object>,
     timeout: Duration,
 ) -> Result<Reply, FetchError> {
-    let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
     let init = RequestInit::new();
     init.set_method(method);
-    init.set_signal(Some(&controller.signal()));
     let headers = js_sys::Object::new();
     if let Some(extra) = extra_headers {
         js_sys::Object::assign(&headers, extra);
@@ -79,20 +104,17 @@ pub async fn exchange(
         init.set_body(&JsValue::from_str(body));
     }
     init.set_headers(&headers);
-    let mut guard = AbortOnDrop(Some(controller));
-    let request = Box::pin(send(url, init));
     // A foreground timer even for a heartbeat's request: it lives only while the request is
     // in flight, which keeps Node alive by itself anyway, and is cleared when the exchange
     // ends. The heartbeat's own timeout of the same call is on its background clock.
-    let timeout_timer = Sleep::new(timeout, TimerKind::Foreground);
-    match select(request, Box::pin(timeout_timer)).await {
-        Either::Left((reply, _)) => {
-            // Finished: nothing left to abort.
-            guard.0 = None;
-            reply
-        }
-        // The guard aborts the request as it goes out of scope.
-        Either::Right(((), _)) => Err(FetchError::Timeout),
+    let mut cancel = Cancel::new(timeout)?;
+    init.set_signal(Some(&cancel.controller.signal()));
+    let reply = send(url, init).await;
+    // Finished either way: nothing left to abort.
+    cancel.done = true;
+    match reply {
+        Err(_) if cancel.timed_out() => Err(FetchError::Timeout),
+        reply => reply,
     }
 }
 

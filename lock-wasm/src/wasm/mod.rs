@@ -10,14 +10,13 @@
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
 //!   hand (no serde in the module: its error text links the float formatter).
 //! - [`spawn`]: [`LocalSpawner`], the `Spawner` seam over `spawn_local`.
-//! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s seeded by getrandom (`wasm_js`).
+//! - [`rng`]: [`CryptoRngSource`], per-call `SmallRng`s from a master seeded by getrandom (`wasm_js`).
 //! - [`abort`]: a JS `AbortSignal` as a future, for cancelling an acquire.
 //! - [`events`]: [`JsEvents`], the `EventSink` seam delivering events to a JS listener.
 //! - `options` (feature `wasm`): JS option objects → SDK settings, VALIDATION_FAILED naming
 //!   the field.
 //! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
 //! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
-//! - `allocator` (feature `wasm`): the npm module's small global allocator.
 //! - `testkit` (feature `testkit`): `RawKit`, the in-process lock service on a manual clock
 //!   behind the npm package's `lock-wasm/testing` entry (a wasm module of its own).
 //!
@@ -25,8 +24,6 @@
 //! `Rc`/`RefCell`; JS values are `!Send`, which the core's `MaybeSend` seams allow.
 
 pub mod abort;
-#[cfg(feature = "wasm")]
-mod allocator;
 #[cfg(feature = "wasm")]
 pub mod api;
 pub mod clock;

@@ -21,17 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
 use wasm_bindgen::prelude::*;
 
 use crate::backoff::SeededRngSource;
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::sim::{Faults, Network, SimService, SimTransport};
-use crate::transport::Transport;
+use crate::spawn::MaybeSend;
+use crate::transport::{Answer, Intercept, Intercepted, Outgoing, Transport};
 
 use super::api::{RawClient, Runtime};
 use super::js_error::to_js;
@@ -45,7 +42,11 @@ type Partitioned = Rc<RefCell<BTreeSet<String>>>;
 pub struct RawKit {
     clock: ManualClock,
     service: SimService,
-    transport: Arc<KitTransport>,
+    /// The service as the clients reach it (no delay, no loss), for the holder read.
+    network: SimTransport,
+    partitions: Partitions,
+    /// `network` behind `partitions`: what the clients talk to.
+    transport: Arc<dyn Transport>,
     rng: Arc<SeededRngSource>,
 }
 
@@ -61,11 +62,15 @@ impl RawKit {
             delay_millis: (0, 0),
             loss: 0.0,
         };
+        let network = SimTransport::new(service.clone(), direct, seed as u64);
+        let partitions = Partitions::default();
         RawKit {
-            transport: Arc::new(KitTransport {
-                service: SimTransport::new(service.clone(), direct, seed as u64),
-                partitioned: Partitioned::default(),
-            }),
+            transport: Arc::new(Intercepted::new(
+                Arc::new(network.clone()),
+                partitions.clone(),
+            )),
+            network,
+            partitions,
             rng: Arc::new(SeededRngSource::new(seed as u64)),
             clock,
             service,
@@ -118,8 +123,7 @@ impl RawKit {
     /// remainingMs }` (`owner` only when the session has one), or `null`.
     pub fn holder(&self, key: &str) -> JsValue {
         let state = self
-            .transport
-            .service
+            .network
             .read_lock(key, Duration::ZERO)
             .now_or_never()
             .and_then(Result::ok);
@@ -152,7 +156,7 @@ impl RawKit {
 
     /// Cuts (`true`) or restores the network path of session `session_id`.
     pub fn partition(&self, session_id: String, cut: bool) {
-        let mut partitioned = self.transport.partitioned.borrow_mut();
+        let mut partitioned = self.partitions.0.borrow_mut();
         if cut {
             partitioned.insert(session_id);
         } else {
@@ -165,85 +169,21 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The kit's clients' transport: straight to the service, except for partitioned sessions,
-/// whose requests fail at once with a network error (as a refused connection does).
-struct KitTransport {
-    service: SimTransport,
-    partitioned: Partitioned,
-}
+/// In front of the kit's service: sessions in the set are partitioned, their requests fail
+/// at once with a network error (as a refused connection does); the rest pass straight on.
+#[derive(Clone, Default)]
+struct Partitions(Partitioned);
 
-impl KitTransport {
-    fn reach(&self, session_id: &str) -> Result<(), TransportError> {
-        if self.partitioned.borrow().contains(session_id) {
-            Err(TransportError::Network(
+impl Intercept for Partitions {
+    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+        let cut = call
+            .session_id
+            .is_some_and(|id| self.0.borrow().contains(id));
+        if cut {
+            return Err(TransportError::Network(
                 "partitioned by the test kit".to_owned(),
-            ))
-        } else {
-            Ok(())
+            ));
         }
-    }
-}
-
-#[async_trait::async_trait(?Send)]
-impl Transport for KitTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.service.open_session(request, timeout).await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.reach(session_id)?;
-        self.service.heartbeat(session_id, timeout).await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.reach(session_id)?;
-        self.service.close_session(session_id, timeout).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.reach(&request.session_id)?;
-        self.service.acquire(key, request, timeout).await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.reach(session_id)?;
-        self.service.session_status(session_id, timeout).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        if let Some(id) = &request.session_id {
-            self.reach(id)?;
-        }
-        self.service.release(key, request, timeout).await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.service.read_lock(key, timeout).await
+        call.send().await
     }
 }

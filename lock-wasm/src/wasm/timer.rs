@@ -23,9 +23,9 @@ extern "C" {
     // Bound on the global object, so the same import works in browsers, Node and Deno
     // (there is no `window` in Node).
     #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
+    pub(super) fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(id: &JsValue);
+    pub(super) fn clear_timeout(id: &JsValue);
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
@@ -40,6 +40,12 @@ pub fn monotonic_millis() -> f64 {
 #[allow(clippy::disallowed_methods)]
 pub fn epoch_millis() -> f64 {
     js_sys::Date::now()
+}
+
+/// `duration` as `setTimeout`'s delay. setTimeout clamps to about 24.8 days; a longer sleep
+/// just wakes early, which every caller tolerates because it re-reads the clock.
+pub(super) fn timeout_millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1000.0).min(2_147_483_647.0)
 }
 
 /// Whether a pending timer keeps a Node process alive.
@@ -81,13 +87,7 @@ impl Sleep {
                 }
             }
         });
-        // setTimeout clamps to about 24.8 days; a longer sleep just wakes early, which every
-        // caller tolerates because it re-reads the clock.
-        let millis = duration.as_secs_f64() * 1000.0;
-        let id = set_timeout(
-            callback.as_ref().unchecked_ref(),
-            millis.min(2_147_483_647.0),
-        );
+        let id = set_timeout(callback.as_ref().unchecked_ref(), timeout_millis(duration));
         if kind == TimerKind::Background {
             unref(&id);
         }

@@ -18,7 +18,7 @@ use super::session::{LiveSession, Whose};
 use super::{encode, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
 use crate::store::queue::Attempt;
-use crate::store::{session, KeyState, Queueing, StoreError};
+use crate::store::{session, AcquireCall, KeyState, StoreError};
 
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica an uncontended grant is one
@@ -27,14 +27,14 @@ impl EtcdStore {
     /// held or queued for is read first). From that view it renews the
     /// holder's own lock, queues (or answers contended), or hands on a lock that ended
     /// unnoticed, and loops after a lost race.
-    pub(super) async fn attempt(
-        &self,
-        key: &str,
-        session_id: &str,
-        client: Option<&str>,
-        ttl_millis: u64,
-        queue: Option<Queueing>,
-    ) -> Result<Attempt, StoreError> {
+    pub(super) async fn attempt(&self, call: AcquireCall<'_>) -> Result<Attempt, StoreError> {
+        let AcquireCall {
+            key,
+            session_id,
+            client,
+            ttl_millis,
+            queue,
+        } = call;
         if !session::is_id(session_id) {
             return Err(StoreError::SessionNotFound);
         }

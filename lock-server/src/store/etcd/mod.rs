@@ -52,7 +52,7 @@ use self::error::from_etcd;
 use self::keys::Keys;
 use crate::store::holder_id::HolderIds;
 use crate::store::queue::acquire_with;
-use crate::store::{Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
+use crate::store::{AcquireCall, Acquired, KeyState, Store, StoreCounts, StoreError};
 
 /// Default key prefix (`--etcd-prefix`).
 pub const DEFAULT_PREFIX: &str = "/lock-server/";
@@ -332,14 +332,13 @@ impl Store for EtcdStore {
         self.status(session_id, client).await
     }
 
-    async fn acquire(
-        &self,
-        key: &str,
-        session_id: &str,
-        client: Option<&str>,
-        ttl_millis: u64,
-        queue: Option<Queueing>,
-    ) -> Result<Acquired, StoreError> {
+    async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {
+        let AcquireCall {
+            key,
+            session_id,
+            queue,
+            ..
+        } = call;
         let cancel = || {
             if let Some(queue) = queue {
                 self.end_wait(key, session_id, queue.open_until);
@@ -357,7 +356,7 @@ impl Store for EtcdStore {
         acquire_with(
             queue,
             cancel,
-            |queue| self.attempt(key, session_id, client, ttl_millis, queue),
+            |queue| self.attempt(AcquireCall { queue, ..call }),
             |bound, seen| self.wait_for_hand_off(key, session_id, seen, bound.min(recheck)),
         )
         .await

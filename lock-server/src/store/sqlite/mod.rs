@@ -38,7 +38,7 @@ use self::writer::Writer;
 use super::holder_id::HolderIds;
 use super::lease::now_millis;
 use super::wakeup::KeyWakeups;
-use super::{queue, session, Acquired, KeyState, Queueing, Store, StoreCounts, StoreError};
+use super::{queue, session, AcquireCall, Acquired, KeyState, Store, StoreCounts, StoreError};
 
 pub use self::db::DB_FILE;
 pub use self::recovery::StartState;
@@ -165,19 +165,13 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn acquire(
-        &self,
-        key: &str,
-        session_id: &str,
-        client: Option<&str>,
-        ttl_millis: u64,
-        queue: Option<Queueing>,
-    ) -> Result<Acquired, StoreError> {
+    async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {
+        let (key, session_id) = (call.key, call.session_id);
         // Registered for the whole request: a hand-off between an attempt and the wait
         // leaves a permit, so it is not missed.
         let registration = self.wakeups.register(key, session_id);
         let cancel = || {
-            if let Some(queue) = queue {
+            if let Some(queue) = call.queue {
                 let (key, id) = (key.to_string(), session_id.to_string());
                 self.writer
                     .submit(move |db| locks::end_wait(db, &key, &id, queue.open_until));
@@ -185,10 +179,11 @@ impl Store for SqliteStore {
         };
         let registration = &registration;
         queue::acquire_with(
-            queue,
+            call.queue,
             cancel,
             |queue| {
-                let (key, session) = (key.to_string(), SessionOf::new(session_id, client));
+                let (key, session) = (key.to_string(), SessionOf::new(session_id, call.client));
+                let ttl_millis = call.ttl_millis;
                 self.writer
                     .run(move |db| locks::acquire(db, &key, &session, ttl_millis, queue))
             },
