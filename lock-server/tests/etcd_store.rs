@@ -517,7 +517,7 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
                     cap: 64,
                 };
                 let outcome = store
-                    .acquire("crowd", &session, None, 30_000, Some(queue))
+                    .acquire(ask("crowd", &session, None, 30_000, Some(queue)))
                     .await;
                 let grant = granted(outcome.unwrap_or_else(|e| panic!("task {task}: {e:?}")));
                 {
