@@ -487,6 +487,59 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
     );
 }
 
+/// A crowd of waiters on one key of one replica, each releasing at once and queueing again:
+/// the key passes from holder to holder faster than the crowd's joins reach etcd. Every
+/// waiting L4 still ends in its grant (no lost race answered 503, no refusal), with one
+/// holder at a time and strictly increasing tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
+    const TASKS: usize = 40;
+    const ROUNDS: usize = 3;
+    let etcd = EtcdCluster::single();
+    let store = store_on(&etcd, "/t9/").await;
+    // The holder and the tokens in grant order.
+    let held = Arc::new(std::sync::Mutex::new((None::<usize>, Vec::<u64>::new())));
+    let gate = Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let (store, held, gate) = (store.clone(), held.clone(), gate.clone());
+        tasks.push(tokio::spawn(async move {
+            let session = store
+                .open_session(30_000, None, None)
+                .await
+                .unwrap()
+                .session_id;
+            gate.wait().await;
+            for _ in 0..ROUNDS {
+                let queue = Queueing {
+                    open_until: lock_server::store::lease::now_millis() + 25_000,
+                    grace: 1_000,
+                    cap: 64,
+                };
+                let outcome = store
+                    .acquire(ask("crowd", &session, None, 30_000, Some(queue)))
+                    .await;
+                let grant = granted(outcome.unwrap_or_else(|e| panic!("task {task}: {e:?}")));
+                {
+                    let (holder, tokens) = &mut *held.lock().unwrap();
+                    assert_eq!(*holder, None, "granted to {task} while held");
+                    assert!(tokens.last() < Some(&grant.fencing_token), "{tokens:?}");
+                    *holder = Some(task);
+                    tokens.push(grant.fencing_token);
+                }
+                tokio::task::yield_now().await;
+                held.lock().unwrap().0 = None;
+                store.release("crowd", grant.fencing_token).await.unwrap();
+            }
+            store.close_session(&session, None).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(held.lock().unwrap().1.len(), TASKS * ROUNDS);
+}
+
 /// etcd down → Unavailable (503), never Internal; and the same store recovers by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_etcd_is_unavailable_and_recovers() {

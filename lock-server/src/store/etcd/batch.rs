@@ -9,6 +9,10 @@
 //! operations are the queued transactions, nested (etcd ≥ 3.3). Each nested transaction
 //! evaluates its own compares, so one request's lost race never fails another's.
 //!
+//! A transaction that ends a lock and hands its key on (L6, R1, an expiry noticed) queues
+//! ahead of the others: when many requests queue for one key, as when a crowd joins its wait
+//! queue at once, the release they wait for is not held up behind them.
+//!
 //! Rules that keep a batch valid:
 //! - etcd refuses a transaction that writes one key twice ("duplicate key"), so a batch holds
 //!   at most one transaction per lock key (a lock's index key is named by its lock key); a
@@ -54,6 +58,7 @@ struct Queue {
 struct Waiting {
     lock_key: String,
     txn: Txn,
+    turn: Turn,
     reply: oneshot::Sender<Result<TxnResponse, Error>>,
 }
 
@@ -65,7 +70,27 @@ impl EtcdStore {
         lock_key: String,
         txn: Txn,
     ) -> Result<TxnResponse, Error> {
-        match self.batcher.admit(lock_key, txn) {
+        self.txn_in_turn(lock_key, txn, Turn::Last).await
+    }
+
+    /// [`EtcdStore::txn_grouped`] for a transaction that ends a lock (and hands the key on):
+    /// if it has to queue, it goes ahead of everything queued, so a release is not held up
+    /// behind a crowd of requests that queue for the very key it frees.
+    pub(super) async fn txn_grouped_first(
+        &self,
+        lock_key: String,
+        txn: Txn,
+    ) -> Result<TxnResponse, Error> {
+        self.txn_in_turn(lock_key, txn, Turn::First).await
+    }
+
+    async fn txn_in_turn(
+        &self,
+        lock_key: String,
+        txn: Txn,
+        turn: Turn,
+    ) -> Result<TxnResponse, Error> {
+        match self.batcher.admit(lock_key, txn, turn) {
             Admitted::Send(txn) => {
                 // Handed on when dropped, also when this request is cancelled mid-flight.
                 let _slot = Slot(self.clone());
@@ -113,6 +138,15 @@ impl EtcdStore {
     }
 }
 
+/// Where a transaction that has to wait joins the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Ahead of everything waiting: it ends a lock that others wait for.
+    First,
+    /// Behind everything waiting.
+    Last,
+}
+
 /// What [`Batcher::admit`] decided.
 enum Admitted {
     /// A slot was free and is now the caller's: send the transaction.
@@ -122,18 +156,27 @@ enum Admitted {
 }
 
 impl Batcher {
-    fn admit(&self, lock_key: String, txn: Txn) -> Admitted {
+    fn admit(&self, lock_key: String, txn: Txn, turn: Turn) -> Admitted {
         let mut queue = self.lock();
         if queue.in_flight < MAX_IN_FLIGHT {
             queue.in_flight += 1;
             return Admitted::Send(txn);
         }
         let (reply, answer) = oneshot::channel();
-        queue.waiting.push_back(Waiting {
+        let waiting = Waiting {
             lock_key,
             txn,
+            turn,
             reply,
-        });
+        };
+        match turn {
+            // Behind the other lock-ending transactions, in the order they came.
+            Turn::First => {
+                let at = queue.waiting.partition_point(|w| w.turn == Turn::First);
+                queue.waiting.insert(at, waiting);
+            }
+            Turn::Last => queue.waiting.push_back(waiting),
+        }
         Admitted::Queued(answer)
     }
 
@@ -215,6 +258,7 @@ mod tests {
         Waiting {
             lock_key: key.to_owned(),
             txn: Txn::new(),
+            turn: Turn::Last,
             reply: oneshot::channel().0,
         }
     }
@@ -233,6 +277,34 @@ mod tests {
         assert_eq!(keys(&batch), ["a", "b", "c"]);
         let queue: Vec<_> = queue.into_iter().collect();
         assert_eq!(keys(&queue), ["a", "b", "a"]);
+    }
+
+    #[test]
+    fn a_transaction_that_ends_a_lock_goes_ahead_of_those_waiting() {
+        let batcher = Batcher::default();
+        for _ in 0..MAX_IN_FLIGHT {
+            let sent = batcher.admit("busy".into(), Txn::new(), Turn::Last);
+            assert!(matches!(sent, Admitted::Send(_)));
+        }
+        // A crowd queues for "a", then the releases of "a" and "c" arrive.
+        let crowd: Vec<_> = ["a", "a", "b", "a"]
+            .into_iter()
+            .map(|key| batcher.admit(key.into(), Txn::new(), Turn::Last))
+            .collect();
+        let release = batcher.admit("a".into(), Txn::new(), Turn::First);
+        batcher.admit("c".into(), Txn::new(), Turn::First);
+        let mut queue = batcher.lock();
+        let batch = take_batch(&mut queue.waiting);
+        assert_eq!(keys(&batch), ["a", "c", "b"]);
+        assert_eq!(keys(queue.waiting.make_contiguous()), ["a", "a", "a"]);
+        // The "a" in the batch is the release, not the crowd's first.
+        let Admitted::Queued(mut release) = release else {
+            panic!("queued behind the busy slots");
+        };
+        let first = batch.into_iter().next().expect("a batch");
+        let _ = first.reply.send(Err(abandoned()));
+        assert!(release.try_recv().is_ok());
+        drop(crowd);
     }
 
     #[test]

@@ -76,6 +76,12 @@ impl Hints {
         lock(&self.holders).remove(key);
     }
 
+    /// Whether this replica saw `key` granted (and not released here since) or has requests
+    /// waiting for it.
+    pub(super) fn contended(&self, key: &str) -> bool {
+        lock(&self.holders).contains_key(key) || lock(&self.tickets).contains_key(key)
+    }
+
     /// The oldest ticket of `key` that a request on this replica keeps open.
     pub(super) fn first_ticket(&self, key: &str) -> Option<OpenTicket> {
         let tickets = lock(&self.tickets);

@@ -23,7 +23,8 @@ use crate::store::{session, AcquireCall, KeyState, StoreError};
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica an uncontended grant is one
     /// transaction: create if the key is free, nobody queues and the session is unchanged,
-    /// else read the session, the lock and the queue back. From that view it renews the
+    /// else read the session, the lock and the queue back (a key this replica knows to be
+    /// held or queued for is read first). From that view it renews the
     /// holder's own lock, queues (or answers contended), or hands on a lock that ended
     /// unnoticed, and loops after a lost race.
     pub(super) async fn attempt(&self, call: AcquireCall<'_>) -> Result<Attempt, StoreError> {
@@ -38,7 +39,12 @@ impl EtcdStore {
             return Err(StoreError::SessionNotFound);
         }
         let whose = Whose::Client(client);
-        let mut session = self.hinted_session(session_id, whose);
+        // A key this replica saw granted or queued for is most likely still held: it is read
+        // first rather than sent a create that would fail (a write all the same, so an etcd
+        // consensus round, on the key a crowd waits for).
+        let mut session = self
+            .hinted_session(session_id, whose)
+            .filter(|_| !self.hints.contended(key));
         let mut view: Option<KeyView> = None;
         for _ in 0..CAS_ATTEMPTS {
             let live = match session.take() {
@@ -98,15 +104,22 @@ impl EtcdStore {
                         }
                     }
                 }
-                Some((kv, lock)) => {
+                Some((_, lock)) => {
                     let Some(queue) = queue else {
                         return Ok(Attempt::Contended);
                     };
-                    let holder_remaining = lock.remaining(now).unwrap_or(0);
+                    let remaining = lock.remaining(now).unwrap_or(0);
                     let joined = self
-                        .join_queue(key, session_id, ttl_millis, queue, &live, &current, kv)
+                        .join_queue(
+                            key, session_id, ttl_millis, queue, &live, &current, remaining,
+                        )
                         .await?;
-                    if let Joined::Queued { revision, ticket } = joined {
+                    if let Joined::Queued {
+                        revision,
+                        ticket,
+                        holder_remaining,
+                    } = joined
+                    {
                         self.hints.remember_ticket(key, ticket);
                         return Ok(Attempt::Queued {
                             holder_remaining,
@@ -207,7 +220,10 @@ impl EtcdStore {
             .when(compares)
             .and_then(ops)
             .or_else(self.key_reads(key));
-        let response = self.txn_grouped(lock_key, txn).await.map_err(from_etcd)?;
+        let response = self
+            .txn_grouped_first(lock_key, txn)
+            .await
+            .map_err(from_etcd)?;
         let revision = response.header().map_or(0, |h| h.revision());
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {

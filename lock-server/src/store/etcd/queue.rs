@@ -101,8 +101,13 @@ pub(super) enum PassedOn {
 /// What [`EtcdStore::join_queue`] did.
 pub(super) enum Joined {
     /// The session's ticket is in the queue, open at least until the request's end, as
-    /// written or read at `revision`; a hand-off to it shows up after that.
-    Queued { revision: i64, ticket: OpenTicket },
+    /// written or read at `revision`; a hand-off to it shows up after that. The lock it waits
+    /// behind lives at most `holder_remaining` ms.
+    Queued {
+        revision: i64,
+        ticket: OpenTicket,
+        holder_remaining: u64,
+    },
     /// Something changed since the view was read: read again.
     Retry,
 }
@@ -180,7 +185,7 @@ impl EtcdStore {
         }
         let txn = Txn::new().when(compares).and_then(ops);
         let response = self
-            .txn_grouped(self.keys.lock(key), txn)
+            .txn_grouped_first(self.keys.lock(key), txn)
             .await
             .map_err(from_etcd)?;
         if !response.succeeded() {
@@ -237,11 +242,14 @@ impl EtcdStore {
     }
 
     /// Puts this session's ticket in the queue (at the end, if it has none) or keeps it open
-    /// until the request's end. `lock_kv` is the live lock of another session in `view`: a
-    /// new ticket is written only if that lock is unchanged, so a ticket never joins a queue
-    /// whose key was freed meanwhile (nobody would hand it on). Refuses a ticket past the
-    /// cap: counted before writing, and checked again by position after (the queue is shared
-    /// by replicas, so two may add at once; the later ticket withdraws).
+    /// until the request's end. `holder_remaining` is what is left of the live lock of another
+    /// session in `view`. A new ticket is written only while some other session's lock is
+    /// there, so a ticket never joins a queue whose key was freed meanwhile (nobody would hand
+    /// it on). Not only the very lock in `view`: while many join at once, the key may pass
+    /// from holder to holder before a join's transaction runs, and the ticket is served all
+    /// the same; the lock found is read back for the wake-up at its deadline. Refuses a ticket
+    /// past the cap: counted before writing, and checked again by position after (the queue
+    /// is shared by replicas, so two may add at once; the later ticket withdraws).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn join_queue(
         &self,
@@ -251,7 +259,7 @@ impl EtcdStore {
         queue: Queueing,
         session: &LiveSession,
         view: &KeyView,
-        lock_kv: &KeyValue,
+        holder_remaining: u64,
     ) -> Result<Joined, StoreError> {
         let now = now_millis();
         let ticket_key = self.keys.ticket(key, session_id);
@@ -272,6 +280,7 @@ impl EtcdStore {
                 return Ok(Joined::Queued {
                     revision: view.revision,
                     ticket: open_ticket(kv, ticket),
+                    holder_remaining,
                 });
             }
             Some((kv, ticket)) if ticket.live(now) => {
@@ -298,17 +307,18 @@ impl EtcdStore {
             None if view.waiters(now) >= queue.cap => return Err(StoreError::QueueFull),
             None => {
                 let absent = Compare::create_revision(ticket_key.clone(), CompareOp::Equal, 0);
-                let lock_unchanged = Compare::mod_revision(
-                    self.keys.lock(key),
-                    CompareOp::Equal,
-                    lock_kv.mod_revision(),
-                );
+                let held = Compare::create_revision(self.keys.lock(key), CompareOp::Greater, 0);
+                let not_ours =
+                    Compare::create_revision(self.keys.held(session_id, key), CompareOp::Equal, 0);
                 let mut reads = self.key_reads(key);
+                let queue_read = reads.pop().expect("the queue read");
+                let lock_read = reads.pop().expect("the lock read");
                 let txn = Txn::new()
-                    .when(vec![absent, session_unchanged, lock_unchanged])
+                    .when(vec![absent, session_unchanged, held, not_ours])
                     .and_then(vec![
                         TxnOp::put(ticket_key.clone(), encode(&record), on_lease),
-                        reads.pop().expect("the queue read"),
+                        queue_read,
+                        lock_read,
                     ]);
                 (txn, (None, record))
             }
@@ -324,8 +334,14 @@ impl EtcdStore {
             return Ok(Joined::Retry);
         }
         let revision = response.header().map_or(0, |h| h.revision());
-        if let Some(tickets) = range_results(&response).into_iter().next() {
-            let queue_now = KeyView::decode(Vec::new(), tickets, revision)?;
+        let mut holder_remaining = holder_remaining;
+        let mut reads = range_results(&response).into_iter();
+        if let (Some(tickets), Some(lock)) = (reads.next(), reads.next()) {
+            let queue_now = KeyView::decode(lock, tickets, revision)?;
+            holder_remaining = queue_now
+                .lock
+                .as_ref()
+                .map_or(0, |(_, lock)| lock.remaining(now).unwrap_or(0));
             let ahead = queue_now
                 .tickets
                 .iter()
@@ -344,7 +360,11 @@ impl EtcdStore {
             mod_revision: revision,
             record,
         };
-        Ok(Joined::Queued { revision, ticket })
+        Ok(Joined::Queued {
+            revision,
+            ticket,
+            holder_remaining,
+        })
     }
 
     /// Deletes the ticket this request just wrote at `revision` (it came past the cap).
@@ -367,6 +387,11 @@ impl EtcdStore {
     /// A hand-off to an open request is answered from the watch event itself, with no further
     /// round trip; `None` means "attempt again" (bound reached, an unclaimed hand-off to
     /// claim, or the watch failed).
+    ///
+    /// The watch starts at etcd's current revision, not at `revision` + 1: etcd serves a
+    /// watch that starts in the past from a catch-up loop that runs every 100 ms, so a
+    /// hand-off would reach the waiter up to 100 ms late while the key sits idle. What
+    /// happened between `revision` and the watch's start is read once instead.
     pub(super) async fn wait_for_hand_off(
         &self,
         key: &str,
@@ -376,38 +401,53 @@ impl EtcdStore {
     ) -> Option<(LockGrant, u64)> {
         let index = self.pinned.load(std::sync::atomic::Ordering::Relaxed) % self.clients.len();
         let mut client = self.clients[index].clone();
-        let options = WatchOptions::new()
-            .with_start_revision(revision + 1)
-            .with_filters([WatchFilterType::NoDelete]);
+        let options = WatchOptions::new().with_filters([WatchFilterType::NoDelete]);
         let held_key = self.keys.held(session_id, key);
         let wait = async {
-            let mut stream = client.watch(held_key, Some(options)).await.ok()?;
+            let mut stream = client.watch(held_key.clone(), Some(options)).await.ok()?;
+            let created = stream.message().await.ok()??;
+            let from = created.header().map_or(i64::MAX, |h| h.revision());
+            if created.canceled() {
+                return None;
+            }
+            if from > revision {
+                if let (Some(kv), _) = self.get(&held_key).await.ok()? {
+                    if kv.mod_revision() > revision {
+                        return self.handed(key, session_id, &kv);
+                    }
+                }
+            }
             while let Ok(Some(response)) = stream.message().await {
                 if response.canceled() {
                     return None;
                 }
-                if let Some(event) = response.events().first() {
-                    let kv = event
-                        .kv()
-                        .filter(|_| event.event_type() == EventType::Put)?;
-                    let lock: LockRecord = decode(kv).ok()?;
-                    if lock.claim_by_ms.is_some() || lock.session_id != session_id {
-                        return None;
-                    }
-                    let grant = checked(grant_of(&lock, lock.token(kv))).ok()?;
-                    self.hints.remember_holder(
-                        key,
-                        grant.fencing_token,
-                        session_id,
-                        kv.create_revision(),
-                    );
-                    let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
-                    return Some((grant, lease_start));
+                let handed = response.events().iter().find_map(|event| {
+                    let kv = event.kv()?;
+                    (event.event_type() == EventType::Put && kv.mod_revision() > revision)
+                        .then_some(kv)
+                });
+                if let Some(kv) = handed {
+                    return self.handed(key, session_id, kv);
                 }
             }
             None
         };
         tokio::time::timeout(bound, wait).await.ok().flatten()
+    }
+
+    /// The answer to a waiting request of `session_id` from the index entry `kv` written by
+    /// a hand-off: its grant and lease start, or `None` when the request must attempt again
+    /// (someone else's, or an unclaimed hand-off that the idempotent L4 claims).
+    fn handed(&self, key: &str, session_id: &str, kv: &KeyValue) -> Option<(LockGrant, u64)> {
+        let lock: LockRecord = decode(kv).ok()?;
+        if lock.claim_by_ms.is_some() || lock.session_id != session_id {
+            return None;
+        }
+        let grant = checked(grant_of(&lock, lock.token(kv))).ok()?;
+        self.hints
+            .remember_holder(key, grant.fencing_token, session_id, kv.create_revision());
+        let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
+        Some((grant, lease_start))
     }
 
     /// A request that kept this session's ticket open until `open_until` ended early: start
