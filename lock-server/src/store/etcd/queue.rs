@@ -310,16 +310,11 @@ impl EtcdStore {
                 let held = Compare::create_revision(self.keys.lock(key), CompareOp::Greater, 0);
                 let not_ours =
                     Compare::create_revision(self.keys.held(session_id, key), CompareOp::Equal, 0);
-                let mut reads = self.key_reads(key);
-                let queue_read = reads.pop().expect("the queue read");
-                let lock_read = reads.pop().expect("the lock read");
+                let mut ops = vec![TxnOp::put(ticket_key.clone(), encode(&record), on_lease)];
+                ops.extend(self.key_reads(key));
                 let txn = Txn::new()
                     .when(vec![absent, session_unchanged, held, not_ours])
-                    .and_then(vec![
-                        TxnOp::put(ticket_key.clone(), encode(&record), on_lease),
-                        queue_read,
-                        lock_read,
-                    ]);
+                    .and_then(ops);
                 (txn, (None, record))
             }
         };
@@ -336,7 +331,8 @@ impl EtcdStore {
         let revision = response.header().map_or(0, |h| h.revision());
         let mut holder_remaining = holder_remaining;
         let mut reads = range_results(&response).into_iter();
-        if let (Some(tickets), Some(lock)) = (reads.next(), reads.next()) {
+        // The reads of `key_reads`, in its order: the lock, then the queue.
+        if let (Some(lock), Some(tickets)) = (reads.next(), reads.next()) {
             let queue_now = KeyView::decode(lock, tickets, revision)?;
             holder_remaining = queue_now
                 .lock
