@@ -9,19 +9,22 @@
 // measures the instrumentation, not the dashboard.
 import { spawn } from "node:child_process";
 
-// Chromium's flags as root, as launchChromium (harness.mjs) passes them.
-const FLAGS = [
+// Headless Chromium's flags as root, for this driver and for launchChromium (harness.mjs).
+export const CHROMIUM_FLAGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  "--no-first-run", "--window-size=1360,1500",
+  "--no-first-run",
 ];
+
+// The binary, by absolute path (CHROMIUM overrides), never looked up on PATH.
+export const chromiumBinary = () => process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 // Starts Chromium with a fresh profile in `profileDir` and attaches to its page. Returns
 // { evaluate, send, onEvent, close }. `ignoreHTTPSErrors` accepts a self-signed certificate.
 export async function launchBare(profileDir, { ignoreHTTPSErrors = false } = {}) {
-  const args = [...FLAGS, "--remote-debugging-pipe", `--user-data-dir=${profileDir}`];
+  const args = [...CHROMIUM_FLAGS, "--window-size=1360,1500", "--remote-debugging-pipe", `--user-data-dir=${profileDir}`];
   if (ignoreHTTPSErrors) args.push("--ignore-certificate-errors");
-  const proc = spawn(process.env.CHROMIUM ?? "/usr/bin/chromium", [...args, "about:blank"], {
+  const proc = spawn(chromiumBinary(), [...args, "about:blank"], {
     stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"],
   });
   const [toBrowser, fromBrowser] = [proc.stdio[3], proc.stdio[4]];

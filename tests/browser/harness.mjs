@@ -2,6 +2,8 @@
 // playwright-core, the page's console errors and the dashboard's counters.
 import { chromium } from "playwright-core";
 
+import { CHROMIUM_FLAGS, chromiumBinary } from "./cdp.mjs";
+
 // `--name value` pairs of the command line, as an object.
 export function flags(argv = process.argv.slice(2)) {
   return Object.fromEntries(argv.flatMap((a, i) => (a.startsWith("--") ? [[a.slice(2), argv[i + 1]]] : [])));
@@ -31,19 +33,14 @@ export async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {
 }
 
 // Headless Chromium with a fresh profile in `profileDir`, with the flags it needs as root.
-// The binary is given by absolute path (CHROMIUM overrides), never looked up on PATH.
 // `ignoreHTTPSErrors` accepts a test server's self-signed certificate.
 export async function launchChromium(profileDir, { viewport = { width: 1360, height: 1500 }, ignoreHTTPSErrors = false } = {}) {
   const context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    executablePath: chromiumBinary(),
     headless: true,
     viewport,
     ignoreHTTPSErrors,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--no-first-run",
-    ],
+    args: CHROMIUM_FLAGS,
   });
   const page = context.pages()[0] ?? (await context.newPage());
   return { context, page };
