@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
 use lock_server::store::etcd::{EtcdOptions, EtcdStore};
-use lock_server::store::{AcquireCall, Acquired, Queueing, Store, StoreError};
+use lock_server::store::{
+    AcquireCall, Acquired, NewSession, Queueing, SessionRef, Store, StoreError,
+};
 
 /// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
 const EXPIRY_BOUND: Duration = Duration::from_secs(10);
@@ -105,10 +107,17 @@ async fn single_member_semantics() {
 
 async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     let a = store
-        .open_session(5_000, Some("a".into()), None)
+        .open_session(NewSession {
+            ttl_millis: 5_000,
+            owner: Some("a".into()),
+            client: None,
+        })
         .await
         .unwrap();
-    let b = store.open_session(5_000, None, None).await.unwrap();
+    let b = store
+        .open_session(NewSession::with_ttl(5_000))
+        .await
+        .unwrap();
     assert_eq!(a.session_id.len(), 32);
     assert_ne!(a.session_id, b.session_id);
 
@@ -132,11 +141,17 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     assert_eq!(holder.fencing_token, first.fencing_token);
     assert!(holder.remaining_millis <= 4_000);
 
-    let beat = store.heartbeat(&a.session_id, None).await.unwrap();
+    let beat = store
+        .heartbeat(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
     assert_eq!(beat.ttl_millis, 5_000);
     assert_eq!(beat.locks.len(), 1);
     assert_eq!(beat.locks[0].fencing_token, first.fencing_token);
-    let status = store.session_status(&a.session_id, None).await.unwrap();
+    let status = store
+        .session_status(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
     assert_eq!(status.locks.len(), 1);
     assert!(status.remaining_millis <= 5_000 && status.remaining_millis > 0);
     assert_eq!(store.counts().await.unwrap().locks, 1);
@@ -159,32 +174,46 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     );
     assert!(second.fencing_token > first.fencing_token);
     assert!(store
-        .heartbeat(&a.session_id, None)
+        .heartbeat(SessionRef::new(&a.session_id, None))
         .await
         .unwrap()
         .locks
         .is_empty());
 
-    store.close_session(&b.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&b.session_id, None))
+        .await
+        .unwrap();
     assert_eq!(
         store.holder("k/1").await.unwrap(),
         None,
         "L3 releases its locks"
     );
     assert_eq!(
-        store.heartbeat(&b.session_id, None).await,
+        store.heartbeat(SessionRef::new(&b.session_id, None)).await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
-        store.close_session(&b.session_id, None).await,
+        store
+            .close_session(SessionRef::new(&b.session_id, None))
+            .await,
         Err(StoreError::SessionNotFound)
     );
-    store.close_session(&a.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
 }
 
 async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
-    let a = store.open_session(10_000, None, None).await.unwrap();
-    let b = store.open_session(10_000, None, None).await.unwrap();
+    let a = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
+    let b = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
     let short = granted(store.try_acquire("ttl", &a.session_id, 300).await.unwrap());
     eventually("a 300 ms lock expires", || async {
         store.holder("ttl").await.unwrap().is_none()
@@ -192,7 +221,7 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
     .await;
     assert!(
         store
-            .heartbeat(&a.session_id, None)
+            .heartbeat(SessionRef::new(&a.session_id, None))
             .await
             .unwrap()
             .locks
@@ -210,13 +239,22 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
             .unwrap(),
     );
     assert!(next.fencing_token > short.fencing_token);
-    store.close_session(&a.session_id, None).await.unwrap();
-    store.close_session(&b.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
+    store
+        .close_session(SessionRef::new(&b.session_id, None))
+        .await
+        .unwrap();
 }
 
 async fn session_expiry_frees_its_locks(store: &EtcdStore) {
-    let a = store.open_session(500, None, None).await.unwrap();
-    let b = store.open_session(10_000, None, None).await.unwrap();
+    let a = store.open_session(NewSession::with_ttl(500)).await.unwrap();
+    let b = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
     let lost = granted(
         store
             .try_acquire("sess", &a.session_id, 60_000)
@@ -228,7 +266,7 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     })
     .await;
     assert_eq!(
-        store.heartbeat(&a.session_id, None).await,
+        store.heartbeat(SessionRef::new(&a.session_id, None)).await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
@@ -247,12 +285,21 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
         store.counts().await.unwrap().sessions == 1
     })
     .await;
-    store.close_session(&b.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&b.session_id, None))
+        .await
+        .unwrap();
 }
 
 async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
-    let a = store.open_session(10_000, None, None).await.unwrap();
-    let b = store.open_session(10_000, None, None).await.unwrap();
+    let a = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
+    let b = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
     let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
     let waiter = {
         let (store, id) = (store.clone(), b.session_id.clone());
@@ -285,17 +332,26 @@ async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
     );
     assert_eq!(won.fencing_token, handed.fencing_token);
     assert!(won.fencing_token > grant.fencing_token);
-    store.close_session(&a.session_id, None).await.unwrap();
-    store.close_session(&b.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
+    store
+        .close_session(SessionRef::new(&b.session_id, None))
+        .await
+        .unwrap();
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
-    let a = store.open_session(10_000, None, None).await.unwrap();
+    let a = store
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap();
     let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
     assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
     assert_eq!(store.revoke("r").await.unwrap(), None);
     assert!(store
-        .heartbeat(&a.session_id, None)
+        .heartbeat(SessionRef::new(&a.session_id, None))
         .await
         .unwrap()
         .locks
@@ -326,17 +382,20 @@ async fn revoke_and_ledger(store: &EtcdStore) {
     let texts: Vec<&str> = entries.entries.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(texts, ["five", "five again", "nine"]);
     assert_eq!(store.ledger_read("none").await.unwrap().highest_token, None);
-    store.close_session(&a.session_id, None).await.unwrap();
+    store
+        .close_session(SessionRef::new(&a.session_id, None))
+        .await
+        .unwrap();
 }
 
 async fn bad_session_ids_are_not_found(store: &EtcdStore) {
     for id in ["", "nope", "../../s", "0123456789abcdef0123456789abcdef"] {
         assert_eq!(
-            store.heartbeat(id, None).await,
+            store.heartbeat(SessionRef::new(id, None)).await,
             Err(StoreError::SessionNotFound)
         );
         assert_eq!(
-            store.session_status(id, None).await,
+            store.session_status(SessionRef::new(id, None)).await,
             Err(StoreError::SessionNotFound)
         );
         assert_eq!(
@@ -353,7 +412,10 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let etcd = EtcdCluster::single();
     let replica_a = store_on(&etcd, "/t2/").await;
     let replica_b = store_on(&etcd, "/t2/").await;
-    let session = replica_a.open_session(1_500, None, None).await.unwrap();
+    let session = replica_a
+        .open_session(NewSession::with_ttl(1_500))
+        .await
+        .unwrap();
     let grant = granted(
         replica_a
             .try_acquire("k", &session.session_id, 1_500)
@@ -365,7 +427,7 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let until = Instant::now() + Duration::from_millis(3_500);
     while Instant::now() < until {
         let beat = replica_b
-            .heartbeat(&session.session_id, None)
+            .heartbeat(SessionRef::new(&session.session_id, None))
             .await
             .unwrap();
         assert_eq!(beat.locks.len(), 1);
@@ -383,10 +445,18 @@ async fn stale_replica_hints_never_change_answers() {
     let etcd = EtcdCluster::single();
     let a = store_on(&etcd, "/t5/").await;
     let b = store_on(&etcd, "/t5/").await;
-    let s1 = a.open_session(10_000, None, None).await.unwrap().session_id;
-    let s2 = b.open_session(10_000, None, None).await.unwrap().session_id;
+    let s1 = a
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap()
+        .session_id;
+    let s2 = b
+        .open_session(NewSession::with_ttl(10_000))
+        .await
+        .unwrap()
+        .session_id;
     // A's session hint goes stale (B renewed it); A's acquire must still grant.
-    b.heartbeat(&s1, None).await.unwrap();
+    b.heartbeat(SessionRef::new(&s1, None)).await.unwrap();
     let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
     // A's holder hint goes stale: B releases and B's session takes the key.
     b.release("h", first.fencing_token).await.unwrap();
@@ -403,7 +473,7 @@ async fn stale_replica_hints_never_change_answers() {
     );
     assert!(contended(a.try_acquire("h", &s1, 10_000).await));
     // A session closed through B is gone for A too, whatever A remembers.
-    b.close_session(&s1, None).await.unwrap();
+    b.close_session(SessionRef::new(&s1, None)).await.unwrap();
     assert_eq!(
         a.try_acquire("other", &s1, 10_000).await,
         Err(StoreError::SessionNotFound)
@@ -433,7 +503,7 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
         let (busy, other, keys) = (busy.clone(), other.clone(), keys.clone());
         tasks.push(tokio::spawn(async move {
             let session = busy
-                .open_session(30_000, None, None)
+                .open_session(NewSession::with_ttl(30_000))
                 .await
                 .unwrap()
                 .session_id;
@@ -441,7 +511,10 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
                 let key = (task + round) % KEYS;
                 // Every sixth task loses its session halfway, closed through the other replica.
                 if task % 6 == 0 && round == ROUNDS / 2 {
-                    other.close_session(&session, None).await.unwrap();
+                    other
+                        .close_session(SessionRef::new(&session, None))
+                        .await
+                        .unwrap();
                 }
                 let outcome = busy.try_acquire(&format!("k{key}"), &session, 30_000).await;
                 if task % 6 == 0 && round >= ROUNDS / 2 {
@@ -505,7 +578,7 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
         let (store, held, gate) = (store.clone(), held.clone(), gate.clone());
         tasks.push(tokio::spawn(async move {
             let session = store
-                .open_session(30_000, None, None)
+                .open_session(NewSession::with_ttl(30_000))
                 .await
                 .unwrap()
                 .session_id;
@@ -531,7 +604,10 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
                 held.lock().unwrap().0 = None;
                 store.release("crowd", grant.fencing_token).await.unwrap();
             }
-            store.close_session(&session, None).await.unwrap();
+            store
+                .close_session(SessionRef::new(&session, None))
+                .await
+                .unwrap();
         }));
     }
     for task in tasks {
@@ -545,11 +621,20 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
 async fn unreachable_etcd_is_unavailable_and_recovers() {
     let mut etcd = EtcdCluster::single();
     let store = store_on(&etcd, "/t3/").await;
-    let session = store.open_session(30_000, None, None).await.unwrap();
+    let session = store
+        .open_session(NewSession::with_ttl(30_000))
+        .await
+        .unwrap();
     etcd.kill(0);
     for result in [
-        store.open_session(1_000, None, None).await.map(|_| ()),
-        store.heartbeat(&session.session_id, None).await.map(|_| ()),
+        store
+            .open_session(NewSession::with_ttl(1_000))
+            .await
+            .map(|_| ()),
+        store
+            .heartbeat(SessionRef::new(&session.session_id, None))
+            .await
+            .map(|_| ()),
         store
             .try_acquire("k", &session.session_id, 1_000)
             .await
@@ -564,7 +649,10 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
     }
     etcd.restart(0);
     eventually("the store recovers once etcd is back", || async {
-        store.heartbeat(&session.session_id, None).await.is_ok()
+        store
+            .heartbeat(SessionRef::new(&session.session_id, None))
+            .await
+            .is_ok()
     })
     .await;
     granted(
@@ -654,7 +742,11 @@ async fn contend(
         let id = match &session {
             Some(id) => id.clone(),
             None => match store
-                .open_session(5_000, Some(format!("w{worker}")), None)
+                .open_session(NewSession {
+                    ttl_millis: 5_000,
+                    owner: Some(format!("w{worker}")),
+                    client: None,
+                })
                 .await
             {
                 Ok(opened) => {
@@ -670,7 +762,7 @@ async fn contend(
             },
         };
         // Keep the session alive as the SDK would; its errors surface on the acquire.
-        let _ = store.heartbeat(&id, None).await;
+        let _ = store.heartbeat(SessionRef::new(&id, None)).await;
         match store.try_acquire("hot", &id, 5_000).await {
             Ok(Acquired::Granted(lock_server::store::Grant { grant, .. })) => {
                 tokens.push((grant.fencing_token, id.clone()));
@@ -709,18 +801,22 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     let opener = store_on(&etcd, "/t7/").await;
     let other = store_on(&etcd, "/t7/").await;
     let opened = opener
-        .open_session(10_000, Some("w".into()), Some("alice"))
+        .open_session(NewSession {
+            ttl_millis: 10_000,
+            owner: Some("w".into()),
+            client: Some("alice"),
+        })
         .await
         .unwrap();
     let id = opened.session_id.as_str();
     for client in [Some("mallory"), None] {
         for store in [&opener, &other] {
             assert_eq!(
-                store.heartbeat(id, client).await,
+                store.heartbeat(SessionRef::new(id, client)).await,
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
-                store.session_status(id, client).await,
+                store.session_status(SessionRef::new(id, client)).await,
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
@@ -728,7 +824,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
-                store.close_session(id, client).await,
+                store.close_session(SessionRef::new(id, client)).await,
                 Err(StoreError::SessionNotFound)
             );
         }
@@ -740,7 +836,12 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
             .unwrap(),
     );
     assert_eq!(
-        opener.heartbeat(id, Some("alice")).await.unwrap().locks[0].fencing_token,
+        opener
+            .heartbeat(SessionRef::new(id, Some("alice")))
+            .await
+            .unwrap()
+            .locks[0]
+            .fencing_token,
         grant.fencing_token
     );
     for store in [&opener, &other] {
@@ -753,5 +854,8 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     assert_eq!(later.holder_id(id).await.unwrap(), opened.holder_id);
     let elsewhere = store_on(&etcd, "/t8/").await;
     assert_ne!(elsewhere.holder_id(id).await.unwrap(), opened.holder_id);
-    opener.close_session(id, Some("alice")).await.unwrap();
+    opener
+        .close_session(SessionRef::new(id, Some("alice")))
+        .await
+        .unwrap();
 }

@@ -72,6 +72,21 @@ pub enum ClientEvent {
     },
 }
 
+/// One field of an event, named once for both of its renderings: the log line (`Display`)
+/// and the JS object of the npm package's `onEvent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field<'a> {
+    /// `key`: quoted in the log line (a key may hold spaces).
+    Key(&'a str),
+    /// A word such as a session id or a reason code.
+    Text(&'static str, &'a str),
+    /// A count or a fencing token.
+    Number(&'static str, u64),
+    /// A duration: `<name>Millis` in whole milliseconds in the log line, `<name>Ms` in
+    /// fractional milliseconds in JS.
+    Millis(&'static str, Duration),
+}
+
 impl ClientEvent {
     /// The log event name (`lock_granted`, `contention`, ...).
     pub fn name(&self) -> &'static str {
@@ -83,12 +98,10 @@ impl ClientEvent {
             ClientEvent::SessionLost { .. } => "session_lost",
         }
     }
-}
 
-/// A structured log line: `event=contention key="k" attempt=2 delayMillis=73 ...`.
-impl fmt::Display for ClientEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "event={}", self.name())?;
+    /// The event's fields, in the order the log line shows them.
+    pub fn fields(&self) -> Vec<Field<'_>> {
+        use Field::{Key, Millis, Number, Text};
         match self {
             ClientEvent::Granted {
                 key,
@@ -97,42 +110,61 @@ impl fmt::Display for ClientEvent {
                 attempts,
                 waited,
                 queued,
-            } => write!(
-                f,
-                " key={key:?} sessionId={session_id} fencingToken={fencing_token} attempts={attempts} waitedMillis={} queuedMillis={}",
-                waited.as_millis(),
-                queued.as_millis()
-            ),
+            } => vec![
+                Key(key),
+                Text("sessionId", session_id),
+                Number("fencingToken", *fencing_token),
+                Number("attempts", u64::from(*attempts)),
+                Millis("waited", *waited),
+                Millis("queued", *queued),
+            ],
             ClientEvent::Contention {
                 key,
                 attempt,
                 delay,
                 reason,
-            } => write!(
-                f,
-                " key={key:?} attempt={attempt} delayMillis={} reason={reason}",
-                delay.as_millis()
-            ),
+            } => vec![
+                Key(key),
+                Number("attempt", u64::from(*attempt)),
+                Millis("delay", *delay),
+                Text("reason", reason),
+            ],
             ClientEvent::NotGranted {
                 key,
                 attempts,
                 waited,
-            } => write!(
-                f,
-                " key={key:?} attempts={attempts} waitedMillis={}",
-                waited.as_millis()
-            ),
+            } => vec![
+                Key(key),
+                Number("attempts", u64::from(*attempts)),
+                Millis("waited", *waited),
+            ],
             ClientEvent::Lost {
                 key,
                 fencing_token,
                 reason,
-            } => write!(
-                f,
-                " key={key:?} fencingToken={fencing_token} reason={}",
-                reason.as_str()
-            ),
-            ClientEvent::SessionLost { session_id } => write!(f, " sessionId={session_id}"),
+            } => vec![
+                Key(key),
+                Number("fencingToken", *fencing_token),
+                Text("reason", reason.as_str()),
+            ],
+            ClientEvent::SessionLost { session_id } => vec![Text("sessionId", session_id)],
         }
+    }
+}
+
+/// A structured log line: `event=contention key="k" attempt=2 delayMillis=73 ...`.
+impl fmt::Display for ClientEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "event={}", self.name())?;
+        for field in self.fields() {
+            match field {
+                Field::Key(key) => write!(f, " key={key:?}"),
+                Field::Text(name, text) => write!(f, " {name}={text}"),
+                Field::Number(name, n) => write!(f, " {name}={n}"),
+                Field::Millis(name, d) => write!(f, " {name}Millis={}", d.as_millis()),
+            }?;
+        }
+        Ok(())
     }
 }
 
@@ -166,5 +198,66 @@ impl SessionLostCounter {
     /// Sessions lost so far.
     pub fn get(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn each_event_is_one_log_line_of_its_fields_in_order() {
+        let key = || "a b".to_string();
+        let lines = [
+            (
+                ClientEvent::Granted {
+                    key: key(),
+                    session_id: "s1".into(),
+                    fencing_token: 7,
+                    attempts: 2,
+                    waited: ms(15),
+                    queued: Duration::from_micros(900),
+                },
+                r#"event=lock_granted key="a b" sessionId=s1 fencingToken=7 attempts=2 waitedMillis=15 queuedMillis=0"#,
+            ),
+            (
+                ClientEvent::Contention {
+                    key: key(),
+                    attempt: 2,
+                    delay: ms(73),
+                    reason: "LOCK_CONTENDED".into(),
+                },
+                r#"event=contention key="a b" attempt=2 delayMillis=73 reason=LOCK_CONTENDED"#,
+            ),
+            (
+                ClientEvent::NotGranted {
+                    key: key(),
+                    attempts: 3,
+                    waited: ms(100),
+                },
+                r#"event=lock_not_granted key="a b" attempts=3 waitedMillis=100"#,
+            ),
+            (
+                ClientEvent::Lost {
+                    key: key(),
+                    fencing_token: 9,
+                    reason: LostReason::NotInHeartbeat,
+                },
+                r#"event=lock_lost key="a b" fencingToken=9 reason=notInHeartbeat"#,
+            ),
+            (
+                ClientEvent::SessionLost {
+                    session_id: "s1".into(),
+                },
+                "event=session_lost sessionId=s1",
+            ),
+        ];
+        for (event, line) in lines {
+            assert_eq!(event.to_string(), line);
+        }
     }
 }

@@ -26,6 +26,7 @@ use lock_api::ErrorCode;
 use self::bearer::TokenHash;
 pub use self::file::AuthFileError;
 use crate::error::ApiError;
+use crate::store::SessionRef;
 
 /// One client of the auth file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +69,12 @@ impl Caller {
             Caller::Client(client) => Some(&client.name),
             Caller::Anonymous | Caller::AdminToken => None,
         }
+    }
+
+    /// The session `id` as this caller names it (the store answers SESSION_NOT_FOUND for
+    /// another client's session).
+    pub fn session<'a>(&'a self, id: &'a str) -> SessionRef<'a> {
+        SessionRef::new(id, self.client())
     }
 
     /// The name log lines give the caller.

@@ -12,6 +12,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, SessionParam};
 use crate::state::AppState;
+use crate::store::NewSession;
 
 /// L1 `POST /v1/sessions`: 201 with the new session, which belongs to the caller.
 pub async fn open(
@@ -31,7 +32,11 @@ pub async fn open(
     }
     let opened = state
         .store
-        .open_session(ttl, req.owner, caller.client())
+        .open_session(NewSession {
+            ttl_millis: ttl,
+            owner: req.owner,
+            client: caller.client(),
+        })
         .await?;
     Ok((StatusCode::CREATED, Json(opened)).into_response())
 }
@@ -42,7 +47,7 @@ pub async fn heartbeat(
     caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.store.heartbeat(&id, caller.client()).await?).into_response())
+    Ok(Json(state.store.heartbeat(caller.session(&id)).await?).into_response())
 }
 
 /// L3 `DELETE /v1/sessions/{id}`: 204; releases every lock of the session.
@@ -51,7 +56,7 @@ pub async fn close(
     caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<StatusCode, ApiError> {
-    state.store.close_session(&id, caller.client()).await?;
+    state.store.close_session(caller.session(&id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -61,5 +66,5 @@ pub async fn status(
     caller: Caller,
     SessionParam(id): SessionParam,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.store.session_status(&id, caller.client()).await?).into_response())
+    Ok(Json(state.store.session_status(caller.session(&id)).await?).into_response())
 }

@@ -96,6 +96,46 @@ pub struct StoreCounts {
     pub locks: u64,
 }
 
+/// An L1 as the store sees it: the session's TTL (validated), its owner label and the
+/// authenticated client it will belong to.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    /// The session's TTL.
+    pub ttl_millis: u64,
+    /// The free-form owner label (validated).
+    pub owner: Option<String>,
+    /// The authenticated client, if auth is on.
+    pub client: Option<&'a str>,
+}
+
+impl NewSession<'_> {
+    /// A session of nobody in particular (no owner label, no auth).
+    pub fn with_ttl(ttl_millis: u64) -> Self {
+        NewSession {
+            ttl_millis,
+            owner: None,
+            client: None,
+        }
+    }
+}
+
+/// A session as a request names it: its id and the client asking (`None` on a server
+/// without an auth file). The store checks the pair in the step that finds the session.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRef<'a> {
+    /// The session id.
+    pub id: &'a str,
+    /// The authenticated client, if auth is on.
+    pub client: Option<&'a str>,
+}
+
+impl<'a> SessionRef<'a> {
+    /// `id` as named by `client`.
+    pub fn new(id: &'a str, client: Option<&'a str>) -> Self {
+        SessionRef { id, client }
+    }
+}
+
 /// An L4 as the store sees it: the key, the session asking (checked to belong to `client`
 /// when auth is on), the lock's TTL, and how it may queue.
 #[derive(Debug, Clone, Copy)]
@@ -122,32 +162,18 @@ pub struct AcquireCall<'a> {
 /// so an id learnt somehow is worth nothing to anyone but its owner.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// L1: creates a session of `client` with a fresh 128-bit random id and its holder id.
-    async fn open_session(
-        &self,
-        ttl_millis: u64,
-        owner: Option<String>,
-        client: Option<&str>,
-    ) -> Result<SessionOpened, StoreError>;
+    /// L1: creates a session of `new.client` with a fresh 128-bit random id and its holder id.
+    async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError>;
 
     /// L2: renews the session and every lock it holds; lists the locks it still holds.
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<HeartbeatResponse, StoreError>;
+    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError>;
 
     /// L3: deletes the session and its tickets and releases all its locks (each to its
     /// queue's first live ticket).
-    async fn close_session(&self, session_id: &str, client: Option<&str>)
-        -> Result<(), StoreError>;
+    async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError>;
 
     /// L5: the session's remaining TTL and its locks.
-    async fn session_status(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<SessionStatus, StoreError>;
+    async fn session_status(&self, session: SessionRef<'_>) -> Result<SessionStatus, StoreError>;
 
     /// L4. If this session holds the key: the existing grant (same token, the lock's own
     /// TTL), renewed to now + that TTL. Else, if the key is free and nobody queues: a grant

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
-use crate::events::{ClientEvent, EventSink};
+use crate::events::{ClientEvent, EventSink, Field};
 
 /// The listener slot of one session; the JS side may replace the listener at any time.
 #[derive(Clone, Default)]
@@ -33,71 +33,35 @@ impl EventSink for JsEvents {
     }
 }
 
-fn millis(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// The JS shape of an event (camelCase, milliseconds as numbers, tokens as numbers).
+/// The JS shape of an event: `type`, then its fields (camelCase, milliseconds and tokens as
+/// numbers).
 pub fn to_js(event: &ClientEvent) -> JsValue {
     let object = js_sys::Object::new();
     let set = |name: &str, value: JsValue| {
         let _ = js_sys::Reflect::set(&object, &JsValue::from_str(name), &value);
     };
-    let text = |s: &str| JsValue::from_str(s);
-    let num = |n: f64| JsValue::from_f64(n);
-    match event {
-        ClientEvent::Granted {
-            key,
-            session_id,
-            fencing_token,
-            attempts,
-            waited,
-            queued,
-        } => {
-            set("type", text("granted"));
-            set("key", text(key));
-            set("sessionId", text(session_id));
-            set("fencingToken", num(*fencing_token as f64));
-            set("attempts", num(f64::from(*attempts)));
-            set("waitedMs", num(millis(*waited)));
-            set("queuedMs", num(millis(*queued)));
-        }
-        ClientEvent::Contention {
-            key,
-            attempt,
-            delay,
-            reason,
-        } => {
-            set("type", text("contention"));
-            set("key", text(key));
-            set("attempt", num(f64::from(*attempt)));
-            set("delayMs", num(millis(*delay)));
-            set("reason", text(reason));
-        }
-        ClientEvent::NotGranted {
-            key,
-            attempts,
-            waited,
-        } => {
-            set("type", text("notGranted"));
-            set("key", text(key));
-            set("attempts", num(f64::from(*attempts)));
-            set("waitedMs", num(millis(*waited)));
-        }
-        ClientEvent::Lost {
-            key,
-            fencing_token,
-            reason,
-        } => {
-            set("type", text("lost"));
-            set("key", text(key));
-            set("fencingToken", num(*fencing_token as f64));
-            set("reason", text(reason.as_str()));
-        }
-        ClientEvent::SessionLost { session_id } => {
-            set("type", text("sessionLost"));
-            set("sessionId", text(session_id));
+    set("type", JsValue::from_str(js_type(event)));
+    for field in event.fields() {
+        match field {
+            Field::Key(key) => set("key", JsValue::from_str(key)),
+            Field::Text(name, text) => set(name, JsValue::from_str(text)),
+            Field::Number(name, n) => set(name, JsValue::from_f64(n as f64)),
+            Field::Millis(name, d) => set(
+                &format!("{name}Ms"),
+                JsValue::from_f64(d.as_secs_f64() * 1000.0),
+            ),
         }
     }
     object.into()
+}
+
+/// The `type` of the JS event (the TypeScript union's tags).
+fn js_type(event: &ClientEvent) -> &'static str {
+    match event {
+        ClientEvent::Granted { .. } => "granted",
+        ClientEvent::Contention { .. } => "contention",
+        ClientEvent::NotGranted { .. } => "notGranted",
+        ClientEvent::Lost { .. } => "lost",
+        ClientEvent::SessionLost { .. } => "sessionLost",
+    }
 }

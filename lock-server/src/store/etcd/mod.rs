@@ -52,7 +52,9 @@ use self::error::from_etcd;
 use self::keys::Keys;
 use crate::store::holder_id::HolderIds;
 use crate::store::queue::acquire_with;
-use crate::store::{AcquireCall, Acquired, KeyState, Store, StoreCounts, StoreError};
+use crate::store::{
+    AcquireCall, Acquired, KeyState, NewSession, SessionRef, Store, StoreCounts, StoreError,
+};
 
 /// Default key prefix (`--etcd-prefix`).
 pub const DEFAULT_PREFIX: &str = "/lock-server/";
@@ -299,37 +301,20 @@ const CAS_ATTEMPTS: usize = 16;
 
 #[async_trait]
 impl Store for EtcdStore {
-    async fn open_session(
-        &self,
-        ttl_millis: u64,
-        owner: Option<String>,
-        client: Option<&str>,
-    ) -> Result<SessionOpened, StoreError> {
-        self.open(ttl_millis, owner, client).await
+    async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
+        self.open(new.ttl_millis, new.owner, new.client).await
     }
 
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<HeartbeatResponse, StoreError> {
-        self.renew(session_id, client).await
+    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError> {
+        self.renew(session.id, session.client).await
     }
 
-    async fn close_session(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<(), StoreError> {
-        self.close(session_id, client).await
+    async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError> {
+        self.close(session.id, session.client).await
     }
 
-    async fn session_status(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<SessionStatus, StoreError> {
-        self.status(session_id, client).await
+    async fn session_status(&self, session: SessionRef<'_>) -> Result<SessionStatus, StoreError> {
+        self.status(session.id, session.client).await
     }
 
     async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {

@@ -38,7 +38,10 @@ use self::writer::Writer;
 use super::holder_id::HolderIds;
 use super::lease::now_millis;
 use super::wakeup::KeyWakeups;
-use super::{queue, session, AcquireCall, Acquired, KeyState, Store, StoreCounts, StoreError};
+use super::{
+    queue, session, AcquireCall, Acquired, KeyState, NewSession, SessionRef, Store, StoreCounts,
+    StoreError,
+};
 
 pub use self::db::DB_FILE;
 pub use self::recovery::StartState;
@@ -117,49 +120,32 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn open_session(
-        &self,
-        ttl_millis: u64,
-        owner: Option<String>,
-        client: Option<&str>,
-    ) -> Result<SessionOpened, StoreError> {
+    async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
         let id = session::new_id()?;
         let holder_id = self.holder_ids.of(&id);
-        let opened = session::opened(id, holder_id, ttl_millis);
-        let client = client.map(str::to_string);
+        let opened = session::opened(id, holder_id, new.ttl_millis);
+        let (owner, client) = (new.owner, new.client.map(str::to_string));
         self.writer
             .run(move |db| sessions::open(db, opened, owner, client))
             .await
     }
 
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<HeartbeatResponse, StoreError> {
-        let session = SessionOf::new(session_id, client);
+    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError> {
+        let session = SessionOf::new(session.id, session.client);
         self.writer
             .run(move |db| sessions::heartbeat(db, &session))
             .await
     }
 
-    async fn close_session(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let session = SessionOf::new(session_id, client);
+    async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError> {
+        let session = SessionOf::new(session.id, session.client);
         self.writer
             .run(move |db| sessions::close(db, &session))
             .await
     }
 
-    async fn session_status(
-        &self,
-        session_id: &str,
-        client: Option<&str>,
-    ) -> Result<SessionStatus, StoreError> {
-        let session = SessionOf::new(session_id, client);
+    async fn session_status(&self, session: SessionRef<'_>) -> Result<SessionStatus, StoreError> {
+        let session = SessionOf::new(session.id, session.client);
         self.writer
             .run(move |db| sessions::status(db, &session))
             .await
