@@ -194,10 +194,7 @@ impl Transport for ScriptedTransport {
             }
             Request::Acquire(..) => s.grant().map(Reply::Granted),
             Request::SessionStatus(_) => Err(Self::error(ErrorCode::SessionNotFound)),
-            Request::Release(key, body) => {
-                let token = body.fencing_token;
-                s.release(key, token).map(|()| Reply::Done)
-            }
+            Request::Release(key, body) => s.release(key, body.fencing_token).map(|()| Reply::Done),
             Request::ReadLock(_) => Err(Self::error(ErrorCode::NotFound)),
         }
     }
