@@ -162,8 +162,9 @@ impl FaultInjector {
 
 impl Intercept for FaultInjector {
     async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
-        let route = call.request().route();
-        if let Some(id) = call.request().session_id() {
+        let request = call.request();
+        let route = request.route();
+        if let Some(id) = request.session_id() {
             self.lost.check(route.label(), id, self.clock.now());
         }
         // Writes are subject to the bursts.
