@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_api::{AcquireRequest, ErrorCode, LockGrant, OpenSessionRequest, ReleaseRequest};
-use lock_wasm::{AcquirePolicy, Clock, RngSource, Transport, TransportError};
+use lock_wasm::{AcquirePolicy, Clock, RngSource, Transport, TransportError, TransportExt};
 
 use crate::strategy::{whole_millis, Delays, Strategy};
 

@@ -6,7 +6,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use lock_wasm::spawn::MaybeSend;
 use lock_wasm::transport::{Answer, Intercept, Intercepted, Outgoing, Route};
 use lock_wasm::Transport;
 
@@ -37,8 +36,8 @@ impl Counting {
 }
 
 impl Intercept for Counting {
-    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
-        let route = call.route as usize;
+    async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
+        let route = call.request().route() as usize;
         self.calls[route].fetch_add(1, Ordering::Relaxed);
         let answer = call.send().await;
         if answer.is_err() {
@@ -54,7 +53,7 @@ mod tests {
 
     use futures::executor::block_on;
     use lock_api::{AcquireRequest, ErrorCode, OpenSessionRequest};
-    use lock_wasm::ScriptedTransport;
+    use lock_wasm::{ScriptedTransport, TransportExt};
 
     use super::*;
 

@@ -41,7 +41,7 @@ use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
 use crate::session_state::{Claim, Claimed, SessionState};
 use crate::spans::{AcquireSpan, Outcome};
-use crate::transport::call;
+use crate::transport::{call, TransportExt};
 
 /// What one attempt's outcome tells the loop.
 enum Verdict {

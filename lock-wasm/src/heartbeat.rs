@@ -25,7 +25,7 @@ use lock_api::{ErrorCode, HeartbeatResponse};
 use crate::clock::{BackgroundClock, Clock};
 use crate::session_state::SessionState;
 use crate::spawn::BoxFuture;
-use crate::transport::call;
+use crate::transport::{call, TransportExt};
 
 /// Starts `session`'s background task on its client's spawner.
 pub(crate) fn spawn(session: &Arc<SessionState>) {

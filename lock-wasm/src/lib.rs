@@ -13,9 +13,11 @@
 //!   [`signal`] (`Signal`, `Notify`), `spans` (the `tracing` spans `lock.acquire` and
 //!   `lock.hold`, feature `native`; nothing without it), [`clock`] (the `Clock` seam,
 //!   `BackgroundClock`, the heartbeat task's view of a clock), [`transport`] (the
-//!   `Transport` seam L1–L7, the status mapping HTTP transports share, timed calls), [`error`] (`TransportError`,
-//!   `LockError` and the mapping between them), [`backoff`] (full-jitter delays, the
-//!   `RngSource` seam), [`policy`] (`AcquirePolicy`, validated at construction).
+//!   `Transport` seam: one `send` of a `Request` L1–L7, the typed calls over it, what HTTP
+//!   does with each call and the status mapping both HTTP transports share, timed calls),
+//!   [`error`] (`TransportError`, `LockError` and the mapping between them), [`backoff`]
+//!   (full-jitter delays, the `RngSource` seam), [`policy`] (`AcquirePolicy`, validated at
+//!   construction).
 //! - Rules and records: [`renewal`] (the safety margin, when a renewal is due, the shortest
 //!   lock TTL heartbeats keep alive), [`config`] (`ClientConfig`, its defaults, the TTL
 //!   check), [`handle`] (`LockHandle`: key, token, deadline, lost report; `LostReason`),
@@ -85,4 +87,4 @@ pub use session::{LockClient, LockClientSession};
 pub use spawn::{BoxFuture, MaybeSend, MaybeSync, Spawner};
 #[cfg(any(test, feature = "test-util"))]
 pub use transport::ScriptedTransport;
-pub use transport::Transport;
+pub use transport::{Transport, TransportExt};

@@ -5,11 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_api::paths;
-use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
-};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
@@ -20,7 +15,8 @@ use crate::clock::Clock;
 use crate::error::{LockError, TransportError};
 use crate::session::LockClient;
 use crate::spawn::{BoxFuture, Spawner};
-use crate::transport::{http_answer, Transport};
+use crate::transport::http::{Method, ReadJson};
+use crate::transport::{http_answer, Answer, Request, Transport};
 
 /// Monotonic time from `tokio::time::Instant` (so tokio's paused test clock applies too).
 pub struct TokioClock {
@@ -138,12 +134,12 @@ impl HttpTransport {
         format!("{}{}", self.base_url, path)
     }
 
-    /// Sends and maps the answer: 2xx → `T` (or `()` for 204), else the contract error.
-    async fn send<T: DeserializeOwned>(
+    /// Sends and maps the answer: a 2xx answer's body text, else the contract error.
+    async fn exchange(
         &self,
         request: reqwest::RequestBuilder,
         timeout: Duration,
-    ) -> Result<Option<T>, TransportError> {
+    ) -> Result<String, TransportError> {
         let request = match &self.authorization {
             Some(value) => request.header(AUTHORIZATION, value.clone()),
             None => request,
@@ -155,33 +151,20 @@ impl HttpTransport {
             .map_err(|e| map_err(e, timeout))?;
         let status = response.status().as_u16();
         let text = response.text().await.map_err(|e| map_err(e, timeout))?;
-        let text = http_answer(status, &text, |body| serde_json::from_str(body).ok())?;
+        http_answer(status, &text, |body| serde_json::from_str(body).ok())?;
+        Ok(text)
+    }
+}
+
+/// Reads answers with serde_json.
+struct SerdeJson;
+
+impl<T: DeserializeOwned> ReadJson<T> for SerdeJson {
+    fn read(&self, text: &str) -> Result<T, String> {
         if text.is_empty() {
-            return Ok(None);
+            return Err("empty body".into());
         }
-        serde_json::from_str(text)
-            .map(Some)
-            .map_err(|e| TransportError::Decode(e.to_string()))
-    }
-
-    async fn send_body<T: DeserializeOwned>(
-        &self,
-        request: reqwest::RequestBuilder,
-        timeout: Duration,
-    ) -> Result<T, TransportError> {
-        self.send(request, timeout)
-            .await?
-            .ok_or_else(|| TransportError::Decode("empty body".into()))
-    }
-
-    async fn send_empty(
-        &self,
-        request: reqwest::RequestBuilder,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.send::<serde_json::Value>(request, timeout)
-            .await
-            .map(|_| ())
+        serde_json::from_str(text).map_err(|e| e.to_string())
     }
 }
 
@@ -208,67 +191,18 @@ fn with_causes(err: &dyn std::error::Error) -> String {
 
 #[async_trait::async_trait]
 impl Transport for HttpTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        let req = self.http.post(self.url(paths::SESSIONS)).json(request);
-        self.send_body(req, timeout).await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        let url = self.url(&paths::heartbeat(session_id));
-        self.send_body(self.http.post(url), timeout).await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        let url = self.url(&paths::session(session_id));
-        self.send_empty(self.http.delete(url), timeout).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        let url = self.url(&paths::acquire(key));
-        self.send_body(self.http.post(url).json(request), timeout)
-            .await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        let url = self.url(&paths::session(session_id));
-        self.send_body(self.http.get(url), timeout).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        let url = self.url(&paths::release(key));
-        self.send_empty(self.http.post(url).json(request), timeout)
-            .await
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        let url = self.url(&paths::lock(key));
-        self.send_body(self.http.get(url), timeout).await
+    async fn send(&self, request: Request<'_>, timeout: Duration) -> Answer {
+        let method = match request.method() {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Delete => reqwest::Method::DELETE,
+        };
+        let mut http = self.http.request(method, self.url(&request.path()));
+        if let Some(body) = request.body() {
+            http = http.json(&body);
+        }
+        let text = self.exchange(http, timeout).await?;
+        request.read_reply(&text, &SerdeJson)
     }
 }
 

@@ -25,7 +25,7 @@ use crate::parts::ClientParts;
 use crate::policy::AcquirePolicy;
 use crate::session_state::SessionState;
 use crate::spawn::Spawner;
-use crate::transport::{call, Transport};
+use crate::transport::{call, Transport, TransportExt};
 
 /// Entry point: the seams and settings shared by every session it opens.
 #[derive(Clone)]

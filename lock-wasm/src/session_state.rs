@@ -23,7 +23,7 @@ use crate::parts::ClientParts;
 use crate::reentrancy::{Entry, Holds, InFlightGuard, ReleaseStep};
 use crate::renewal;
 use crate::signal::{Notify, Signal};
-use crate::transport::call;
+use crate::transport::{call, TransportExt};
 
 /// One server session's shared state (see the module docs).
 pub(crate) struct SessionState {

@@ -7,10 +7,26 @@
 //! [`BoxFuture`] (a boxed future that is `Send` natively only). Async trait methods use
 //! `async_trait` with the same switch:
 //!
-//! ```ignore
+//! ```
+//! use std::time::Duration;
+//!
+//! use lock_wasm::transport::{Answer, Reply, Request, Transport};
+//! use lock_wasm::TransportError;
+//!
+//! /// A transport with no server behind it (a sketch): closing and releasing succeed, every
+//! /// other call fails as a refused connection does.
+//! struct Offline;
+//!
 //! #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
 //! #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-//! impl Transport for MyTransport { /* ... */ }
+//! impl Transport for Offline {
+//!     async fn send(&self, request: Request<'_>, _timeout: Duration) -> Answer {
+//!         match request {
+//!             Request::CloseSession(_) | Request::Release(..) => Ok(Reply::Done),
+//!             _ => Err(TransportError::Network("offline".to_owned())),
+//!         }
+//!     }
+//! }
 //! ```
 
 use std::future::Future;

@@ -18,7 +18,6 @@ use futures::channel::oneshot;
 use futures::future::{select, Either};
 use lock_wasm::clock::Clock;
 use lock_wasm::error::TransportError;
-use lock_wasm::spawn::MaybeSend;
 use lock_wasm::transport::{Answer, Intercept, Outgoing, Route};
 
 /// Waiting L4 calls in flight at once (ASSUMPTION: the browser's 6 connections per server,
@@ -94,15 +93,16 @@ fn lock(lanes: &Mutex<Lanes>) -> std::sync::MutexGuard<'_, Lanes> {
 }
 
 impl Intercept for WaitLanes {
-    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
-        if call.route != Route::Acquire || call.wait_millis == 0 {
+    async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
+        let request = call.request();
+        if request.route() != Route::Acquire || request.wait_millis() == 0 {
             return call.send().await;
         }
         let asked = self.clock.now();
-        let Some(_lane) = self.lane(call.timeout).await else {
-            return Err(TransportError::Timeout(call.timeout));
+        let Some(_lane) = self.lane(call.timeout()).await else {
+            return Err(TransportError::Timeout(call.timeout()));
         };
-        let left = call.timeout.saturating_sub(self.clock.now() - asked);
+        let left = call.timeout().saturating_sub(self.clock.now() - asked);
         call.send_within(left).await
     }
 }
@@ -113,7 +113,7 @@ mod tests {
     use futures::executor::LocalPool;
     use futures::task::LocalSpawnExt;
     use lock_api::AcquireRequest;
-    use lock_wasm::transport::{Intercepted, Transport};
+    use lock_wasm::transport::{Intercepted, Transport, TransportExt};
     use lock_wasm::{ManualClock, ScriptedTransport};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -126,11 +126,9 @@ mod tests {
     }
 
     impl Intercept for Gate {
-        async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
-            self.entered
-                .lock()
-                .unwrap()
-                .push(call.key.unwrap().to_owned());
+        async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
+            let key = call.request().key().unwrap();
+            self.entered.lock().unwrap().push(key.to_owned());
             let (tx, rx) = oneshot::channel();
             self.open.lock().unwrap().push(tx);
             let _ = rx.await;

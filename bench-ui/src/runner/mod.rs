@@ -27,7 +27,7 @@ use futures::future::{select, Either};
 use lock_api::LockGrant;
 use lock_wasm::clock::Clock;
 use lock_wasm::spawn::Spawner;
-use lock_wasm::transport::Transport;
+use lock_wasm::transport::{Transport, TransportExt};
 use lock_wasm::LockHandle;
 
 use crate::model::config::ExperimentConfig;

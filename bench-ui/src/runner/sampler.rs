@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use lock_wasm::TransportExt;
+
 use crate::model::config::{key_name, ExperimentConfig};
 use crate::model::record::Sample;
 

@@ -20,7 +20,7 @@ use lock_lab::native::client_over;
 use lock_wasm::native::HttpTransport;
 use lock_wasm::{
     AcquirePolicy, ClientConfig, LockClientSession, LockError, LockHandle, PolicySettings,
-    Transport,
+    TransportExt,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -20,7 +20,6 @@ use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
-use crate::spawn::MaybeSend;
 use crate::transport::{Answer, Intercept, Outgoing};
 
 use super::service::LostSessions;
@@ -162,12 +161,14 @@ impl FaultInjector {
 }
 
 impl Intercept for FaultInjector {
-    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
-        if let Some(id) = call.session_id {
-            self.lost.check(call.route.label(), id, self.clock.now());
+    async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
+        let request = call.request();
+        let route = request.route();
+        if let Some(id) = request.session_id() {
+            self.lost.check(route.label(), id, self.clock.now());
         }
         // Writes are subject to the bursts.
-        let decision = self.decide(call.route.writes());
+        let decision = self.decide(route.writes());
         match decision {
             Decision::NotLeader => {
                 self.clock.sleep(Duration::from_millis(2)).await;

@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng};
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::signal::Notify;
-use crate::transport::Transport;
+use crate::transport::{Answer, Reply, Request, Transport};
 
 /// How long a ticket keeps its place after its last request ended (the server's default).
 pub const GRACE: Duration = Duration::from_millis(1_000);
@@ -481,6 +481,19 @@ impl SimService {
             waiter_count: s.queues.get(key).map_or(0, |q| q.len() as u32),
         }
     }
+
+    /// The server's answer to `request` (L4 may wait in its queue).
+    async fn answer(&self, request: Request<'_>) -> Answer {
+        match request {
+            Request::OpenSession(body) => Ok(Reply::Opened(self.open(body))),
+            Request::Heartbeat(id) => self.heartbeat(id).map(Reply::Renewed),
+            Request::CloseSession(id) => self.close(id).map(|()| Reply::Done),
+            Request::Acquire(key, body) => self.acquire(key, body).await.map(Reply::Granted),
+            Request::SessionStatus(id) => self.status(id).map(Reply::Status),
+            Request::Release(key, body) => self.release(key, body).map(|()| Reply::Done),
+            Request::ReadLock(key) => Ok(Reply::Lock(self.read(key))),
+        }
+    }
 }
 
 /// The simulated server's public name of a session (the real one is a keyed hash).
@@ -595,10 +608,10 @@ impl SimTransport {
         self.service.clock.sleep(Duration::from_millis(delay)).await;
     }
 
-    /// Request hop, the server's work at arrival time, answer hop.
-    async fn exchange<T: std::fmt::Debug>(&self, apply: impl FnOnce(&SimService) -> T) -> T {
+    /// Request hop, the server's work from arrival time, answer hop.
+    async fn exchange(&self, request: Request<'_>) -> Answer {
         self.hop().await;
-        let answer = apply(&self.service);
+        let answer = self.service.answer(request).await;
         if self.trace {
             eprintln!("{:?} server answered {answer:?}", self.service.clock.now());
         }
@@ -610,70 +623,10 @@ impl SimTransport {
 #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl Transport for SimTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        _timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        Ok(self.exchange(|s| s.open(request)).await)
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.check_session("L2", session_id);
-        self.exchange(|s| s.heartbeat(session_id)).await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.check_session("L3", session_id);
-        self.exchange(|s| s.close(session_id)).await
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        _timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.check_session("L4", &request.session_id);
-        self.hop().await;
-        let answer = self.service.acquire(key, request).await;
-        if self.trace {
-            eprintln!("{:?} server answered {answer:?}", self.service.clock.now());
+    async fn send(&self, request: Request<'_>, _timeout: Duration) -> Answer {
+        if let Some(id) = request.session_id() {
+            self.check_session(request.route().label(), id);
         }
-        self.hop().await;
-        answer
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.check_session("L5", session_id);
-        self.exchange(|s| s.status(session_id)).await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        _timeout: Duration,
-    ) -> Result<(), TransportError> {
-        if let Some(id) = &request.session_id {
-            self.check_session("L6", id);
-        }
-        self.exchange(|s| s.release(key, request)).await
-    }
-
-    async fn read_lock(&self, key: &str, _timeout: Duration) -> Result<LockState, TransportError> {
-        Ok(self.exchange(|s| s.read(key)).await)
+        self.exchange(request).await
     }
 }

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::spawn::MaybeSend;
 use crate::transport::{Answer, Intercept, Outgoing, Route};
 
 /// One L2 as its client saw it.
@@ -46,10 +45,11 @@ impl HeartbeatWatch {
 }
 
 impl Intercept for HeartbeatWatch {
-    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+    async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
         // Unanswered until its success arrives; a failure, or a future dropped on timeout,
         // leaves it so.
-        let index = match (call.route, call.session_id) {
+        let request = call.request();
+        let index = match (request.route(), request.session_id()) {
             (Route::Heartbeat, Some(session)) => {
                 let mut sent = self.sent.lock().unwrap();
                 sent.push(Sent {

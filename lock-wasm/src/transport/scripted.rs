@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, LockState,
-    OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, OpenSessionRequest,
+    ReleaseRequest, SessionOpened,
 };
 
-use super::Transport;
+use super::{Answer, Reply, Request, Transport};
 use crate::error::TransportError;
 
 /// One call as a [`ScriptedTransport`] saw it.
@@ -118,32 +118,24 @@ impl ScriptedTransport {
     }
 }
 
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl Transport for ScriptedTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        _timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::OpenSession(request.clone()));
-        Ok(SessionOpened {
-            session_id: "s1".into(),
-            holder_id: "h1".into(),
-            ttl_millis: request.ttl_millis.unwrap_or(15_000),
-            heartbeat_millis: request.ttl_millis.unwrap_or(15_000) / 3,
-        })
+impl From<Request<'_>> for Call {
+    fn from(request: Request<'_>) -> Self {
+        match request {
+            Request::OpenSession(body) => Call::OpenSession(body.clone()),
+            Request::Heartbeat(id) => Call::Heartbeat(id.to_owned()),
+            Request::CloseSession(id) => Call::CloseSession(id.to_owned()),
+            Request::Acquire(key, body) => Call::Acquire(key.to_owned(), body.clone()),
+            Request::SessionStatus(id) => Call::SessionStatus(id.to_owned()),
+            Request::Release(key, body) => Call::Release(key.to_owned(), body.clone()),
+            Request::ReadLock(key) => Call::ReadLock(key.to_owned()),
+        }
     }
+}
 
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::Heartbeat(session_id.to_owned()));
-        let locks = s
+impl Script {
+    /// L2's answer: the next queued one, else a renewal naming the locks held.
+    fn renewal(&mut self) -> Result<HeartbeatResponse, TransportError> {
+        let locks = self
             .held
             .iter()
             .map(|(key, token)| lock_api::HeldLock {
@@ -151,67 +143,59 @@ impl Transport for ScriptedTransport {
                 fencing_token: *token,
             })
             .collect();
-        s.heartbeat.pop_front().unwrap_or(Ok(HeartbeatResponse {
+        self.heartbeat.pop_front().unwrap_or(Ok(HeartbeatResponse {
             ttl_millis: 15_000,
             locks,
         }))
     }
 
-    async fn close_session(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<(), TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::CloseSession(session_id.to_owned()));
-        s.held.clear();
-        Ok(())
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        _timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::Acquire(key.to_owned(), request.clone()));
-        let answer = s
+    /// L4's answer: the next queued one (a grant is held from then on), else 409.
+    fn grant(&mut self) -> Result<LockGrant, TransportError> {
+        let answer = self
             .acquire
             .pop_front()
-            .unwrap_or_else(|| Err(Self::error(ErrorCode::LockContended)));
+            .unwrap_or_else(|| Err(ScriptedTransport::error(ErrorCode::LockContended)));
         if let Ok(grant) = &answer {
-            s.held.push((grant.key.clone(), grant.fencing_token));
+            self.held.push((grant.key.clone(), grant.fencing_token));
         }
         answer
     }
 
-    async fn session_status(
-        &self,
-        session_id: &str,
-        _timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::SessionStatus(session_id.to_owned()));
-        Err(Self::error(ErrorCode::SessionNotFound))
+    /// L6's answer: the next queued one, else success; the grant is no longer held.
+    fn release(&mut self, key: &str, token: u64) -> Result<(), TransportError> {
+        self.held.retain(|(k, t)| !(k == key && *t == token));
+        self.release.pop_front().unwrap_or(Ok(()))
     }
+}
 
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        _timeout: Duration,
-    ) -> Result<(), TransportError> {
-        let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::Release(key.to_owned(), request.clone()));
-        s.held
-            .retain(|(k, t)| !(k == key && *t == request.fencing_token));
-        s.release.pop_front().unwrap_or(Ok(()))
+/// L1's answer: session `"s1"` with the TTL asked for (15 s when none).
+fn opened(request: &OpenSessionRequest) -> SessionOpened {
+    let ttl_millis = request.ttl_millis.unwrap_or(15_000);
+    SessionOpened {
+        session_id: "s1".into(),
+        holder_id: "h1".into(),
+        ttl_millis,
+        heartbeat_millis: ttl_millis / 3,
     }
+}
 
-    async fn read_lock(&self, key: &str, _timeout: Duration) -> Result<LockState, TransportError> {
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+impl Transport for ScriptedTransport {
+    async fn send(&self, request: Request<'_>, _timeout: Duration) -> Answer {
         let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::ReadLock(key.to_owned()));
-        Err(Self::error(ErrorCode::NotFound))
+        s.calls.push(Call::from(request));
+        match request {
+            Request::OpenSession(body) => Ok(Reply::Opened(opened(body))),
+            Request::Heartbeat(_) => s.renewal().map(Reply::Renewed),
+            Request::CloseSession(_) => {
+                s.held.clear();
+                Ok(Reply::Done)
+            }
+            Request::Acquire(..) => s.grant().map(Reply::Granted),
+            Request::SessionStatus(_) => Err(Self::error(ErrorCode::SessionNotFound)),
+            Request::Release(key, body) => s.release(key, body.fencing_token).map(|()| Reply::Done),
+            Request::ReadLock(_) => Err(Self::error(ErrorCode::NotFound)),
+        }
     }
 }

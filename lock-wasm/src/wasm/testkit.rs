@@ -27,8 +27,7 @@ use crate::backoff::SeededRngSource;
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::sim::{Faults, Network, SimService, SimTransport};
-use crate::spawn::MaybeSend;
-use crate::transport::{Answer, Intercept, Intercepted, Outgoing, Transport};
+use crate::transport::{Answer, Intercept, Intercepted, Outgoing, Transport, TransportExt};
 
 use super::api::{RawClient, Runtime};
 use super::js_error::to_js;
@@ -175,9 +174,10 @@ fn millis(d: Duration) -> f64 {
 struct Partitions(Partitioned);
 
 impl Intercept for Partitions {
-    async fn around<'a, T: MaybeSend>(&'a self, call: Outgoing<'a, T>) -> Answer<T> {
+    async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
         let cut = call
-            .session_id
+            .request()
+            .session_id()
             .is_some_and(|id| self.0.borrow().contains(id));
         if cut {
             return Err(TransportError::Network(

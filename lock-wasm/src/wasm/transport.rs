@@ -1,4 +1,5 @@
-//! [`FetchTransport`]: the [`Transport`] seam (L1–L7) over the platform `fetch`.
+//! [`FetchTransport`]: the [`Transport`] seam (L1–L7) over the platform `fetch`; what each
+//! call is over HTTP comes from [`crate::transport::http`].
 //!
 //! Bodies go through the platform's `JSON.parse`/`JSON.stringify` and the hand-written
 //! readers of [`super::wire`] rather than serde_json or serde-wasm-bindgen: same contract
@@ -7,16 +8,13 @@
 
 use std::time::Duration;
 
-use lock_api::paths;
-use lock_api::{
-    AcquireRequest, ErrorBody, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
-    ReleaseRequest, SessionOpened, SessionStatus,
-};
+use lock_api::{AcquireRequest, ErrorBody, OpenSessionRequest, ReleaseRequest};
 
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::error::{LockError, TransportError};
-use crate::transport::{http_answer, Transport};
+use crate::transport::http::{Body, ReadJson};
+use crate::transport::{http_answer, Answer, Request, Transport};
 
 use super::fetch::{exchange, FetchError, Reply};
 use super::wire::{FromJs, JsObject};
@@ -112,17 +110,6 @@ impl FetchTransport {
         http_answer(reply.status, &reply.body, wire_error)?;
         Ok(reply)
     }
-
-    async fn json<T: FromJs>(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<String>,
-        timeout: Duration,
-    ) -> Result<T, TransportError> {
-        let reply = self.call(method, path, body, timeout).await?;
-        decode(&reply.body).map_err(TransportError::Decode)
-    }
 }
 
 /// `JSON.parse` then [`FromJs`] into a contract type.
@@ -175,67 +162,30 @@ fn wire_error(text: &str) -> Option<ErrorBody> {
     decode(text).ok()
 }
 
+/// A request's body as JSON text.
+fn body_json(body: Body<'_>) -> Option<String> {
+    match body {
+        Body::OpenSession(request) => open_session_body(request),
+        Body::Acquire(request) => acquire_body(request),
+        Body::Release(request) => release_body(request),
+    }
+}
+
+/// Reads answers with [`decode`].
+struct PlatformJson;
+
+impl<T: FromJs> ReadJson<T> for PlatformJson {
+    fn read(&self, text: &str) -> Result<T, String> {
+        decode(text)
+    }
+}
+
 #[async_trait::async_trait(?Send)]
 impl Transport for FetchTransport {
-    async fn open_session(
-        &self,
-        request: &OpenSessionRequest,
-        timeout: Duration,
-    ) -> Result<SessionOpened, TransportError> {
-        self.json("POST", paths::SESSIONS, open_session_body(request), timeout)
-            .await
-    }
-
-    async fn heartbeat(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<HeartbeatResponse, TransportError> {
-        self.json("POST", &paths::heartbeat(session_id), None, timeout)
-            .await
-    }
-
-    async fn close_session(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.call("DELETE", &paths::session(session_id), None, timeout)
-            .await
-            .map(drop)
-    }
-
-    async fn acquire(
-        &self,
-        key: &str,
-        request: &AcquireRequest,
-        timeout: Duration,
-    ) -> Result<LockGrant, TransportError> {
-        self.json("POST", &paths::acquire(key), acquire_body(request), timeout)
-            .await
-    }
-
-    async fn session_status(
-        &self,
-        session_id: &str,
-        timeout: Duration,
-    ) -> Result<SessionStatus, TransportError> {
-        self.json("GET", &paths::session(session_id), None, timeout)
-            .await
-    }
-
-    async fn release(
-        &self,
-        key: &str,
-        request: &ReleaseRequest,
-        timeout: Duration,
-    ) -> Result<(), TransportError> {
-        self.call("POST", &paths::release(key), release_body(request), timeout)
-            .await
-            .map(drop)
-    }
-
-    async fn read_lock(&self, key: &str, timeout: Duration) -> Result<LockState, TransportError> {
-        self.json("GET", &paths::lock(key), None, timeout).await
+    async fn send(&self, request: Request<'_>, timeout: Duration) -> Answer {
+        let (method, path) = (request.method().as_str(), request.path());
+        let body = request.body().and_then(body_json);
+        let reply = self.call(method, &path, body, timeout).await?;
+        request.read_reply(&reply.body, &PlatformJson)
     }
 }

@@ -26,7 +26,7 @@ use lock_wasm::events::{ClientEvent, EventSink};
 use lock_wasm::policy::{AcquirePolicy, PolicySettings};
 use lock_wasm::session::LockClient;
 use lock_wasm::spawn::{BoxFuture, Spawner};
-use lock_wasm::transport::Transport;
+use lock_wasm::transport::TransportExt;
 use lock_wasm::wasm::timer::{monotonic_millis, Sleep, TimerKind};
 use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
 use wasm_bindgen_test::wasm_bindgen_test;

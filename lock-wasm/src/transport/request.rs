@@ -1,0 +1,138 @@
+//! [`Request`]: one call of contract C3 (L1–L7) as a value, with what it names; [`Reply`]:
+//! the answer a transport gives it; [`Route`]: which call it is.
+//!
+//! A transport has one method, [`super::Transport::send`], taking a `Request`: what sits in
+//! front of a transport or answers in place of a server (an intercept, the scripted and the
+//! simulated transports) reads what it needs off the value, and the HTTP transports read
+//! their method, path and body off it ([`super::http`]).
+
+use lock_api::{
+    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
+    SessionOpened, SessionStatus,
+};
+
+use crate::error::TransportError;
+
+/// Which call of contract C3 a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// L1 open a session.
+    OpenSession,
+    /// L2 heartbeat.
+    Heartbeat,
+    /// L3 close a session.
+    CloseSession,
+    /// L4 acquire.
+    Acquire,
+    /// L5 session status.
+    SessionStatus,
+    /// L6 release.
+    Release,
+    /// L7 advisory holder read.
+    ReadLock,
+}
+
+impl Route {
+    /// The contract's name of the call, `"L1"` … `"L7"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::OpenSession => "L1",
+            Route::Heartbeat => "L2",
+            Route::CloseSession => "L3",
+            Route::Acquire => "L4",
+            Route::SessionStatus => "L5",
+            Route::Release => "L6",
+            Route::ReadLock => "L7",
+        }
+    }
+
+    /// Whether the call changes the store (L1–L4 and L6); L5 and L7 only read.
+    pub fn writes(self) -> bool {
+        !matches!(self, Route::SessionStatus | Route::ReadLock)
+    }
+}
+
+/// One call of contract C3, borrowing what it names. Keys are decoded (an HTTP transport
+/// percent-encodes them through [`lock_api::paths`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Request<'a> {
+    /// L1 `POST /v1/sessions` → 201 [`Reply::Opened`].
+    OpenSession(&'a OpenSessionRequest),
+    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200 [`Reply::Renewed`].
+    Heartbeat(&'a str),
+    /// L3 `DELETE /v1/sessions/{id}` → 204 [`Reply::Done`].
+    CloseSession(&'a str),
+    /// L4 `POST /v1/locks/{key}/acquire` → 200 [`Reply::Granted`].
+    Acquire(&'a str, &'a AcquireRequest),
+    /// L5 `GET /v1/sessions/{id}` → 200 [`Reply::Status`].
+    SessionStatus(&'a str),
+    /// L6 `POST /v1/locks/{key}/release` → 204 [`Reply::Done`].
+    Release(&'a str, &'a ReleaseRequest),
+    /// L7 `GET /v1/locks/{key}` → 200 [`Reply::Lock`] (advisory).
+    ReadLock(&'a str),
+}
+
+impl<'a> Request<'a> {
+    /// Which call it is.
+    pub fn route(self) -> Route {
+        match self {
+            Request::OpenSession(_) => Route::OpenSession,
+            Request::Heartbeat(_) => Route::Heartbeat,
+            Request::CloseSession(_) => Route::CloseSession,
+            Request::Acquire(..) => Route::Acquire,
+            Request::SessionStatus(_) => Route::SessionStatus,
+            Request::Release(..) => Route::Release,
+            Request::ReadLock(_) => Route::ReadLock,
+        }
+    }
+
+    /// The session the call names: L2–L5, and L6 when its body names one.
+    pub fn session_id(self) -> Option<&'a str> {
+        match self {
+            Request::Heartbeat(id) | Request::CloseSession(id) | Request::SessionStatus(id) => {
+                Some(id)
+            }
+            Request::Acquire(_, body) => Some(&body.session_id),
+            Request::Release(_, body) => body.session_id.as_deref(),
+            Request::OpenSession(_) | Request::ReadLock(_) => None,
+        }
+    }
+
+    /// The key the call names: L4, L6 and L7.
+    pub fn key(self) -> Option<&'a str> {
+        match self {
+            Request::Acquire(key, _) | Request::Release(key, _) | Request::ReadLock(key) => {
+                Some(key)
+            }
+            _ => None,
+        }
+    }
+
+    /// L4's `waitMillis` (0 when absent and for every other call).
+    pub fn wait_millis(self) -> u64 {
+        match self {
+            Request::Acquire(_, body) => body.wait_millis.unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// A transport's answer to a [`Request`]: the success body of its call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// L1's session.
+    Opened(SessionOpened),
+    /// L2's renewal.
+    Renewed(HeartbeatResponse),
+    /// L3's and L6's: no body (204).
+    Done,
+    /// L4's grant.
+    Granted(LockGrant),
+    /// L5's session status.
+    Status(SessionStatus),
+    /// L7's holder read.
+    Lock(LockState),
+}
+
+/// A call's answer: its [`Reply`], or why there is none.
+pub type Answer = Result<Reply, TransportError>;
