@@ -200,13 +200,8 @@ pub trait Store: Send + Sync + 'static {
     /// ticket); returns the revoked token.
     async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError>;
 
-    /// Demo ledger: appends if `fencing_token` ≥ the highest token seen for `key`.
-    async fn ledger_append(
-        &self,
-        key: &str,
-        fencing_token: u64,
-        entry: String,
-    ) -> Result<(), StoreError>;
+    /// Demo ledger: appends if the fencing `token` ≥ the highest token seen for `key`.
+    async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError>;
 
     /// Demo ledger: every accepted entry of `key`, in order.
     async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError>;

@@ -363,13 +363,8 @@ impl Store for EtcdStore {
         self.revoke_key(key).await
     }
 
-    async fn ledger_append(
-        &self,
-        key: &str,
-        fencing_token: u64,
-        entry: String,
-    ) -> Result<(), StoreError> {
-        self.append(key, fencing_token, entry).await
+    async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
+        self.append(key, token, entry).await
     }
 
     async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {

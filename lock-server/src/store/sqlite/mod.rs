@@ -199,15 +199,10 @@ impl Store for SqliteStore {
         self.writer.run(move |db| locks::revoke(db, &key)).await
     }
 
-    async fn ledger_append(
-        &self,
-        key: &str,
-        fencing_token: u64,
-        entry: String,
-    ) -> Result<(), StoreError> {
+    async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
         let key = key.to_string();
         self.writer
-            .run(move |db| ledger::append(db, &key, fencing_token, entry))
+            .run(move |db| ledger::append(db, &key, token, entry))
             .await
     }
 
