@@ -59,12 +59,13 @@ bench_in node node
 bench_in bun "$bun"
 bench_in deno deno run --quiet --allow-net=127.0.0.1 --allow-env --allow-read
 echo
-echo "| runtime | SDK p50 ms | fetch+timeout p50 ms | bare fetch p50 ms | SDK/(fetch+timeout) p50 | SDK/bare p50 |"
-echo "|---|---|---|---|---|---|"
+echo "| runtime | SDK p50 ms | fetch+timeout p50 ms | bare fetch p50 ms | SDK/(fetch+timeout) p50 | SDK/bare p50 | CPU µs/cycle SDK / fetch+timeout |"
+echo "|---|---|---|---|---|---|---|"
 for rt in node bun deno; do
   tail -n1 "$work/$rt.log" | node -e '
     const r = JSON.parse(require("fs").readFileSync(0, "utf8")); const f = (x) => x.toFixed(3);
-    console.log(`| ${r.runtime} | ${f(r.p50.sdk)} | ${f(r.p50.timed)} | ${f(r.p50.bare)} | ${f(r.ratioP50.timed)}x | ${f(r.ratioP50.bare)}x |`);'
+    const c = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");
+    console.log(`| ${r.runtime} | ${f(r.p50.sdk)} | ${f(r.p50.timed)} | ${f(r.p50.bare)} | ${f(r.ratioP50.timed)}x | ${f(r.ratioP50.bare)}x | ${c(r.cpuMicros.sdk)} / ${c(r.cpuMicros.timed)} |`);'
 done
 echo
 echo "== OpenTelemetry installed vs not, node (load average $(load))"

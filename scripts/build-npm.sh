@@ -61,6 +61,29 @@ to_cjs() {
   printf '\nmodule.exports = { %s };\n' "$name"
 }
 
+# The nodejs glue `require`s the module's JS snippets (lock-wasm/src/wasm/*.js, ES modules):
+# each becomes a CommonJS `.cjs` file next to it, its `export function` lines made plain and
+# exported through module.exports, and the glue requires that instead. Node before 20.19
+# cannot `require` an ES module, and later ones would warn.
+snippets_to_cjs() {
+  local dir="$1" glue="$2" file rel names
+  [ -d "$dir/snippets" ] || return 0
+  while IFS= read -r file; do
+    if grep '^export ' "$file" | grep -qv '^export function '; then
+      log "only 'export function' lines are converted: $file"; return 1
+    fi
+    names="$(sed -n 's/^export function \([A-Za-z_$][A-Za-z0-9_$]*\).*/\1/p' "$file" | paste -sd, -)"
+    [ -n "$names" ] || { log "no 'export function' in $file"; return 1; }
+    { sed -e 's/^export function /function /' "$file"; printf '\nmodule.exports = { %s };\n' "$names"; } \
+      >"${file%.js}.cjs"
+    rm "$file"
+    rel="${file#"$dir"/}"
+    # The glue spells it require(String.raw`./snippets/...`).
+    grep -qF "\`./$rel\`" "$glue" || { log "$glue does not require ./$rel"; return 1; }
+    sed -i -e "s#\`./$rel\`#\`./${rel%.js}.cjs\`#" "$glue"
+  done < <(find "$dir/snippets" -name '*.js')
+}
+
 # The package's export names, comma-separated: the keys of the loaded CommonJS entry.
 api_names() {
   node -e '
@@ -84,8 +107,10 @@ assemble() {
   rm -rf "$pkg"
   mkdir -p "$pkg/node" "$pkg/web" "$pkg/testing/node" "$pkg/testing/web"
   bindgen "$sdk" nodejs "$pkg/node" lock_wasm
+  snippets_to_cjs "$pkg/node" "$pkg/node/lock_wasm.js"
   bindgen "$sdk" web "$pkg/web" lock_wasm
   bindgen "$kit" nodejs "$pkg/testing/node" lock_wasm_testkit
+  snippets_to_cjs "$pkg/testing/node" "$pkg/testing/node/lock_wasm_testkit.js"
   bindgen "$kit" web "$pkg/testing/web" lock_wasm_testkit
   # One source for each JS layer file: the CommonJS copy differs only in its export line.
   cp "$src/src/api.js" "$pkg/web/api.js"

@@ -34,13 +34,15 @@ async function child(cycles) {
   };
   for (let i = 0; i < 50; i += 1) await cycle(); // warm-up: JIT, connections
   const samples = [];
+  const cpu = process.cpuUsage();
   for (let i = 0; i < cycles; i += 1) {
     const t = performance.now();
     await cycle();
     samples.push(performance.now() - t);
   }
+  const { user, system } = process.cpuUsage(cpu);
   await session.close();
-  console.log(JSON.stringify({ traced, samples }));
+  console.log(JSON.stringify({ traced, samples, cpuMicros: user + system }));
 }
 
 function run(dir, cycles, traced) {
@@ -51,7 +53,7 @@ function run(dir, cycles, traced) {
   if (out.status !== 0) throw new Error(`${dir}: ${out.stderr}`);
   const result = JSON.parse(out.stdout.trim().split("\n").pop());
   if (result.traced !== traced) throw new Error(`${dir}: OpenTelemetry ${result.traced ? "found" : "missing"}`);
-  return result.samples;
+  return result;
 }
 
 if (process.argv[2] === "--child") {
@@ -62,13 +64,26 @@ if (process.argv[2] === "--child") {
   const blocks = Number(process.argv[5] ?? 5);
   const plain = [];
   const otel = [];
+  // CPU time of the measured cycles (user + system, µs), per side.
+  const cpu = { plain: 0, otel: 0 };
   for (let b = 0; b < blocks; b += 1) {
-    plain.push(...run(plainDir, perBlock, false));
-    otel.push(...run(otelDir, perBlock, true));
+    for (const [dir, traced, samples, side] of [
+      [plainDir, false, plain, "plain"],
+      [otelDir, true, otel, "otel"],
+    ]) {
+      const result = run(dir, perBlock, traced);
+      samples.push(...result.samples);
+      cpu[side] += result.cpuMicros;
+    }
   }
   printTable([
     ["without @opentelemetry/api", plain],
     ["OpenTelemetry SDK, no exporter", otel],
   ]);
   console.log(`ratio traced/untraced: mean ${(mean(otel) / mean(plain)).toFixed(3)}x, p50 ${(p50(otel) / p50(plain)).toFixed(3)}x`);
+  const perCycle = (side, samples) => cpu[side] / samples.length;
+  console.log(
+    `CPU per cycle (process.cpuUsage): untraced ${perCycle("plain", plain).toFixed(0)} µs, ` +
+      `traced ${perCycle("otel", otel).toFixed(0)} µs; ratio ${(perCycle("otel", otel) / perCycle("plain", plain)).toFixed(3)}x`,
+  );
 }

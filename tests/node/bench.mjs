@@ -52,24 +52,35 @@ function rawCycle(timed) {
   };
 }
 
-async function block(cycle, key, samples) {
+// The process's CPU time in µs (user + system), where the runtime has `process.cpuUsage()`
+// (Node, Bun, Deno): the client's own cost per cycle, which the machine's load disturbs less
+// than latency (the server is another process).
+const cpuUsage = globalThis.process?.cpuUsage?.bind(globalThis.process);
+const cpuMicros = () => {
+  const { user, system } = cpuUsage?.() ?? { user: NaN, system: 0 };
+  return user + system;
+};
+
+async function block(side, key) {
+  const cpu = cpuMicros();
   for (let i = 0; i < perBlock; i += 1) {
     const t = performance.now();
-    await cycle(key);
-    samples.push(performance.now() - t);
+    await side.cycle(key);
+    side.samples?.push(performance.now() - t);
   }
+  side.cpu += cpuMicros() - cpu;
 }
 
 const sides = [
-  { name: "lock-wasm SDK (acquire+release)", cycle: sdkCycle, key: "sdk", samples: [] },
-  { name: "fetch + AbortSignal.timeout (L4 + L6 POSTs)", cycle: rawCycle(true), key: "timed", samples: [] },
-  { name: "bare fetch, no timeout (L4 + L6 POSTs)", cycle: rawCycle(false), key: "bare", samples: [] },
+  { name: "lock-wasm SDK (acquire+release)", cycle: sdkCycle, key: "sdk", samples: [], cpu: 0 },
+  { name: "fetch + AbortSignal.timeout (L4 + L6 POSTs)", cycle: rawCycle(true), key: "timed", samples: [], cpu: 0 },
+  { name: "bare fetch, no timeout (L4 + L6 POSTs)", cycle: rawCycle(false), key: "bare", samples: [], cpu: 0 },
 ];
 const tag = `${runtime().split(" ")[0]}-${globalThis.process.pid}`;
 // Warm-up: JIT, connection pool, SQLite page cache.
-for (const side of sides) await block(side.cycle, `bench/${tag}/warm-${side.key}`, []);
+for (const side of sides) await block({ cycle: side.cycle, cpu: 0 }, `bench/${tag}/warm-${side.key}`);
 for (let b = 0; b < blocks; b += 1) {
-  for (const side of sides) await block(side.cycle, `bench/${tag}/${side.key}`, side.samples);
+  for (const side of sides) await block(side, `bench/${tag}/${side.key}`);
 }
 await session.close();
 await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
@@ -77,6 +88,11 @@ await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
 const [sdk, timed, bare] = sides.map((side) => side.samples);
 printTable(sides.map((side) => [side.name, side.samples]));
 const ratio = (a, b, f) => f(a) / f(b);
+const cpu = Object.fromEntries(sides.map((side) => [side.key, side.cpu / side.samples.length]));
+console.log(
+  `CPU per cycle (process.cpuUsage): SDK ${cpu.sdk.toFixed(0)} µs, fetch+timeout ${cpu.timed.toFixed(0)} µs, ` +
+    `bare fetch ${cpu.bare.toFixed(0)} µs; SDK − (fetch+timeout) ${(cpu.sdk - cpu.timed).toFixed(0)} µs`,
+);
 console.log(
   `ratio SDK/(fetch+timeout): mean ${ratio(sdk, timed, mean).toFixed(3)}x, p50 ${ratio(sdk, timed, p50).toFixed(3)}x; ` +
     `SDK/bare fetch: mean ${ratio(sdk, bare, mean).toFixed(3)}x, p50 ${ratio(sdk, bare, p50).toFixed(3)}x`,
@@ -86,5 +102,6 @@ console.log(
     runtime: runtime(),
     p50: { sdk: p50(sdk), timed: p50(timed), bare: p50(bare) },
     ratioP50: { timed: ratio(sdk, timed, p50), bare: ratio(sdk, bare, p50) },
+    cpuMicros: cpu,
   }),
 );

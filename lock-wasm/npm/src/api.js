@@ -165,11 +165,13 @@ class LockHandle {
   // The raw handle's `lost()` promise (the reason, the moment the lock is lost or released),
   // asked for once, by the signal or the tracing.
   #reported;
-  constructor(raw, session) {
+  // `key` and `fencingToken` are the raw handle's, read once by the session (each read of
+  // a raw getter is a call into wasm).
+  constructor(raw, session, key, fencingToken) {
     this.#raw = raw;
     this.#session = session;
-    Object.defineProperty(this, "key", { value: raw.key, enumerable: true });
-    Object.defineProperty(this, "fencingToken", { value: raw.fencingToken, enumerable: true });
+    Object.defineProperty(this, "key", { value: key, enumerable: true });
+    Object.defineProperty(this, "fencingToken", { value: fencingToken, enumerable: true });
   }
   /** Aborts (reason: a LockLostError with `reason`) the moment the lock is lost or released. */
   get signal() {
@@ -294,10 +296,11 @@ class Session {
   // Each acquire that resolves a handle is one hold; release gives one back. At depth zero
   // the entry goes, so a later grant of the same key (new token) gets a new LockHandle.
   #wrap(raw, trace) {
-    const id = grantId(raw);
+    const { key, fencingToken } = raw;
+    const id = grantId(key, fencingToken);
     let entry = this.#handles.get(id);
     if (!entry) {
-      entry = { handle: new LockHandle(raw, this), depth: 0 };
+      entry = { handle: new LockHandle(raw, this, key, fencingToken), depth: 0 };
       this.#handles.set(id, entry);
       trace?.hold(entry.handle, LockHandle.whenLost(entry.handle));
     } else {
@@ -317,9 +320,11 @@ class Session {
     const trace = this.#trace?.acquire(key);
     let handle;
     try {
-      const raw = await call(this.#raw.acquire(key, rest, signal));
+      // Awaited directly rather than through `call()`: one promise less per acquire.
+      const raw = await this.#raw.acquire(key, rest, signal);
       handle = raw === undefined ? undefined : this.#wrap(raw, trace);
-    } catch (err) {
+    } catch (caught) {
+      const err = adoptError(caught);
       trace?.failed(err, signal?.aborted === true && err === signal.reason);
       throw err;
     }
@@ -330,9 +335,14 @@ class Session {
   async release(handle) {
     if (!(handle instanceof LockHandle)) throw invalid("handle", "must be a LockHandle");
     const raw = LockHandle.raw(handle);
-    await call(this.#raw.release(raw));
-    const entry = this.#handles.get(grantId(raw));
-    if (entry && --entry.depth <= 0) this.#handles.delete(grantId(raw));
+    try {
+      await this.#raw.release(raw); // not through `call()`: one promise less per release
+    } catch (err) {
+      throw adoptError(err);
+    }
+    const id = grantId(handle.key, handle.fencingToken);
+    const entry = this.#handles.get(id);
+    if (entry && --entry.depth <= 0) this.#handles.delete(id);
   }
   /**
    * Acquire, run `fn(handle, signal)`, release. `signal` is the handle's: it aborts (reason:
@@ -378,8 +388,8 @@ function keepAlive() {
   return () => clearInterval(timer);
 }
 
-function grantId(raw) {
-  return `${raw.key}\u0000${raw.fencingToken}`;
+function grantId(key, fencingToken) {
+  return `${key}\u0000${fencingToken}`;
 }
 
 /** Entry point: `new LockClient({ baseUrl, token, defaults })`. */

@@ -26,7 +26,6 @@ const OTEL_API = "@opentelemetry/api";
 const TRACER_NAME = "lock-wasm";
 // Ends a hold without an error: the owner's own release or close.
 const BY_OWNER = new Set(["released", "sessionClosed"]);
-const LOCK_PATH = /^\/v1\/locks\/([^/]+)\/(acquire|release)$/;
 
 /** Resolves a `Tracing` over `@opentelemetry/api`, or `undefined` when it cannot be loaded. */
 export async function loadTracing() {
@@ -57,10 +56,38 @@ class Tracing {
 /** Milliseconds on the monotonic clock. */
 const now = () => performance.now();
 
+/** `{ traceparent }` for a span context, or `undefined` for none or an invalid one. */
 function traceparent(api, spanContext) {
   if (!spanContext || !api.isSpanContextValid(spanContext)) return undefined;
   const flags = (spanContext.traceFlags & 0xff).toString(16).padStart(2, "0");
   return { traceparent: `00-${spanContext.traceId}-${spanContext.spanId}-${flags}` };
+}
+
+/**
+ * What the transport's header callback needs of a request path: the lock key and whether it
+ * is the key's L4 (`acquire`) or L6 (`release`), or `undefined` for any other path. Read
+ * with string operations and remembered per path (a session asks for the same few paths
+ * over and over), so a request costs no regex and no `decodeURIComponent`.
+ */
+const LOCKS = "/v1/locks/";
+const lockPaths = new Map();
+function lockPath(path) {
+  let found = lockPaths.get(path);
+  if (found === undefined) {
+    found = parseLockPath(path) ?? null;
+    // Bounded: a process locking ever new keys must not grow this without end.
+    if (lockPaths.size >= 1024) lockPaths.clear();
+    lockPaths.set(path, found);
+  }
+  return found ?? undefined;
+}
+function parseLockPath(path) {
+  if (!path.startsWith(LOCKS)) return undefined;
+  const slash = path.indexOf("/", LOCKS.length);
+  if (slash <= LOCKS.length || path.indexOf("/", slash + 1) !== -1) return undefined;
+  const action = path.slice(slash + 1);
+  if (action !== "acquire" && action !== "release") return undefined;
+  return { key: decodeURIComponent(path.slice(LOCKS.length, slash)), acquire: action === "acquire" };
 }
 
 /** One session's spans, and the request-header callback of its transport. */
@@ -79,10 +106,9 @@ class SessionTrace {
     this.headers = (method, path) => traceparent(tracing.api, this.#spanContextOf(method, path));
   }
   #spanContextOf(method, path) {
-    const lock = LOCK_PATH.exec(path);
+    const lock = lockPath(path);
     if (lock) {
-      const key = decodeURIComponent(lock[1]);
-      const span = lock[2] === "acquire" ? this.#acquires.get(key)?.[0]?.sent() : this.#holds.get(key);
+      const span = lock.acquire ? this.#acquires.get(lock.key)?.[0]?.sent() : this.#holds.get(lock.key);
       if (span) return span.spanContext();
     }
     if (method === "DELETE" && this.#closing) return this.#closing;
@@ -132,8 +158,9 @@ class AcquireTrace {
     this.#forget = forget;
     this.#holds = holds;
     this.key = key;
-    this.span = tracer.startSpan("lock.acquire", { attributes: { "lock.key": key } }, api.context.active());
-    this.#context = api.trace.setSpan(api.context.active(), this.span);
+    const active = api.context.active();
+    this.span = tracer.startSpan("lock.acquire", { attributes: { "lock.key": key } }, active);
+    this.#context = api.trace.setSpan(active, this.span);
   }
   /** Counts an L4 request of this acquire; returns the span it carries. */
   sent() {

@@ -1,23 +1,51 @@
 //! One HTTP exchange over the platform `fetch`, with a per-request timeout.
 //!
-//! `fetch` is bound on the global object, so the same code runs in browsers, Node ≥ 18 and
-//! Deno. Each request gets its own `AbortController`: the timeout aborts it (a platform
-//! timer calling `abort` directly), and so does dropping the future (an acquire cancelled by
-//! its AbortSignal must not leave a request running whose answer nobody reads).
+//! The request itself is made by `fetch.js` (the same directory; wasm-bindgen ships it with
+//! the module): `fetch`, the timeout's `AbortController` and `res.text()` in one JS call,
+//! which wakes this side once through the shared callback of [`super::wake`] when it
+//! settled. `fetch` is bound on the global object, so the same code runs in browsers, Node
+//! ≥ 18, Deno, Bun and Workers. Each request gets its own `AbortController`: the timeout
+//! aborts it (a JS timer), and so does dropping the future (an acquire cancelled by its
+//! AbortSignal must not leave a request running whose answer nobody reads).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, RequestInit, Response};
 
-use super::timer::{clear_timeout, set_timeout, timeout_millis};
+use super::timer::timeout_millis;
+use super::wake::{self, Wait};
 
-#[wasm_bindgen]
+#[wasm_bindgen(module = "/src/wasm/fetch.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = fetch)]
-    fn global_fetch(url: &str, init: &RequestInit) -> js_sys::Promise;
+    /// An exchange in flight; its fields are set when it settled.
+    type Exchange;
+
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        method: &str,
+        url: &str,
+        body: Option<&str>,
+        authorization: Option<&str>,
+        extra: Option<&js_sys::Object>,
+        timeout_millis: f64,
+        wake: &js_sys::Function,
+        id: u32,
+    ) -> Exchange;
+
+    #[wasm_bindgen(method, getter)]
+    fn status(this: &Exchange) -> u16;
+    #[wasm_bindgen(method, getter)]
+    fn body(this: &Exchange) -> Option<String>;
+    #[wasm_bindgen(method, getter)]
+    fn error(this: &Exchange) -> JsValue;
+    #[wasm_bindgen(method, getter, js_name = timedOut)]
+    fn timed_out(this: &Exchange) -> bool;
+    #[wasm_bindgen(method)]
+    fn cancel(this: &Exchange);
 }
 
 /// A completed exchange: any status, with the body read as text.
@@ -36,45 +64,6 @@ pub enum FetchError {
     Network(String),
 }
 
-/// The request's `AbortController` and its timeout: a platform timer that calls the
-/// controller's `abort` itself (no wasm callback per request). Dropping it before the
-/// exchange finished (the caller gave up, or the core's own race timed out) aborts the
-/// request too, so a stalled server never keeps a socket.
-struct Cancel {
-    controller: AbortController,
-    timer: JsValue,
-    done: bool,
-}
-
-impl Cancel {
-    fn new(timeout: Duration) -> Result<Cancel, FetchError> {
-        let controller = AbortController::new().map_err(|e| FetchError::Network(describe(&e)))?;
-        let abort: js_sys::Function = js_sys::Reflect::get(&controller, &"abort".into())
-            .map_err(|e| FetchError::Network(describe(&e)))?
-            .unchecked_into();
-        let timer = set_timeout(&abort.bind0(&controller), timeout_millis(timeout));
-        Ok(Cancel {
-            controller,
-            timer,
-            done: false,
-        })
-    }
-
-    /// Whether the timeout aborted the request.
-    fn timed_out(&self) -> bool {
-        self.controller.signal().aborted()
-    }
-}
-
-impl Drop for Cancel {
-    fn drop(&mut self) {
-        clear_timeout(&self.timer);
-        if !self.done {
-            self.controller.abort();
-        }
-    }
-}
-
 /// Sends `method url` with an optional JSON body, an optional `Authorization` header value
 /// and extra headers (a plain object of name → value, e.g. `{ traceparent }`), and waits for
 /// status and body text.
@@ -86,53 +75,57 @@ pub async fn exchange(
     extra_headers: Option<&js_sys::Object>,
     timeout: Duration,
 ) -> Result<Reply, FetchError> {
-    let init = RequestInit::new();
-    init.set_method(method);
-    let headers = js_sys::Object::new();
-    if let Some(extra) = extra_headers {
-        js_sys::Object::assign(&headers, extra);
-    }
-    // Set after the extra headers, which cannot replace them.
-    let header = |name: &str, value: &str| {
-        let _ = js_sys::Reflect::set(&headers, &name.into(), &value.into());
-    };
-    if let Some(value) = authorization {
-        header("authorization", value);
-    }
-    if let Some(body) = json_body {
-        header("content-type", "application/json");
-        init.set_body(&JsValue::from_str(body));
-    }
-    init.set_headers(&headers);
+    let wait = Wait::new();
     // A foreground timer even for a heartbeat's request: it lives only while the request is
     // in flight, which keeps Node alive by itself anyway, and is cleared when the exchange
     // ends. The heartbeat's own timeout of the same call is on its background clock.
-    let mut cancel = Cancel::new(timeout)?;
-    init.set_signal(Some(&cancel.controller.signal()));
-    let reply = send(url, init).await;
-    // Finished either way: nothing left to abort.
-    cancel.done = true;
-    match reply {
-        Err(_) if cancel.timed_out() => Err(FetchError::Timeout),
-        reply => reply,
+    let exchange = wake::with_callback(|wake| {
+        send(
+            method,
+            url,
+            json_body,
+            authorization,
+            extra_headers,
+            timeout_millis(timeout),
+            wake,
+            wait.id(),
+        )
+    });
+    InFlight { exchange, wait }.await
+}
+
+/// An exchange until it settled. Dropped before that (the caller gave up, or the core's own
+/// race timed out), it aborts the request, so a stalled server never keeps a socket.
+struct InFlight {
+    exchange: Exchange,
+    wait: Wait,
+}
+
+impl Future for InFlight {
+    type Output = Result<Reply, FetchError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if Pin::new(&mut self.wait).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let exchange = &self.exchange;
+        Poll::Ready(match exchange.body() {
+            Some(body) => Ok(Reply {
+                status: exchange.status(),
+                body,
+            }),
+            None if exchange.timed_out() => Err(FetchError::Timeout),
+            None => Err(FetchError::Network(describe(&exchange.error()))),
+        })
     }
 }
 
-async fn send(url: &str, init: RequestInit) -> Result<Reply, FetchError> {
-    let response = JsFuture::from(global_fetch(url, &init))
-        .await
-        .map_err(|e| FetchError::Network(describe(&e)))?;
-    let response: Response = response.unchecked_into();
-    let status = response.status();
-    let text = response
-        .text()
-        .map_err(|e| FetchError::Network(describe(&e)))?;
-    let body = JsFuture::from(text)
-        .await
-        .map_err(|e| FetchError::Network(describe(&e)))?
-        .as_string()
-        .unwrap_or_default();
-    Ok(Reply { status, body })
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.wait.fired() {
+            self.exchange.cancel();
+        }
+    }
 }
 
 /// A JS exception as text; `fetch` rejects with `TypeError`s whose `cause` has the detail.

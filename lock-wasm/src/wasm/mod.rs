@@ -4,8 +4,11 @@
 //! Layout:
 //! - [`timer`]: `setTimeout` as a future (cleared on drop, unref'd in Node when created as
 //!   a background timer), `performance.now()`, `Date.now()`.
+//! - `wake`: one JS callback, made once, that wakes the futures of timers and requests by
+//!   number (no wasm-bindgen closure per wait).
 //! - [`clock`]: [`JsClock`], the `Clock` seam over [`timer`].
-//! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout.
+//! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout,
+//!   made by a JS helper (`fetch.js`) in one call.
 //! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
 //!   hand (no serde in the module: its error text links the float formatter).
@@ -39,6 +42,7 @@ pub mod spawn;
 pub mod testkit;
 pub mod timer;
 pub mod transport;
+mod wake;
 mod wire;
 
 pub use clock::JsClock;

@@ -8,24 +8,25 @@
 //! timer is, is the creator's explicit choice: the heartbeat task's clock is a
 //! `BackgroundClock` (see `crate::clock`), whose sleeps [`super::JsClock`] makes background.
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::wake::{self, Wait};
+
 #[wasm_bindgen]
 extern "C" {
     // Bound on the global object, so the same import works in browsers, Node and Deno
     // (there is no `window` in Node).
+    /// `setTimeout(handler, millis, id)`: the handler is called with `id`.
     #[wasm_bindgen(js_name = setTimeout)]
-    pub(super) fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
+    fn set_timeout_with_arg(handler: &js_sys::Function, millis: f64, id: u32) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
-    pub(super) fn clear_timeout(id: &JsValue);
+    fn clear_timeout(id: &JsValue);
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
@@ -59,43 +60,25 @@ pub enum TimerKind {
     Background,
 }
 
-#[derive(Default)]
-struct Shared {
-    fired: bool,
-    waker: Option<Waker>,
-}
-
-/// A future that completes after a duration, on a JS timer cleared when dropped.
+/// A future that completes after a duration, on a JS timer cleared when dropped. The timer
+/// calls the module's shared wake callback with the sleep's number (see [`super::wake`]), so
+/// a sleep makes no closure of its own.
 pub struct Sleep {
-    shared: Rc<RefCell<Shared>>,
+    wait: Wait,
     id: JsValue,
-    // Kept alive until the timer fires or is cleared; JS calls into it.
-    _callback: Closure<dyn FnMut()>,
 }
 
 impl Sleep {
     /// Schedules the timer now, as a `kind` timer.
     pub fn new(duration: Duration, kind: TimerKind) -> Sleep {
-        let shared = Rc::new(RefCell::new(Shared::default()));
-        let weak = Rc::downgrade(&shared);
-        let callback = Closure::<dyn FnMut()>::new(move || {
-            if let Some(shared) = weak.upgrade() {
-                let mut shared = shared.borrow_mut();
-                shared.fired = true;
-                if let Some(waker) = shared.waker.take() {
-                    waker.wake();
-                }
-            }
+        let wait = Wait::new();
+        let id = wake::with_callback(|wake| {
+            set_timeout_with_arg(wake, timeout_millis(duration), wait.id())
         });
-        let id = set_timeout(callback.as_ref().unchecked_ref(), timeout_millis(duration));
         if kind == TimerKind::Background {
             unref(&id);
         }
-        Sleep {
-            shared,
-            id,
-            _callback: callback,
-        }
+        Sleep { wait, id }
     }
 }
 
@@ -114,20 +97,14 @@ fn unref(id: &JsValue) {
 impl Future for Sleep {
     type Output = ();
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut shared = self.shared.borrow_mut();
-        if shared.fired {
-            Poll::Ready(())
-        } else {
-            shared.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.wait).poll(cx)
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if !self.shared.borrow().fired {
+        if !self.wait.fired() {
             clear_timeout(&self.id);
         }
     }

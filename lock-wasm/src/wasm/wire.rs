@@ -195,27 +195,42 @@ impl FromJs for ErrorBody {
     }
 }
 
-/// A request body under construction: a plain JS object for `JSON.stringify`
-/// (`JsObject::default()` is `{}`).
+/// A request body under construction: the JSON text `JSON.stringify` writes for the same
+/// plain object with the same fields in the same order (`JsObject::default()` is `{}`).
+/// Written in Rust, so a body costs no JS object, no property sets and no string crossing
+/// back from `JSON.stringify`; a unit test checks it against `JSON.stringify`.
 #[derive(Default)]
-pub struct JsObject(js_sys::Object);
+pub struct JsObject(String);
 
 impl JsObject {
-    fn set(self, name: &str, value: JsValue) -> Self {
-        // Setting a data property on a fresh plain object cannot throw.
-        let _ = js_sys::Reflect::set(&self.0, &JsValue::from_str(name), &value);
+    fn set(mut self, name: &str, write_value: impl FnOnce(&mut String)) -> Self {
+        self.0.push(if self.0.is_empty() { '{' } else { ',' });
+        push_json_string(&mut self.0, name);
+        self.0.push(':');
+        write_value(&mut self.0);
         self
     }
 
     /// Sets a string field.
     pub fn text(self, name: &str, value: &str) -> Self {
-        self.set(name, JsValue::from_str(value))
+        self.set(name, |out| push_json_string(out, value))
     }
 
     /// Sets an integer field as a JS number: the contract keeps every integer it sends
     /// (TTLs, waits, fencing tokens) below 2^53, so the number is exact.
     pub fn number(self, name: &str, value: u64) -> Self {
-        self.set(name, JsValue::from_f64(value as f64))
+        // Exact below 2^53, where JSON.stringify writes the integer's digits. Above (never
+        // by contract), JS's own text of the rounded number, as JSON.stringify writes it.
+        let text = if value as f64 <= MAX_SAFE_INTEGER {
+            value.to_string()
+        } else {
+            String::from(
+                js_sys::Number::from(value as f64)
+                    .to_string_with_radix(10)
+                    .unwrap_or_default(),
+            )
+        };
+        self.set(name, |out| out.push_str(&text))
     }
 
     /// Sets a string field when present; omits it otherwise (`skip_serializing_if`).
@@ -236,8 +251,35 @@ impl JsObject {
 
     /// The body text.
     pub fn to_json(&self) -> Option<String> {
-        js_sys::JSON::stringify(&self.0).ok().map(String::from)
+        let fields = if self.0.is_empty() { "{" } else { &self.0 };
+        Some(format!("{fields}}}"))
     }
+}
+
+/// `value` as a JSON string literal, escaped as `JSON.stringify` escapes it: `"` and `\`,
+/// the short escapes `\b \f \n \r \t`, other control characters as `\u00xx`; everything
+/// else as it is (a Rust string holds no lone surrogates).
+fn push_json_string(out: &mut String, value: &str) {
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[(c as usize) >> 4]));
+                out.push(char::from(HEX[(c as usize) & 0xf]));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 // Run with `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test
@@ -341,5 +383,38 @@ mod tests {
             body.as_deref(),
             Some(r#"{"sessionId":"s\"1","ttlMillis":5}"#)
         );
+    }
+
+    /// The bodies are written in Rust; they must be exactly what `JSON.stringify` writes
+    /// for the same object, for every character class and integer range.
+    #[wasm_bindgen_test]
+    fn request_bodies_match_json_stringify() {
+        let mut texts: Vec<String> = (0u8..0x80)
+            .map(|b| format!("a{}z", char::from(b)))
+            .collect();
+        texts.extend(["", "ключ/é", "\u{2028}\u{2029}", "🔒 lock", "\\\"\u{7f}"].map(String::from));
+        let numbers = [0, 5, 9_007_199_254_740_991, 9_007_199_254_740_993, u64::MAX];
+        for (text, number) in texts.iter().zip(numbers.iter().cycle()) {
+            let object = js_sys::Object::new();
+            for (name, value) in [
+                ("key", JsValue::from_str(text)),
+                ("fencingToken", JsValue::from_f64(*number as f64)),
+                (text.as_str(), JsValue::from_str("v")),
+            ] {
+                js_sys::Reflect::set(&object, &JsValue::from_str(name), &value).unwrap();
+            }
+            let expected = String::from(js_sys::JSON::stringify(&object).unwrap());
+            let body = JsObject::default()
+                .text("key", text)
+                .number("fencingToken", *number)
+                .text(text, "v")
+                .to_json();
+            assert_eq!(
+                body.as_deref(),
+                Some(expected.as_str()),
+                "{text:?} {number}"
+            );
+        }
+        assert_eq!(JsObject::default().to_json().as_deref(), Some("{}"));
     }
 }

@@ -1,0 +1,67 @@
+// The JS half of `fetch.rs`: one HTTP exchange with its per-request timeout, in one call
+// from wasm. The request, the timeout and reading the body as text happen here, and the
+// wasm side is woken once, through the module's shared wake callback (`wake.rs`), when the
+// exchange settled; it then reads `status`, `body`, `error` and `timedOut`. That replaces
+// a promise, a `then` and two resolve/reject closures per step (`fetch`, then `text()`)
+// that a wasm-side `JsFuture` costs.
+//
+// `fetch` is looked up on the global object at each call, so the same code runs in
+// browsers, Node ≥ 18, Deno, Bun and Workers.
+
+class Exchange {
+  constructor(controller, timer) {
+    this.controller = controller;
+    this.timer = timer;
+    this.status = 0;
+    // The body text once the exchange succeeded; `undefined` until then or on failure.
+    this.body = undefined;
+    this.error = undefined;
+    // Whether the timeout aborted the exchange that failed.
+    this.timedOut = false;
+  }
+  /** The wasm side gave up (its future was dropped): abort, so no socket stays busy. */
+  cancel() {
+    clearTimeout(this.timer);
+    this.controller.abort();
+  }
+}
+
+/**
+ * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
+ * `extra` headers (a plain object, or `undefined`); calls `wake(id)` once it settled.
+ */
+export function send(method, url, body, authorization, extra, timeoutMillis, wake, id) {
+  const controller = new AbortController();
+  const headers = extra === undefined ? {} : Object.assign({}, extra);
+  // Set after the extra headers, which cannot replace them.
+  if (authorization !== undefined) headers.authorization = authorization;
+  const init = { method, headers, signal: controller.signal };
+  if (body !== undefined) {
+    headers["content-type"] = "application/json";
+    init.body = body;
+  }
+  const exchange = new Exchange(controller, setTimeout(() => controller.abort(), timeoutMillis));
+  const settle = () => {
+    clearTimeout(exchange.timer);
+    wake(id);
+  };
+  const fail = (err) => {
+    exchange.error = err;
+    exchange.timedOut = controller.signal.aborted;
+    settle();
+  };
+  let response;
+  try {
+    response = fetch(url, init);
+  } catch (err) {
+    response = Promise.reject(err);
+  }
+  response.then((res) => {
+    exchange.status = res.status;
+    return res.text().then((text) => {
+      exchange.body = text;
+      settle();
+    }, fail);
+  }, fail);
+  return exchange;
+}
