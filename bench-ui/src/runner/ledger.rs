@@ -81,7 +81,7 @@ impl Ledger for FetchLedger {
         key: &str,
         body: &LedgerAppend,
     ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
-        use lock_wasm::wasm::fetch::{exchange, FetchError};
+        use lock_wasm::wasm::fetch::exchange;
         let url = format!("{}{}", self.base, lock_api::paths::ledger(key));
         let json = serde_json::to_string(body).unwrap_or_default();
         let authorization = self.authorization.clone();
@@ -95,11 +95,7 @@ impl Ledger for FetchLedger {
                 None,
                 timeout,
             )
-            .await
-            .map_err(|e| match e {
-                FetchError::Timeout => TransportError::Timeout(timeout),
-                FetchError::Network(m) => TransportError::Network(m),
-            })?;
+            .await?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {

@@ -16,6 +16,8 @@ use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::error::TransportError;
+
 use super::timer::timeout_millis;
 use super::wake::{self, Wait};
 
@@ -55,18 +57,10 @@ pub struct Reply {
     pub body: String,
 }
 
-/// Why no reply arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FetchError {
-    /// No complete answer within the per-request timeout.
-    Timeout,
-    /// The platform refused or failed the request (connection refused, CORS, DNS...).
-    Network(String),
-}
-
 /// Sends `method url` with an optional JSON body, an optional `Authorization` header value
 /// and extra headers (a plain object of name → value, e.g. `{ traceparent }`), and waits for
-/// status and body text.
+/// status and body text: no answer within `timeout` is [`TransportError::Timeout`], a request
+/// the platform refused or failed (connection refused, CORS, DNS...) [`TransportError::Network`].
 pub async fn exchange(
     method: &str,
     url: &str,
@@ -74,7 +68,7 @@ pub async fn exchange(
     authorization: Option<&str>,
     extra_headers: Option<&js_sys::Object>,
     timeout: Duration,
-) -> Result<Reply, FetchError> {
+) -> Result<Reply, TransportError> {
     let wait = Wait::new();
     // A foreground timer even for a heartbeat's request: it lives only while the request is
     // in flight, which keeps Node alive by itself anyway, and is cleared when the exchange
@@ -91,7 +85,12 @@ pub async fn exchange(
             wait.id(),
         )
     });
-    InFlight { exchange, wait }.await
+    InFlight {
+        exchange,
+        wait,
+        timeout,
+    }
+    .await
 }
 
 /// An exchange until it settled. Dropped before that (the caller gave up, or the core's own
@@ -99,10 +98,11 @@ pub async fn exchange(
 struct InFlight {
     exchange: Exchange,
     wait: Wait,
+    timeout: Duration,
 }
 
 impl Future for InFlight {
-    type Output = Result<Reply, FetchError>;
+    type Output = Result<Reply, TransportError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if Pin::new(&mut self.wait).poll(cx).is_pending() {
@@ -114,8 +114,8 @@ impl Future for InFlight {
                 status: exchange.status(),
                 body,
             }),
-            None if exchange.timed_out() => Err(FetchError::Timeout),
-            None => Err(FetchError::Network(describe(&exchange.error()))),
+            None if exchange.timed_out() => Err(TransportError::Timeout(self.timeout)),
+            None => Err(TransportError::Network(describe(&exchange.error()))),
         })
     }
 }

@@ -16,7 +16,7 @@ use crate::error::{LockError, TransportError};
 use crate::transport::http::{Body, ReadJson};
 use crate::transport::{http_answer, Answer, Request, Transport};
 
-use super::fetch::{exchange, FetchError, Reply};
+use super::fetch::{exchange, Reply};
 use super::wire::{FromJs, JsObject};
 
 /// Speaks contract C3 to one lock-server base URL (`http://127.0.0.1:7878`, no trailing
@@ -102,11 +102,7 @@ impl FetchTransport {
             extra.as_ref(),
             timeout,
         )
-        .await
-        .map_err(|err| match err {
-            FetchError::Timeout => TransportError::Timeout(timeout),
-            FetchError::Network(message) => TransportError::Network(message),
-        })?;
+        .await?;
         http_answer(reply.status, &reply.body, wire_error)?;
         Ok(reply)
     }
