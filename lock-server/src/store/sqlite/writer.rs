@@ -148,6 +148,7 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
         tracing::error!(event = "store_error", message = %e);
         return false;
     }
+    db.queued.reload_if_unknown(&db.conn);
     let mut replies = Vec::with_capacity(batch.len());
     let mut failed = None;
     for work in batch {
@@ -167,6 +168,7 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
     };
     if commit.is_err() {
         let _ = db.conn.execute_batch("ROLLBACK");
+        db.queued.rolled_back();
     }
     let committed = commit.is_ok();
     for reply in replies {
