@@ -7,6 +7,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Params};
 
 use super::fencing::TokenAllocator;
+use super::queued_keys::QueuedKeys;
 use crate::store::holder_id::HolderIds;
 use crate::store::wakeup::HandedOff;
 use crate::store::StoreError;
@@ -90,6 +91,8 @@ pub(super) struct Db {
     /// `(key, session, grant for an open request)` of every hand-off in this batch: those
     /// waiters are woken after the commit.
     pub granted: Vec<(String, String, Option<HandedOff>)>,
+    /// Which keys may have tickets, so that a key without any reads none.
+    pub queued: QueuedKeys,
 }
 
 impl Db {

@@ -50,8 +50,7 @@ pub(super) fn acquire(
         renew_ticket(db, key, session_id, queue)?;
     }
     // A lock that ran out unnoticed passes to the queue first, maybe to this very session.
-    settle(db, key)?;
-    match live_lock(db, key)? {
+    match settled_lock(db, key)? {
         Some(lock) if lock.session_id == session_id => {
             // Idempotent L4: the same grant (same token, the lock's own TTL), renewed from
             // now and claimed. The request arrived after it was sent, so the deadline is never
@@ -108,7 +107,7 @@ pub(super) fn release(db: &mut Db, key: &str, fencing_token: u64) -> Result<(), 
     match live_lock(db, key)? {
         Some(lock) if lock.token == fencing_token => {
             delete_lock(db, key)?;
-            settle(db, key)
+            hand_off(db, key).map(drop)
         }
         _ => Err(StoreError::LockLost),
     }
@@ -117,17 +116,18 @@ pub(super) fn release(db: &mut Db, key: &str, fencing_token: u64) -> Result<(), 
 /// L7, the holder named by its holder id, never its session id. Settles first, so no answer
 /// shows the key free while a live ticket waits.
 pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
-    settle(db, key)?;
-    let holder = live_lock(db, key)?.map(|lock| Holder {
+    let holder = settled_lock(db, key)?.map(|lock| Holder {
         holder_id: db.holder_ids.of(&lock.session_id),
         owner: lock.owner,
         fencing_token: lock.token,
         remaining_millis: remaining(lock.deadline, db.now),
     });
-    Ok(KeyState {
-        holder,
-        waiters: live_tickets(db, key)?,
-    })
+    let waiters = if db.queued.may_have(key) {
+        live_tickets(db, key)?
+    } else {
+        0
+    };
+    Ok(KeyState { holder, waiters })
 }
 
 /// R1: deletes whatever lock row is there (the token only if it was live) and hands the key
@@ -135,16 +135,32 @@ pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
 pub(super) fn revoke(db: &mut Db, key: &str) -> Result<Option<u64>, StoreError> {
     let token = live_lock(db, key)?.map(|lock| lock.token);
     delete_lock(db, key)?;
-    settle(db, key)?;
+    hand_off(db, key)?;
     Ok(token)
 }
 
 /// The hand-off: if `key` has no live lock, grants it to the first live ticket (dropping the
 /// dead ones ahead of it). Every transaction that ends a lock, or may find one ended by time,
-/// calls it, so the key is never free while a live ticket waits.
+/// calls it (or [`settled_lock`], or [`hand_off`] right after deleting the lock), so the key
+/// is never free while a live ticket waits.
 pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
-    if live_lock(db, key)?.is_some() {
-        return Ok(());
+    settled_lock(db, key).map(drop)
+}
+
+/// The key's live lock after [`settle`]: one lock read when the key is held or nobody
+/// queues, the common case.
+fn settled_lock(db: &mut Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
+    match live_lock(db, key)? {
+        None if hand_off(db, key)? => live_lock(db, key),
+        lock => Ok(lock),
+    }
+}
+
+/// [`settle`] for a key known to have no live lock: grants it to the first live ticket, if
+/// any; whether it did. A key without tickets (known in memory) costs no read.
+fn hand_off(db: &mut Db, key: &str) -> Result<bool, StoreError> {
+    if !db.queued.may_have(key) {
+        return Ok(false);
     }
     while let Some(head) = head_ticket(db, key)? {
         db.conn
@@ -160,10 +176,11 @@ pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
                 .is_none()
                 .then(|| (lock_grant(key, &head.session_id, token, head.ttl), db.now));
             db.granted.push((key.to_string(), head.session_id, handed));
-            return Ok(());
+            return Ok(true);
         }
     }
-    Ok(())
+    db.queued.emptied(key);
+    Ok(false)
 }
 
 fn granted(db: &Db, key: &str, session_id: &str, token: u64, ttl: u64) -> Attempt {
@@ -295,6 +312,9 @@ fn renew_ticket(
     session_id: &str,
     queue: Queueing,
 ) -> Result<(), StoreError> {
+    if !db.queued.may_have(key) {
+        return Ok(());
+    }
     db.conn
         .prepare_cached(
             "DELETE FROM tickets
@@ -337,6 +357,7 @@ fn join_queue(
     if live_tickets(db, key)? >= queue.cap {
         return Err(StoreError::QueueFull);
     }
+    db.queued.joined(key);
     db.conn
         .prepare_cached(
             "INSERT INTO tickets (key, session_id, ttl_ms, open_until, grace_ms)

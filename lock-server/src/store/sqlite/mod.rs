@@ -12,6 +12,7 @@
 //! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1 and the wait queue with its hand-off),
 //!   `ledger` (demo ledger): the operations, each a function of `&mut Db` run inside a
 //!   batch.
+//! - `queued_keys`: which keys may have tickets (in memory, so a key without any reads none).
 //! - `reaper`: deletes expired rows and hands the freed keys to their queues.
 //! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
@@ -20,6 +21,7 @@ mod db;
 mod fencing;
 mod ledger;
 mod locks;
+mod queued_keys;
 mod reaper;
 mod recovery;
 mod sessions;
@@ -99,6 +101,7 @@ impl SqliteStore {
             holdback_until: start.holdback_until_millis,
             now,
             granted: Vec::new(),
+            queued: Default::default(),
         };
         let wakeups = Arc::new(KeyWakeups::default());
         let writer = Writer::spawn(db, wakeups.clone(), dir.clone())?;
@@ -154,8 +157,8 @@ impl Store for SqliteStore {
     async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError> {
         let (key, session_id) = (call.key, call.session_id);
         // Registered for the whole request: a hand-off between an attempt and the wait
-        // leaves a permit, so it is not missed.
-        let registration = self.wakeups.register(key, session_id);
+        // leaves a permit, so it is not missed. A request that may not queue never waits.
+        let registration = call.queue.map(|_| self.wakeups.register(key, session_id));
         let cancel = || {
             if let Some(queue) = call.queue {
                 let (key, id) = (key.to_string(), session_id.to_string());
@@ -173,7 +176,12 @@ impl Store for SqliteStore {
                 self.writer
                     .run(move |db| locks::acquire(db, &key, &session, ttl_millis, queue))
             },
-            |bound, _| registration.handed_off(bound),
+            |bound, _| async move {
+                match registration {
+                    Some(registration) => registration.handed_off(bound).await,
+                    None => None,
+                }
+            },
         )
         .await
     }
