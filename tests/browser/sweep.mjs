@@ -12,8 +12,9 @@
 // dashboard itself, which lengthens every hold and so the sweep's L4 calls.
 //
 // Checks: the page and the sweep's requests went over HTTP/2 (the navigation's
-// nextHopProtocol is h2; the dashboard names HTTP/2 from its requests' Resource Timing and
-// shows no 6-connection warning); and (unless --check no) at every N, on the median over
+// nextHopProtocol is h2; the dashboard names HTTP/2 from its requests' Resource Timing, as
+// the experiment worker reports them, and shows no 6-connection warning); the sweep ran in
+// the experiment worker; and (unless --check no) at every N, on the median over
 // the seeds, the published ordering: full jitter's L4 calls at most 0.85× no jitter's, and
 // its completion time lower. `--tls no` is the control: plain HTTP/1.1, where the checks
 // expect HTTP/1.1 and the dashboard's warning instead, and the ordering fails (measured at
@@ -151,6 +152,8 @@ try {
   for (let i = 0; i < seeds; i++) results.push(await sweepOnce(page, ui, 42 + 1000 * i));
   const shown = await ui.attribute("protocol", "data-protocol");
   check(shown === expected.label, `the dashboard names the protocol of its requests: ${shown}`);
+  const host = await ui.attribute("status", "data-host");
+  check(host === "worker", `the sweep ran in the experiment worker, off the page's main thread (data-host ${host})`);
   const warned = await ui.exists("protocol-warning");
   check(warned === !tls, tls ? "no 6-connection warning over HTTP/2" : "the 6-connection warning is shown over HTTP/1.1");
   check(results.every((r) => !r.error), `every sweep ran to the end (${results.map((r) => r.error ?? "ok").join(", ")})`);
