@@ -190,5 +190,6 @@ if (failures.length) {
   console.error(`dashboard sweep: ${failures.length} failure(s)`);
   process.exit(1);
 }
-rmSync(scratch, { recursive: true, force: true });
+// Chromium may still be writing its profile just after it closed: retry (ENOTEMPTY).
+rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 console.log(`dashboard sweep over ${tls ? "HTTP/2" : "HTTP/1.1"}: all checks passed`);
