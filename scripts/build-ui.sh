@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds the bench-ui dashboard into www/pkg/ (served by lock-server --web-root www).
+# Builds the bench-ui dashboard into www/pkg/ (served by lock-server --web-root www). One
+# build serves both of www/'s entry points: the page (index.html: run_dashboard) and the
+# experiment worker (worker.js, a module worker: run_experiment_worker) import the same
+# pkg/bench_ui.js.
 # Idempotent: cargo and wasm-bindgen only redo what changed.
 #
 #   scripts/build-ui.sh            # release build (what the run command serves)
@@ -55,5 +58,9 @@ if [ "$profile" = "release" ]; then
     www/pkg/bench_ui_bg.wasm -o www/pkg/bench_ui_bg.wasm.opt
   mv www/pkg/bench_ui_bg.wasm.opt www/pkg/bench_ui_bg.wasm
 fi
+for entry in run_dashboard run_experiment_worker; do
+  grep -q "export function $entry" www/pkg/bench_ui.js ||
+    { echo "build-ui: www/pkg/bench_ui.js lacks $entry (used by www/)" >&2; exit 1; }
+done
 echo "$fingerprint" > "$stamp"
 echo "build-ui: www/pkg/ ready ($(du -k www/pkg/bench_ui_bg.wasm | cut -f1) KB wasm, $profile)"

@@ -1,18 +1,14 @@
-//! `App`: the dashboard's state (signals) and the Run / Sweep / Cancel actions, which start
-//! the runner in a local task and copy its record into the signals every
-//! [`REFRESH`] while it runs ([`SWEEP_REFRESH`] during a sweep).
+//! `App`: the dashboard's state (signals) and the Run / Sweep / Cancel actions, which run
+//! the job in the experiment worker (`crate::worker`; on the page's own thread when no worker
+//! starts) and adopt its reports into the signals as they come.
 
 use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::select;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lock_wasm::clock::Clock;
-use lock_wasm::transport::Intercepted;
-use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
+use lock_wasm::wasm::JsClock;
 
 use crate::components::config_form::{ConfigForm, SweepForm};
 use crate::components::counters::CountersPanel;
@@ -25,55 +21,17 @@ use crate::model::config::ExperimentConfig;
 use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
-use crate::runner::lanes::{WaitLanes, WAIT_LANES};
-use crate::runner::ledger::FetchLedger;
-use crate::runner::recorder::Recorder;
+use crate::runner::browser::browser_env;
+use crate::runner::messages::{Job, Report, Start};
 use crate::runner::simulated::simulate_sweep;
-use crate::runner::sweep::{run_sweep, SweepState};
-use crate::runner::{run_experiment, start_recorder, CancelFlag, Env};
-
-/// How often the UI copies the running record into its signals (ASSUMPTION: 150 ms is
-/// smooth enough for counters and cheap enough for 200 sessions' records).
-pub const REFRESH: Duration = Duration::from_millis(150);
-
-/// The same during a sweep (ASSUMPTION: 1 s). A sweep is timed: each redraw of the plots runs
-/// on the page's one thread, where the contenders' answers wait behind it. Measured at
-/// N = 50: redrawing every 150 ms took 5 of the renderer's 12 CPU seconds of a sweep.
-pub const SWEEP_REFRESH: Duration = Duration::from_secs(1);
+use crate::runner::CancelFlag;
+use crate::worker::client::{run_job, Host};
 
 /// Logs panics to the console instead of leaving a silent dead page. Installed once.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&format!("bench-ui panic: {info}").into());
     }));
-}
-
-/// The SDK's browser seams pointed at `base_url` ("" = the origin that served the page),
-/// sending `token` as the bearer on every request when it is not empty (a server with an
-/// auth file); requests that wait in the server's queue take lanes (`runner::lanes`). A
-/// token that cannot be one is an error for the banner.
-// The SDK's seams take `Arc`s; on wasm32 nothing is `Send` and needs not be (one thread).
-#[allow(clippy::arc_with_non_send_sync)]
-fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
-    let base = base_url.trim();
-    let mut transport = FetchTransport::new(base);
-    let token = token.trim();
-    if !token.is_empty() {
-        transport = transport
-            .with_token(token)
-            .map_err(|e| format!("Fix the token first — {e}"))?;
-    }
-    let ledger = FetchLedger::new(base, transport.authorization());
-    let clock: Arc<dyn Clock> = Arc::new(JsClock);
-    Ok(Env {
-        transport: Arc::new(Intercepted::new(
-            Arc::new(transport),
-            WaitLanes::new(clock.clone(), WAIT_LANES),
-        )),
-        clock,
-        spawner: Arc::new(LocalSpawner),
-        ledger: Rc::new(ledger),
-    })
 }
 
 /// A run id unique per page load and click: the epoch milliseconds in base 36.
@@ -93,27 +51,6 @@ fn new_run_id() -> String {
 enum Mode {
     Run,
     Sweep,
-}
-
-/// Copies the record into `target`, and the protocol of the latest requests into
-/// `protocol`, until dropped.
-async fn refresh_forever(
-    recorder: Recorder,
-    target: RwSignal<Option<RunRecord>>,
-    protocol: RwSignal<Protocol>,
-) {
-    loop {
-        target.set(Some(recorder.snapshot()));
-        note_protocol(protocol);
-        JsClock.sleep(REFRESH).await;
-    }
-}
-
-/// Sets `protocol` from the latest API requests the browser timed, if any.
-fn note_protocol(protocol: RwSignal<Protocol>) {
-    if let Some(seen) = protocol::api_protocol() {
-        protocol.set(seen);
-    }
 }
 
 /// The whole dashboard. `base_url` presets the server field ("" = same origin).
@@ -136,6 +73,8 @@ pub fn App(
     let error = RwSignal::new(None::<String>);
     let cancel = StoredValue::new_local(CancelFlag::default());
     let sweep_runs = RwSignal::new(0usize);
+    // Where the last job ran: the experiment worker, or the page when none started.
+    let host = RwSignal::new(None::<Host>);
     // Until the first API request is timed: the page's own protocol, when it came from the
     // server the requests go to.
     let protocol = RwSignal::new(if base.get_untracked().trim().is_empty() {
@@ -154,6 +93,28 @@ pub fn App(
         cancel.set_value(flag.clone());
         flag
     };
+    // Adopts a report of the job running into the signals.
+    let adopt = move |report: Report| {
+        if let Some(r) = report.record {
+            record.set(Some(r));
+        }
+        if let Some(s) = report.sweep {
+            sweep.set(s);
+        }
+        if let Some(p) = report.protocol {
+            protocol.set(p);
+        }
+        if let Some(e) = report.error {
+            error.set(Some(e));
+        }
+    };
+    // The job as the worker gets it: with the server and the token (in the message only).
+    let start_of = move |job: Job, run_id: String| Start {
+        job,
+        run_id,
+        base_url: base.get_untracked(),
+        token: token.get_untracked(),
+    };
 
     let on_run = move |_| {
         let cfg = config.get_untracked();
@@ -166,17 +127,10 @@ pub fn App(
             Err(e) => return error.set(Some(e)),
         };
         let flag = begin();
-        let recorder = start_recorder(&env, &new_run_id(), &cfg);
+        let start = start_of(Job::Run(cfg), new_run_id());
         running.set(Some(Mode::Run));
         spawn_local(async move {
-            let work = run_experiment(&env, &recorder, &flag);
-            select(
-                Box::pin(work),
-                Box::pin(refresh_forever(recorder.clone(), record, protocol)),
-            )
-            .await;
-            record.set(Some(recorder.snapshot()));
-            note_protocol(protocol);
+            run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
             running.set(None);
         });
     };
@@ -198,7 +152,6 @@ pub fn App(
             Err(e) => return error.set(Some(e)),
         };
         let flag = begin();
-        let state = SweepState::default();
         sweep_runs.set(cfg.runs().len());
         running.set(Some(Mode::Sweep));
         let run_id = new_run_id();
@@ -213,29 +166,8 @@ pub fn App(
             })
             .await;
             simulated.set(theory.into_inner());
-            let work = run_sweep(&env, &cfg, &run_id, &state, &flag);
-            let watch = {
-                let state = state.clone();
-                async move {
-                    loop {
-                        sweep.set(state.snapshot());
-                        if let Some(current) = state.current() {
-                            record.set(Some(current.snapshot()));
-                        }
-                        note_protocol(protocol);
-                        JsClock.sleep(SWEEP_REFRESH).await;
-                    }
-                }
-            };
-            select(Box::pin(work), Box::pin(watch)).await;
-            let result = state.snapshot();
-            if let Some(e) = &result.error {
-                error.set(Some(e.clone()));
-            }
-            sweep.set(result);
-            if let Some(current) = state.current() {
-                record.set(Some(current.snapshot()));
-            }
+            let start = start_of(Job::Sweep(cfg), run_id);
+            run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
             running.set(None);
         });
     };
@@ -314,6 +246,7 @@ pub fn App(
             <ProgressBar fraction=fraction label=label/>
             <div class="status" data-testid="status"
                 data-run-id=move || record.with(|r| r.as_ref().map(|r| r.run_id.clone()).unwrap_or_default())
+                data-host=move || host.get().map(Host::label).unwrap_or_default()
                 data-state=move || match running.get() {
                 Some(Mode::Run) => "running",
                 Some(Mode::Sweep) => "sweeping",

@@ -13,6 +13,10 @@
 //!   cancellation, sweeps.
 //! - `components` and `app` (wasm32 only): the Leptos components and the `App` root;
 //!   `run_dashboard` mounts it (called from `www/index.html`).
+//! - `worker` (wasm32 only): live runs and sweeps run in a dedicated module Web Worker, off
+//!   the page's main thread; `run_experiment_worker` is its entry (called from
+//!   `www/worker.js`, which loads the same `pkg/bench_ui.js`). Without worker support they
+//!   run on the page.
 //!
 //! The experiment code the dashboard shares with the bench lives in `lock-lab`: the four
 //! backoff strategies (`lock_lab::strategy`), the comparison retry loop
@@ -33,7 +37,8 @@
 //! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s.
 //! - Every request times out after 5 s; the comparison loop budgets 5 ms of round trip
 //!   before a sleep (`lock_lab::comparison::{REQUEST_TIMEOUT, RTT_ESTIMATE}`); the UI
-//!   refreshes every 150 ms; Cancel is noticed within 50 ms; the histogram has 12 bins.
+//!   refreshes every 150 ms (a sweep every second); Cancel is noticed within 50 ms; the
+//!   histogram has 12 bins.
 //! - Keys are `bench/{runId}/k{i}` with a fresh run id per run; contender `i` is seeded with
 //!   `seed · 1000003 + i`.
 
@@ -45,6 +50,8 @@ pub mod runner;
 pub mod app;
 #[cfg(target_arch = "wasm32")]
 pub mod components;
+#[cfg(target_arch = "wasm32")]
+pub mod worker;
 
 /// Mounts the dashboard on `<body>`. Exported to JS; `www/index.html` calls it after
 /// `init()`. Not a `#[wasm_bindgen(start)]` so the component tests, which link the same
@@ -54,4 +61,14 @@ pub mod components;
 pub fn run_dashboard() {
     app::install_panic_hook();
     leptos::mount::mount_to_body(|| leptos::view! { <app::App/> });
+}
+
+/// Runs the experiment worker: listens for the page's commands and runs its live runs and
+/// sweeps off the page's main thread. Exported to JS; `www/worker.js` calls it after
+/// `init()`, inside a dedicated module worker.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn run_experiment_worker() {
+    app::install_panic_hook();
+    worker::entry::listen();
 }

@@ -161,7 +161,8 @@ async fn config_form_writes_typed_values_into_the_signal() {
 }
 
 /// Clicks Run against a port where nothing listens and waits for the error to show in
-/// place (polling on real time with a generous bound; the request fails at once).
+/// place (polling on real time with a generous bound; the request fails at once). Without a
+/// worker script beside the test page, this is also the fallback to the page's thread.
 #[wasm_bindgen_test]
 async fn a_dead_server_is_reported_in_place_without_a_panic() {
     let root = container();
@@ -193,6 +194,14 @@ async fn a_dead_server_is_reported_in_place_without_a_panic() {
         find(&root, "[data-testid=counter-errors] .value").inner_text(),
         "40",
         "every planned acquisition (20 sessions × 2 rounds) failed"
+    );
+    // The test page has no www/worker.js beside it, so no experiment worker starts and the
+    // run falls back to the page's own thread, with the same outcome.
+    assert_eq!(
+        find(&root, "[data-testid=status]")
+            .get_attribute("data-host")
+            .as_deref(),
+        Some("page")
     );
     drop(handle);
 }

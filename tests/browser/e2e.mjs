@@ -10,7 +10,8 @@
 // and the timeline rendered with non-zero data; the L7 timeline shows no overlap; no ledger
 // write was FENCED_OUT (every grant's write was accepted, in token order, as the server's
 // ledger confirms); no error banner, no page error, no panic in the console; the token is
-// nowhere but in the page's memory (not in the URL, web storage or cookies); the page names
+// nowhere but in the page's memory (not in the URL, web storage or cookies); the run ran in
+// the experiment worker (www/worker.js, served as JavaScript); the page names
 // HTTP/1.1 and warns that 10 contenders over 6 browser connections distort the figures (the
 // sweep over HTTP/2 is tests/browser/sweep.mjs). Then the same with the server queue
 // (waitMillis): one L4 call per grant, grants in the order asked (no overtake), the key held
@@ -135,6 +136,12 @@ try {
   check((await counter("lost-locks")) === 0, "no lock was lost");
   const banner = await page.$("[data-testid=error]");
   check(!banner, `no error banner${banner ? ` (shown: ${await banner.textContent()})` : ""}`);
+  // Off the page's main thread: the run went to the experiment worker (www/worker.js, a
+  // module worker, which the server must serve as JavaScript).
+  const host = await page.getAttribute("[data-testid=status]", "data-host");
+  check(host === "worker", `the run ran in the experiment worker (data-host ${host})`);
+  const workerType = (await fetch(`${base}/worker.js`)).headers.get("content-type");
+  check(/javascript/.test(workerType ?? ""), `worker.js is served as JavaScript (${workerType})`);
   // Plain HTTP: the browser speaks HTTP/1.1, and 10 sessions are more than its 6 connections.
   const protocol = await page.getAttribute("[data-testid=protocol]", "data-protocol");
   check(protocol === "HTTP/1.1", `the dashboard names the protocol of its requests (${protocol})`);

@@ -1,6 +1,7 @@
 //! `ProtocolNote`: the HTTP version the dashboard's requests travel over (Resource Timing's
-//! `nextHopProtocol`), and on HTTP/1.1 with more than 6 contenders a warning that the
-//! figures are distorted and how to run over HTTP/2.
+//! `nextHopProtocol`: the page's own until the job's host, the experiment worker, reports
+//! its requests'), and on HTTP/1.1 with more than 6 contenders a warning that the figures
+//! are distorted and how to run over HTTP/2.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -10,22 +11,6 @@ use crate::model::protocol::{distortion_warning, Protocol};
 
 fn performance() -> Option<Performance> {
     web_sys::window()?.performance()
-}
-
-/// The protocol of the latest API request (`/v1/…`) the browser timed since the last call,
-/// if any. Clears the browser's resource-timing buffer: it holds 250 entries and then drops
-/// new ones, so without the clearing a long run would only ever show its first requests.
-pub fn api_protocol() -> Option<Protocol> {
-    let performance = performance()?;
-    let latest = performance
-        .get_entries_by_type("resource")
-        .iter()
-        .rev()
-        .filter_map(|entry| entry.dyn_into::<PerformanceResourceTiming>().ok())
-        .find(|entry| entry.name().contains("/v1/"))
-        .map(|entry| Protocol::from_next_hop(&entry.next_hop_protocol()));
-    performance.clear_resource_timings();
-    latest
 }
 
 /// The protocol the page itself was loaded over (the server's, when it served the page).

@@ -4,11 +4,13 @@
 //! HTTP/2 multiplexes every contender over one connection, and browsers speak it only over
 //! TLS.
 
+use serde::{Deserialize, Serialize};
+
 /// Connections a browser keeps per host over HTTP/1.1 (Chromium, Firefox and Safari alike).
 pub const BROWSER_HTTP1_CONNECTIONS: u32 = 6;
 
 /// The negotiated protocol, from Resource Timing's `nextHopProtocol`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Protocol {
     Http1,
     Http2,

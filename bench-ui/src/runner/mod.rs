@@ -2,16 +2,21 @@
 //! sweeps. Generic over the SDK's seams (`Transport`, `Clock`, `Spawner`) so the same code
 //! runs in the browser (fetch, JS timers) and natively in unit tests (scripted transport,
 //! manual clock). Full-jitter contenders run the SDK's own acquire ([`sdk`]), the others
-//! `lock_lab`'s comparison loop ([`comparison`]).
+//! `lock_lab`'s comparison loop ([`comparison`]). In the browser, `browser` (wasm32 only)
+//! runs a job and reports on it, in the experiment worker or on the page, driven by the
+//! [`messages`].
 //!
 //! Concurrency is cooperative: every contender is a future, and the run joins them all in
 //! one task (no spawning), so cancelling a run is dropping one future — which aborts the
 //! in-flight fetches too.
 
+#[cfg(target_arch = "wasm32")]
+pub mod browser;
 pub mod comparison;
 pub mod contender;
 pub mod lanes;
 pub mod ledger;
+pub mod messages;
 pub mod recorder;
 pub mod sampler;
 pub mod sdk;
@@ -82,7 +87,7 @@ impl CancelFlag {
     }
 
     /// Completes once cancelled (polled on the clock).
-    async fn wait(&self, clock: &dyn Clock) {
+    pub(crate) async fn wait(&self, clock: &dyn Clock) {
         while !self.is_cancelled() {
             clock.sleep(CANCEL_POLL).await;
         }
