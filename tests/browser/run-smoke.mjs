@@ -7,7 +7,7 @@
 //
 // Checks, in order:
 // - run.sh ends in `exec`: its process becomes lock-server, so signals reach the server;
-// - /healthz answers; the served wasm is the optimised build (under 900 KB); the dashboard
+// - /healthz answers; the served wasm is the optimised build (under 1,500 KB); the dashboard
 //   mounts in headless Chromium, names an icon that is served, loads nothing that fails, and
 //   a small experiment runs to the end without error;
 // - SIGINT: the server exits 0 within 10 s and logs a clean stop;
@@ -37,7 +37,9 @@ const dataDir = join(work, "data");
 const bootIdFile = join(work, "boot-id");
 const SESSIONS = 3;
 const ROUNDS = 2; // the form's default
-const WASM_LIMIT_KB = 900;
+// wasm-opt -Oz brings the release dashboard from about 2,900 KB to about 960 KB (with the
+// experiment worker's code): a limit between the two tells them apart with room to grow.
+const WASM_LIMIT_KB = 1500;
 const STOP_LIMIT_MS = 10_000;
 // A first start builds everything in release: on a fresh 2-core machine that takes a while.
 const START_LIMIT_MS = 25 * 60_000;
