@@ -204,14 +204,15 @@ mod imp {
 #[cfg(feature = "native")]
 mod tests {
     use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex};
+    use std::sync::{Arc, Mutex, Once};
     use std::time::Duration;
 
     use futures::FutureExt;
     use lock_api::{ErrorCode, HeartbeatResponse, LockGrant};
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Instrument, Subscriber};
+    use tracing::subscriber::Interest;
+    use tracing::{Event, Instrument, Metadata, Subscriber};
     use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
     use tracing_subscriber::registry::LookupSpan;
 
@@ -291,8 +292,43 @@ mod tests {
         }
     }
 
+    /// The test binary's global subscriber: it records nothing and answers `sometimes` for
+    /// every callsite, so whether a span is recorded is asked of the subscriber of the
+    /// thread that creates it.
+    ///
+    /// Without it, while exactly one dispatcher is registered (one capturing test running),
+    /// tracing-core takes a callsite's interest from the subscriber of whichever thread
+    /// reaches it first. A parallel test with no subscriber that reaches `lock.acquire`
+    /// first then caches "never" for it, and the capturing test sees no span at all.
+    struct Undecided;
+
+    impl Subscriber for Undecided {
+        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            unreachable!("never enabled")
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
     /// A capturing subscriber, the default on this thread while the guard lives.
     fn capture() -> (Capture, tracing::subscriber::DefaultGuard) {
+        static GLOBAL: Once = Once::new();
+        // Before any dispatcher exists tracing registers no callsite (its max level is
+        // OFF), so installing this first means no callsite's interest is ever taken from a
+        // thread without a subscriber.
+        GLOBAL.call_once(|| {
+            tracing::subscriber::set_global_default(Undecided)
+                .expect("only these tests set a global subscriber")
+        });
         let capture = Capture::default();
         let subscriber = tracing_subscriber::registry().with(capture.clone());
         (capture, tracing::subscriber::set_default(subscriber))
@@ -378,6 +414,21 @@ mod tests {
         // The handle still exists; the span closed with the loss, not with the handle.
         assert!(hold.closed);
         drop(handle);
+    }
+
+    /// A callsite first reached on a thread with no subscriber, while this thread captures,
+    /// still reaches the capture here: the harness above does not depend on which test
+    /// thread reaches a span first.
+    #[test]
+    fn a_span_first_reached_elsewhere_is_still_captured() {
+        let (capture, _default) = capture();
+        let elsewhere = || tracing::info_span!("lock.test.first_elsewhere");
+        std::thread::spawn(move || drop(elsewhere()))
+            .join()
+            .unwrap();
+        drop(elsewhere());
+        let spans = capture.named("lock.test.first_elsewhere");
+        assert_eq!(spans.len(), 1, "{spans:#?}");
     }
 
     /// An acquire dropped mid-wait records `cancelled`; one that fails records `error`.
