@@ -130,7 +130,8 @@ export type LockEvent =
   | { type: "contention"; key: string; attempt: number; delayMs: number; reason: ContentionReason }
   /**
    * The acquire gave up (budget or attempts exhausted). It then resolves `undefined`, or
-   * rejects with `TRANSPORT` when its last attempt got no answer at all.
+   * rejects with `TRANSPORT` when its last attempt got no answer at all (a timeout of an
+   * attempt whose `requestTimeoutMs` the budget had cut short leaves it to the attempt before).
    */
   | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
   /** The lock was lost (once per handle, at the instant the SDK learned it). */

@@ -19,7 +19,9 @@
 //!   deadline counts `waitedMillis` (the server's wait) past the send.
 //! - Not granted is `Ok(None)`, with the attempts and waited time in a `lock_not_granted`
 //!   event. When the last attempt got no answer at all, its `Timeout`/`Network` error is
-//!   returned instead: "server unreachable" is not "held by someone else".
+//!   returned instead: "server unreachable" is not "held by someone else". A timeout of an
+//!   attempt whose hop the budget had cut short tells nothing new (a slow answer under load,
+//!   or none): the attempt before it decides, so a 409 or 503 then is still `Ok(None)`.
 //! - A lost or closed session fails the loop at once, even mid-sleep or mid-request.
 //! - Cancellation: drop the future. The claim frees the key; a grant the server made
 //!   meanwhile is released by the next heartbeat (orphan release).
@@ -171,7 +173,8 @@ impl<'a> Attempts<'a> {
             if remaining <= wait {
                 break;
             }
-            let hop = (self.parts.config.request_timeout + wait).min(remaining);
+            let full_hop = self.parts.config.request_timeout + wait;
+            let hop = full_hop.min(remaining);
             self.attempts += 1;
             self.span.attempt(self.attempts);
             let earlier = self.claim.sending(sent_at);
@@ -189,7 +192,13 @@ impl<'a> Attempts<'a> {
                     reason,
                     unanswered,
                 } => {
-                    last_unanswered = unanswered;
+                    // A timeout of a hop the budget cut short tells nothing new (a slow
+                    // answer, or none): the previous attempt's verdict stands.
+                    let inconclusive =
+                        hop < full_hop && matches!(unanswered, Some(LockError::Timeout(_)));
+                    if !inconclusive || self.attempts == 1 {
+                        last_unanswered = unanswered;
+                    }
                     if !self.may_retry(delay, wait) {
                         break;
                     }
@@ -514,6 +523,41 @@ mod tests {
                 .await
         });
         assert!(matches!(result, Err(LockError::Timeout(_))), "{result:?}");
+    }
+
+    /// The last attempt's hop cut short by the budget and timing out (a slow answer under
+    /// load) tells nothing new: after a 503 the acquire is not granted, after another
+    /// unanswered attempt it is that error. A connection failure on such a hop is reported.
+    #[test]
+    fn a_timeout_of_a_hop_the_budget_cut_short_leaves_the_verdict_to_the_attempt_before() {
+        let f = Fixture::new();
+        let session = f.session();
+        // 300 ms budget, far less than the 5 s request timeout: every hop is cut short. Two
+        // attempts: a 503, then the one under test.
+        let policy = AcquirePolicy::new(PolicySettings {
+            total_budget: Duration::from_millis(300),
+            max_attempts: 2,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        let slow = TransportError::Timeout(Duration::from_millis(200));
+        let try_twice = |first: TransportError, second: TransportError| {
+            let (s, policy) = (session.clone(), policy);
+            f.transport.push_acquire(Err(first));
+            f.transport.push_acquire(Err(second));
+            f.run(async move { s.acquire("k", Duration::from_secs(10), &policy).await })
+        };
+        let not_leader = || ScriptedTransport::error(ErrorCode::NotLeader);
+        let after_503 = try_twice(not_leader(), slow.clone());
+        assert!(matches!(after_503, Ok(None)), "{after_503:?}");
+        let never_answered = try_twice(slow.clone(), slow);
+        assert!(
+            matches!(never_answered, Err(LockError::Timeout(_))),
+            "{never_answered:?}"
+        );
+        let refused = try_twice(not_leader(), TransportError::Network("refused".into()));
+        assert!(matches!(refused, Err(LockError::Network(_))), "{refused:?}");
+        assert_eq!(f.transport.acquire_calls(), 6);
     }
 
     /// A grant after an unanswered attempt may be the server's idempotent answer to the

@@ -326,7 +326,7 @@ async fn not_leader_answers_are_retried_within_the_budget() {
     .await
     .unwrap();
     let outcome = session
-        .acquire(&key("held-back"), TTL, &policy(700, 10, 80, 30))
+        .acquire(&key("held-back"), TTL, &policy(1500, 10, 80, 30))
         .await
         .unwrap();
     assert!(
