@@ -9,13 +9,20 @@
 //! lets the queue run as it would from separate clients, with the page's own FIFO in front of
 //! the server's for the contenders beyond the lanes. Every other call passes straight
 //! through. Only the browser's transport is wrapped; natively nothing is.
+//!
+//! A call whose wait ran out (409) or went unanswered still holds its ticket in the server's
+//! queue for the grace period, and the SDK re-sends it at once. Such a re-send takes the next
+//! free lane before any first ask: behind the first asks it could spend the whole grace
+//! period in the page's queue, lose the ticket, and be overtaken by contenders who asked
+//! after it.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::channel::oneshot;
 use futures::future::{select, Either};
+use lock_api::ErrorCode;
 use lock_wasm::clock::Clock;
 use lock_wasm::error::TransportError;
 use lock_wasm::transport::{Answer, Intercept, Outgoing, Route};
@@ -27,7 +34,18 @@ pub const WAIT_LANES: usize = 4;
 /// The free lanes and, in arrival order, the requests waiting for one.
 struct Lanes {
     free: usize,
+    /// Re-sends of calls that hold a ticket: served first.
+    resends: VecDeque<oneshot::Sender<Lane>>,
+    /// First asks.
     queue: VecDeque<oneshot::Sender<Lane>>,
+    /// (session id, key) of the calls whose last wait ran out or went unanswered.
+    ticketed: HashSet<(String, String)>,
+}
+
+impl Lanes {
+    fn next_waiting(&mut self) -> Option<oneshot::Sender<Lane>> {
+        self.resends.pop_front().or_else(|| self.queue.pop_front())
+    }
 }
 
 /// A lane taken; dropping it hands it to the oldest request still waiting, or frees it.
@@ -38,7 +56,7 @@ impl Drop for Lane {
         let Some(lanes) = self.0.take() else { return };
         let mut state = lock(&lanes);
         let mut lane = Lane(Some(lanes.clone()));
-        while let Some(next) = state.queue.pop_front() {
+        while let Some(next) = state.next_waiting() {
             // A waiter that gave up meanwhile returns the lane: try the next one.
             match next.send(lane) {
                 Ok(()) => return,
@@ -64,13 +82,15 @@ impl WaitLanes {
             clock,
             lanes: Arc::new(Mutex::new(Lanes {
                 free: lanes,
+                resends: VecDeque::new(),
                 queue: VecDeque::new(),
+                ticketed: HashSet::new(),
             })),
         }
     }
 
     /// A lane, within `timeout`: `None` when none came in time.
-    async fn lane(&self, timeout: Duration) -> Option<Lane> {
+    async fn lane(&self, timeout: Duration, resend: bool) -> Option<Lane> {
         let waiting = {
             let mut state = lock(&self.lanes);
             if state.free > 0 {
@@ -78,7 +98,11 @@ impl WaitLanes {
                 return Some(Lane(Some(self.lanes.clone())));
             }
             let (tx, rx) = oneshot::channel();
-            state.queue.push_back(tx);
+            if resend {
+                state.resends.push_back(tx);
+            } else {
+                state.queue.push_back(tx);
+            }
             rx
         };
         match select(waiting, self.clock.sleep(timeout)).await {
@@ -98,12 +122,35 @@ impl Intercept for WaitLanes {
         if request.route() != Route::Acquire || request.wait_millis() == 0 {
             return call.send().await;
         }
+        let ticket = (
+            request.session_id().unwrap_or_default().to_owned(),
+            request.key().unwrap_or_default().to_owned(),
+        );
+        let resend = lock(&self.lanes).ticketed.remove(&ticket);
         let asked = self.clock.now();
-        let Some(_lane) = self.lane(call.timeout()).await else {
+        let Some(_lane) = self.lane(call.timeout(), resend).await else {
+            // Not sent: a ticket it held is still held.
+            if resend {
+                lock(&self.lanes).ticketed.insert(ticket);
+            }
             return Err(TransportError::Timeout(call.timeout()));
         };
         let left = call.timeout().saturating_sub(self.clock.now() - asked);
-        call.send_within(left).await
+        let answer = call.send_within(left).await;
+        if keeps_ticket(&answer) {
+            lock(&self.lanes).ticketed.insert(ticket);
+        }
+        answer
+    }
+}
+
+/// Whether a waiting L4's answer leaves its ticket in the server's queue: the wait ran out,
+/// or no answer came (the server may have queued it).
+fn keeps_ticket(answer: &Answer) -> bool {
+    match answer {
+        Err(TransportError::Status { body, .. }) => body.code == ErrorCode::LockContended,
+        Err(TransportError::Timeout(_) | TransportError::Network(_)) => true,
+        _ => false,
     }
 }
 
@@ -142,6 +189,44 @@ mod tests {
             ttl_millis: None,
             wait_millis: Some(wait),
         }
+    }
+
+    /// A call whose wait ran out re-sends ahead of the first asks still queued for a lane.
+    #[test]
+    fn a_re_send_takes_the_next_lane_before_first_asks() {
+        let gate = Gate::default();
+        let scripted = ScriptedTransport::new();
+        scripted.push_acquire(Err(ScriptedTransport::error(ErrorCode::LockContended)));
+        for _ in 0..4 {
+            scripted.push_acquire(Ok(ScriptedTransport::grant("k", "s", 1, 1_000)));
+        }
+        let gated: Arc<dyn Transport> =
+            Arc::new(Intercepted::new(Arc::new(scripted), gate.clone()));
+        let clock = ManualClock::new();
+        let lanes = Rc::new(Intercepted::new(
+            gated,
+            WaitLanes::new(Arc::new(clock.clone()), 2),
+        ));
+        let mut pool = LocalPool::new();
+        for key in ["a", "b", "c", "d"] {
+            let lanes = lanes.clone();
+            pool.spawner()
+                .spawn_local(async move {
+                    let timeout = Duration::from_secs(10);
+                    // Re-sent at once until granted, as the SDK does with `waitMillis` > 0.
+                    while lanes.acquire(key, &request(1_000), timeout).await.is_err() {}
+                })
+                .unwrap();
+        }
+        pool.run_until_stalled();
+        let entered = || gate.entered.lock().unwrap().clone();
+        assert_eq!(entered(), ["a", "b"]);
+        // a's wait runs out (409): its lane goes to c, already queued; a re-sends.
+        for _ in 0..3 {
+            gate.open.lock().unwrap().remove(0).send(()).unwrap();
+            pool.run_until_stalled();
+        }
+        assert_eq!(entered(), ["a", "b", "c", "a", "d"], "a before d");
     }
 
     #[test]
