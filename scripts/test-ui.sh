@@ -5,7 +5,7 @@
 #   2. end-to-end: the real lock-server serving the freshly built www/ (--web-root www),
 #      headless Chromium driven by playwright-core runs a 10-session experiment over HTTP/1.1
 #      (tests/browser/e2e.mjs; prints where its screenshot went), then Brooker's sweep at
-#      N = 50 over HTTP/2 (TLS with a self-signed test certificate), three seeds, and checks
+#      N = 50 over HTTP/2 (TLS with a self-signed test certificate), five seeds, and checks
 #      the published ordering on their medians (tests/browser/sweep.mjs, which drives
 #      Chromium over a bare DevTools pipe: playwright's per-request instrumentation would
 #      slow the page it times).
@@ -36,7 +36,7 @@ node tests/browser/e2e.mjs \
   --screenshot "$target_dir/bench-ui-e2e.png" || failed=1
 
 echo "== bench-ui: Brooker's sweep over HTTP/2 (lock-server --tls-self-signed + headless Chromium)"
-node tests/browser/sweep.mjs --seeds 3 \
+node tests/browser/sweep.mjs --seeds 5 \
   --server "$target_dir/debug/lock-server" \
   --web-root "$root/www" || failed=1
 
