@@ -27,6 +27,14 @@ async fn store_on(cluster: &EtcdCluster, prefix: &str) -> EtcdStore {
     EtcdStore::connect(options).await.expect("connect")
 }
 
+/// A session of `ttl_millis` opened on `store`.
+async fn open(store: &EtcdStore, ttl_millis: u64) -> lock_api::SessionOpened {
+    store
+        .open_session(NewSession::with_ttl(ttl_millis))
+        .await
+        .unwrap()
+}
+
 fn granted(outcome: Acquired) -> lock_api::LockGrant {
     match outcome {
         Acquired::Granted(granted) => granted.grant,
@@ -114,10 +122,7 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
         })
         .await
         .unwrap();
-    let b = store
-        .open_session(NewSession::with_ttl(5_000))
-        .await
-        .unwrap();
+    let b = open(store, 5_000).await;
     assert_eq!(a.session_id.len(), 32);
     assert_ne!(a.session_id, b.session_id);
 
@@ -206,14 +211,8 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
 }
 
 async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
-    let a = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
-    let b = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
+    let a = open(store, 10_000).await;
+    let b = open(store, 10_000).await;
     let short = granted(store.try_acquire("ttl", &a.session_id, 300).await.unwrap());
     eventually("a 300 ms lock expires", || async {
         store.holder("ttl").await.unwrap().is_none()
@@ -250,11 +249,8 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
 }
 
 async fn session_expiry_frees_its_locks(store: &EtcdStore) {
-    let a = store.open_session(NewSession::with_ttl(500)).await.unwrap();
-    let b = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
+    let a = open(store, 500).await;
+    let b = open(store, 10_000).await;
     let lost = granted(
         store
             .try_acquire("sess", &a.session_id, 60_000)
@@ -292,14 +288,8 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
 }
 
 async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
-    let a = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
-    let b = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
+    let a = open(store, 10_000).await;
+    let b = open(store, 10_000).await;
     let grant = granted(store.try_acquire("w", &a.session_id, 30_000).await.unwrap());
     let waiter = {
         let (store, id) = (store.clone(), b.session_id.clone());
@@ -343,10 +333,7 @@ async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
-    let a = store
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap();
+    let a = open(store, 10_000).await;
     let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
     assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
     assert_eq!(store.revoke("r").await.unwrap(), None);
@@ -412,10 +399,7 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let etcd = EtcdCluster::single();
     let replica_a = store_on(&etcd, "/t2/").await;
     let replica_b = store_on(&etcd, "/t2/").await;
-    let session = replica_a
-        .open_session(NewSession::with_ttl(1_500))
-        .await
-        .unwrap();
+    let session = open(&replica_a, 1_500).await;
     let grant = granted(
         replica_a
             .try_acquire("k", &session.session_id, 1_500)
@@ -445,16 +429,8 @@ async fn stale_replica_hints_never_change_answers() {
     let etcd = EtcdCluster::single();
     let a = store_on(&etcd, "/t5/").await;
     let b = store_on(&etcd, "/t5/").await;
-    let s1 = a
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap()
-        .session_id;
-    let s2 = b
-        .open_session(NewSession::with_ttl(10_000))
-        .await
-        .unwrap()
-        .session_id;
+    let s1 = open(&a, 10_000).await.session_id;
+    let s2 = open(&b, 10_000).await.session_id;
     // A's session hint goes stale (B renewed it); A's acquire must still grant.
     b.heartbeat(SessionRef::new(&s1, None)).await.unwrap();
     let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
@@ -502,11 +478,7 @@ async fn a_busy_replica_groups_transactions_without_changing_answers() {
     for task in 0..TASKS {
         let (busy, other, keys) = (busy.clone(), other.clone(), keys.clone());
         tasks.push(tokio::spawn(async move {
-            let session = busy
-                .open_session(NewSession::with_ttl(30_000))
-                .await
-                .unwrap()
-                .session_id;
+            let session = open(&busy, 30_000).await.session_id;
             for round in 0..ROUNDS {
                 let key = (task + round) % KEYS;
                 // Every sixth task loses its session halfway, closed through the other replica.
@@ -577,11 +549,7 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
     for task in 0..TASKS {
         let (store, held, gate) = (store.clone(), held.clone(), gate.clone());
         tasks.push(tokio::spawn(async move {
-            let session = store
-                .open_session(NewSession::with_ttl(30_000))
-                .await
-                .unwrap()
-                .session_id;
+            let session = open(&store, 30_000).await.session_id;
             gate.wait().await;
             for _ in 0..ROUNDS {
                 let queue = Queueing {
@@ -621,10 +589,7 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
 async fn unreachable_etcd_is_unavailable_and_recovers() {
     let mut etcd = EtcdCluster::single();
     let store = store_on(&etcd, "/t3/").await;
-    let session = store
-        .open_session(NewSession::with_ttl(30_000))
-        .await
-        .unwrap();
+    let session = open(&store, 30_000).await;
     etcd.kill(0);
     for result in [
         store
