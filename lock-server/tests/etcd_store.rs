@@ -35,6 +35,14 @@ async fn open(store: &EtcdStore, ttl_millis: u64) -> lock_api::SessionOpened {
         .unwrap()
 }
 
+/// Closes `session` on `store`.
+async fn close(store: &EtcdStore, session: &lock_api::SessionOpened) {
+    store
+        .close_session(SessionRef::new(&session.session_id, None))
+        .await
+        .unwrap();
+}
+
 fn granted(outcome: Acquired) -> lock_api::LockGrant {
     match outcome {
         Acquired::Granted(granted) => granted.grant,
@@ -185,10 +193,7 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
         .locks
         .is_empty());
 
-    store
-        .close_session(SessionRef::new(&b.session_id, None))
-        .await
-        .unwrap();
+    close(store, &b).await;
     assert_eq!(
         store.holder("k/1").await.unwrap(),
         None,
@@ -204,10 +209,7 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
             .await,
         Err(StoreError::SessionNotFound)
     );
-    store
-        .close_session(SessionRef::new(&a.session_id, None))
-        .await
-        .unwrap();
+    close(store, &a).await;
 }
 
 async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
@@ -238,14 +240,8 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
             .unwrap(),
     );
     assert!(next.fencing_token > short.fencing_token);
-    store
-        .close_session(SessionRef::new(&a.session_id, None))
-        .await
-        .unwrap();
-    store
-        .close_session(SessionRef::new(&b.session_id, None))
-        .await
-        .unwrap();
+    close(store, &a).await;
+    close(store, &b).await;
 }
 
 async fn session_expiry_frees_its_locks(store: &EtcdStore) {
@@ -281,10 +277,7 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
         store.counts().await.unwrap().sessions == 1
     })
     .await;
-    store
-        .close_session(SessionRef::new(&b.session_id, None))
-        .await
-        .unwrap();
+    close(store, &b).await;
 }
 
 async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
@@ -322,14 +315,8 @@ async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
     );
     assert_eq!(won.fencing_token, handed.fencing_token);
     assert!(won.fencing_token > grant.fencing_token);
-    store
-        .close_session(SessionRef::new(&a.session_id, None))
-        .await
-        .unwrap();
-    store
-        .close_session(SessionRef::new(&b.session_id, None))
-        .await
-        .unwrap();
+    close(store, &a).await;
+    close(store, &b).await;
 }
 
 async fn revoke_and_ledger(store: &EtcdStore) {
@@ -369,10 +356,7 @@ async fn revoke_and_ledger(store: &EtcdStore) {
     let texts: Vec<&str> = entries.entries.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(texts, ["five", "five again", "nine"]);
     assert_eq!(store.ledger_read("none").await.unwrap().highest_token, None);
-    store
-        .close_session(SessionRef::new(&a.session_id, None))
-        .await
-        .unwrap();
+    close(store, &a).await;
 }
 
 async fn bad_session_ids_are_not_found(store: &EtcdStore) {
