@@ -54,6 +54,21 @@ pub(super) fn is_lease_gone(error: &Error) -> bool {
     }
 }
 
+/// Whether the connection broke under the request or could not be made (reset, broken
+/// pipe, closed: tonic's "transport error"; refused), as opposed to etcd answering or the
+/// request timing out.
+pub(super) fn is_connection_lost(error: &Error) -> bool {
+    match error {
+        Error::IoError(io) => io.kind() != std::io::ErrorKind::TimedOut,
+        Error::TransportError(_) => true,
+        Error::GRpcStatus(status) => {
+            let message = status.message();
+            message.contains("transport error") || message.contains("tcp connect error")
+        }
+        _ => false,
+    }
+}
+
 /// Whether the endpoint itself failed (unreachable, timed out, cut off from its leader), so
 /// another member should be tried next.
 pub(super) fn is_endpoint_failure(error: &Error) -> bool {

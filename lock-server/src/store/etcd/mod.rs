@@ -212,6 +212,21 @@ impl EtcdStore {
         Err(last_error.expect("at least one endpoint"))
     }
 
+    /// [`EtcdStore::call`] for a read, re-sent once when its connection broke under it
+    /// ([`error::is_connection_lost`]; the client opens a fresh connection for the second
+    /// try). A read applies nothing, so it may always be re-sent; a write may not, as a broken
+    /// connection does not say whether etcd applied it.
+    async fn call_read<T, F, Fut>(&self, op: F) -> Result<T, etcd_client::Error>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        match self.call(&op).await {
+            Err(error) if error::is_connection_lost(&error) => self.call(op).await,
+            result => result,
+        }
+    }
+
     /// One transaction, raw error kept (callers look for a vanished lease).
     async fn txn_raw(&self, txn: Txn) -> Result<TxnResponse, etcd_client::Error> {
         self.call(|mut client| {
@@ -228,7 +243,14 @@ impl EtcdStore {
 
     /// Several reads at one revision; returns each read's key-values and that revision.
     async fn read(&self, ops: Vec<TxnOp>) -> Result<(Vec<Vec<KeyValue>>, i64), StoreError> {
-        let response = self.txn(Txn::new().and_then(ops)).await?;
+        let txn = Txn::new().and_then(ops);
+        let response = self
+            .call_read(|mut client| {
+                let txn = txn.clone();
+                async move { client.txn(txn).await }
+            })
+            .await
+            .map_err(from_etcd)?;
         let revision = response.header().map_or(0, |h| h.revision());
         Ok((range_results(&response), revision))
     }
@@ -236,7 +258,7 @@ impl EtcdStore {
     /// One key, with the revision the read was served at.
     async fn get(&self, key: &str) -> Result<(Option<KeyValue>, i64), StoreError> {
         let mut response = self
-            .call(|mut client| {
+            .call_read(|mut client| {
                 let key = key.to_owned();
                 async move { client.get(key, None).await }
             })
@@ -393,5 +415,69 @@ impl Store for EtcdStore {
             sessions: counts.first().copied().unwrap_or(0),
             locks: counts.get(1).copied().unwrap_or(0),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use super::*;
+
+    /// Answers `errors` in turn, then `Ok` with the number of calls before it.
+    struct Script {
+        errors: Vec<std::io::ErrorKind>,
+        calls: AtomicU32,
+    }
+
+    impl Script {
+        fn new(errors: &[std::io::ErrorKind]) -> Self {
+            Script {
+                errors: errors.to_vec(),
+                calls: AtomicU32::new(0),
+            }
+        }
+
+        async fn answer(&self) -> Result<u32, etcd_client::Error> {
+            let n = self.calls.fetch_add(1, Ordering::Relaxed);
+            match self.errors.get(n as usize) {
+                Some(kind) => Err(etcd_client::Error::IoError((*kind).into())),
+                None => Ok(n),
+            }
+        }
+
+        fn calls(&self) -> u32 {
+            self.calls.load(Ordering::Relaxed)
+        }
+    }
+
+    /// A store whose one endpoint nothing listens on (clients connect lazily); the scripted
+    /// calls below never use it.
+    async fn store() -> EtcdStore {
+        EtcdStore::connect(EtcdOptions::new(vec!["http://127.0.0.1:9".into()]))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_read_whose_connection_broke_is_re_sent_once_and_a_write_is_not() {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionReset, TimedOut};
+        let store = store().await;
+
+        let read = Script::new(&[BrokenPipe]);
+        assert_eq!(store.call_read(|_| read.answer()).await.unwrap(), 1);
+        assert_eq!(read.calls(), 2, "re-sent once");
+
+        let twice = Script::new(&[BrokenPipe, ConnectionReset]);
+        assert!(store.call_read(|_| twice.answer()).await.is_err());
+        assert_eq!(twice.calls(), 2, "only once");
+
+        let slow = Script::new(&[TimedOut]);
+        assert!(store.call_read(|_| slow.answer()).await.is_err());
+        assert_eq!(slow.calls(), 1, "a timed-out read is not re-sent");
+
+        let write = Script::new(&[BrokenPipe]);
+        assert!(store.call(|_| write.answer()).await.is_err());
+        assert_eq!(write.calls(), 1, "a write is not re-sent");
     }
 }
