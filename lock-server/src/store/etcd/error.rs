@@ -54,17 +54,15 @@ pub(super) fn is_lease_gone(error: &Error) -> bool {
     }
 }
 
-/// Whether the connection broke under the request or could not be made (reset, broken
-/// pipe, closed: tonic's "transport error"; refused), as opposed to etcd answering or the
-/// request timing out.
+/// Whether the connection broke under the request (reset, broken pipe, closed: tonic's
+/// "transport error"), as opposed to etcd answering, the request timing out, or no
+/// connection being made at all (a member that is down refuses the second try too, and
+/// [`never_applied`] already moves such a request to the next member).
 pub(super) fn is_connection_lost(error: &Error) -> bool {
     match error {
         Error::IoError(io) => io.kind() != std::io::ErrorKind::TimedOut,
         Error::TransportError(_) => true,
-        Error::GRpcStatus(status) => {
-            let message = status.message();
-            message.contains("transport error") || message.contains("tcp connect error")
-        }
+        Error::GRpcStatus(status) => status.message().contains("transport error"),
         _ => false,
     }
 }
