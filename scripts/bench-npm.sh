@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): acquire+release latency through the npm package vs the same L4 +
-# L6 requests made with raw `fetch` (with a per-request `AbortSignal.timeout`, and bare),
+# L6 requests made with raw `fetch` (with a per-request `AbortSignal.timeout`, and bare; under
+# Node also through `node:http`, the client the SDK uses there),
 # against one release-built lock-server, in one run (tests/node/bench.mjs): under Node, then
 # Bun (npm `bun`, as scripts/test-wasm.sh pins it) and Deno against the same server. Prints
 # each runtime's Markdown table and ratios, then a table of all three. Then the same
@@ -59,13 +60,14 @@ bench_in node node
 bench_in bun "$bun"
 bench_in deno deno run --quiet --allow-net=127.0.0.1 --allow-env --allow-read
 echo
-echo "| runtime | SDK p50 ms | fetch+timeout p50 ms | bare fetch p50 ms | SDK/(fetch+timeout) p50 | SDK/bare p50 | CPU µs/cycle SDK / fetch+timeout |"
-echo "|---|---|---|---|---|---|---|"
+echo "| runtime | SDK p50 ms | fetch+timeout p50 ms | bare fetch p50 ms | node:http+timeout p50 ms | SDK/(fetch+timeout) p50 | SDK/bare p50 | SDK/(node:http+timeout) p50 | CPU µs/cycle SDK / fetch+timeout |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for rt in node bun deno; do
   tail -n1 "$work/$rt.log" | node -e '
     const r = JSON.parse(require("fs").readFileSync(0, "utf8")); const f = (x) => x.toFixed(3);
     const c = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");
-    console.log(`| ${r.runtime} | ${f(r.p50.sdk)} | ${f(r.p50.timed)} | ${f(r.p50.bare)} | ${f(r.ratioP50.timed)}x | ${f(r.ratioP50.bare)}x | ${c(r.cpuMicros.sdk)} / ${c(r.cpuMicros.timed)} |`);'
+    const o = (x, unit = "") => (x == null ? "–" : f(x) + unit);
+    console.log(`| ${r.runtime} | ${f(r.p50.sdk)} | ${f(r.p50.timed)} | ${f(r.p50.bare)} | ${o(r.p50.http)} | ${f(r.ratioP50.timed)}x | ${f(r.ratioP50.bare)}x | ${o(r.ratioP50.http, "x")} | ${c(r.cpuMicros.sdk)} / ${c(r.cpuMicros.timed)} |`);'
 done
 echo
 echo "== OpenTelemetry installed vs not, node (load average $(load))"

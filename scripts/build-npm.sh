@@ -84,6 +84,18 @@ snippets_to_cjs() {
   done < <(find "$dir/snippets" -name '*.js')
 }
 
+# The Node glue sends through node:http(s): `lock-wasm/src/wasm/fetch-node.cjs` goes beside
+# the CommonJS copy of `fetch.js` (which it keeps for Bun) and the glue requires it instead.
+node_transport() {
+  local dir="$1" glue="$2" fetch rel
+  fetch="$(find "$dir/snippets" -name fetch.cjs)"
+  [ -n "$fetch" ] || { log "no fetch.cjs snippet in $dir"; return 1; }
+  cp "$root/lock-wasm/src/wasm/fetch-node.cjs" "${fetch%.cjs}-node.cjs"
+  rel="${fetch#"$dir"/}"
+  grep -qF "\`./$rel\`" "$glue" || { log "$glue does not require ./$rel"; return 1; }
+  sed -i -e "s#\`./$rel\`#\`./${rel%.cjs}-node.cjs\`#" "$glue"
+}
+
 # The package's export names, comma-separated: the keys of the loaded CommonJS entry.
 api_names() {
   node -e '
@@ -108,6 +120,7 @@ assemble() {
   mkdir -p "$pkg/node" "$pkg/web" "$pkg/testing/node" "$pkg/testing/web"
   bindgen "$sdk" nodejs "$pkg/node" lock_wasm
   snippets_to_cjs "$pkg/node" "$pkg/node/lock_wasm.js"
+  node_transport "$pkg/node" "$pkg/node/lock_wasm.js"
   bindgen "$sdk" web "$pkg/web" lock_wasm
   bindgen "$kit" nodejs "$pkg/testing/node" lock_wasm_testkit
   snippets_to_cjs "$pkg/testing/node" "$pkg/testing/node/lock_wasm_testkit.js"

@@ -1,7 +1,9 @@
 // Benchmark (not a test): SDK acquire+release latency vs the same two requests made with raw
 // `fetch`, against the same server in the same run. The fair baseline is fetch with a
 // per-request timeout (`AbortSignal.timeout`, as any robust client has; the SDK bounds every
-// request the same way); bare fetch, with no timeout at all, is a third side. Blocks
+// request the same way); bare fetch, with no timeout at all, is a third side. Under Node, where
+// the SDK sends through `node:http` rather than `fetch`, a fourth side makes the same requests
+// through `node:http` with a timeout: the SDK's own cost over the client it uses. Blocks
 // alternate so drift of a noisy machine hits every side alike. Runs under Node, Bun and Deno
 // (`scripts/bench-npm.sh` runs it under each against one server):
 //
@@ -44,11 +46,36 @@ async function sdkCycle(key) {
   await session.release(handle);
 }
 
-function rawCycle(timed) {
+// The same POST through `node:http` (its global keep-alive agent), with the same timeout.
+function httpPost(http, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const headers = { "content-type": "application/json", "content-length": Buffer.byteLength(data) };
+    const req = http.request(new URL(`${baseUrl}${path}`), { method: "POST", headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => (text += chunk));
+      res.on("end", () => {
+        clearTimeout(timer);
+        if (res.statusCode >= 300) reject(new Error(`${path}: ${res.statusCode} ${text}`));
+        else resolve(text ? JSON.parse(text) : undefined);
+      });
+      res.on("error", reject);
+    });
+    const timer = setTimeout(() => req.destroy(new Error("timeout")), REQUEST_TIMEOUT_MS);
+    req.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end(data);
+  });
+}
+
+function rawCycle(send) {
   return async (key) => {
     const path = `/v1/locks/${encodeURIComponent(key)}`;
-    const grant = await post(`${path}/acquire`, { sessionId: raw.sessionId, ttlMillis: 5000 }, timed);
-    await post(`${path}/release`, { fencingToken: grant.fencingToken, sessionId: raw.sessionId }, timed);
+    const grant = await send(`${path}/acquire`, { sessionId: raw.sessionId, ttlMillis: 5000 });
+    await send(`${path}/release`, { fencingToken: grant.fencingToken, sessionId: raw.sessionId });
   };
 }
 
@@ -71,11 +98,34 @@ async function block(side, key) {
   side.cpu += cpuMicros() - cpu;
 }
 
+const onNode = !globalThis.Deno && !globalThis.Bun;
+const http = onNode ? await import("node:http") : undefined;
 const sides = [
   { name: "lock-wasm SDK (acquire+release)", cycle: sdkCycle, key: "sdk", samples: [], cpu: 0 },
-  { name: "fetch + AbortSignal.timeout (L4 + L6 POSTs)", cycle: rawCycle(true), key: "timed", samples: [], cpu: 0 },
-  { name: "bare fetch, no timeout (L4 + L6 POSTs)", cycle: rawCycle(false), key: "bare", samples: [], cpu: 0 },
+  {
+    name: "fetch + AbortSignal.timeout (L4 + L6 POSTs)",
+    cycle: rawCycle((path, body) => post(path, body, true)),
+    key: "timed",
+    samples: [],
+    cpu: 0,
+  },
+  {
+    name: "bare fetch, no timeout (L4 + L6 POSTs)",
+    cycle: rawCycle((path, body) => post(path, body, false)),
+    key: "bare",
+    samples: [],
+    cpu: 0,
+  },
 ];
+if (onNode) {
+  sides.push({
+    name: "node:http + timeout (L4 + L6 POSTs)",
+    cycle: rawCycle((path, body) => httpPost(http, path, body)),
+    key: "http",
+    samples: [],
+    cpu: 0,
+  });
+}
 const tag = `${runtime().split(" ")[0]}-${globalThis.process.pid}`;
 // Warm-up: JIT, connection pool, SQLite page cache.
 for (const side of sides) await block({ cycle: side.cycle, cpu: 0 }, `bench/${tag}/warm-${side.key}`);
@@ -85,7 +135,7 @@ for (let b = 0; b < blocks; b += 1) {
 await session.close();
 await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
 
-const [sdk, timed, bare] = sides.map((side) => side.samples);
+const [sdk, timed, bare, viaHttp] = sides.map((side) => side.samples);
 printTable(sides.map((side) => [side.name, side.samples]));
 const ratio = (a, b, f) => f(a) / f(b);
 const cpu = Object.fromEntries(sides.map((side) => [side.key, side.cpu / side.samples.length]));
@@ -100,8 +150,8 @@ console.log(
 console.log(
   JSON.stringify({
     runtime: runtime(),
-    p50: { sdk: p50(sdk), timed: p50(timed), bare: p50(bare) },
-    ratioP50: { timed: ratio(sdk, timed, p50), bare: ratio(sdk, bare, p50) },
+    p50: { sdk: p50(sdk), timed: p50(timed), bare: p50(bare), http: viaHttp && p50(viaHttp) },
+    ratioP50: { timed: ratio(sdk, timed, p50), bare: ratio(sdk, bare, p50), http: viaHttp && ratio(sdk, viaHttp, p50) },
     cpuMicros: cpu,
   }),
 );

@@ -8,7 +8,8 @@
 //!   number (no wasm-bindgen closure per wait).
 //! - [`clock`]: [`JsClock`], the `Clock` seam over [`timer`].
 //! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout,
-//!   made by a JS helper (`fetch.js`) in one call.
+//!   made by a JS helper (`fetch.js`) in one call; the npm package's Node build swaps in
+//!   `fetch-node.cjs`, the same helper over `node:http`/`node:https`.
 //! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
 //!   hand (no serde in the module: its error text links the float formatter).
