@@ -7,13 +7,22 @@
 //! Figures of one run (times on this process's monotonic clock):
 //! - L4 calls per grant, counted at the transport;
 //! - completion: from the common start until the last contender's last release returned;
-//! - utilisation: the share of the completion time during which some contender held the key
-//!   (from its grant's arrival to sending its release), overlaps merged;
+//! - utilisation: the share of the completion time during which some contender held the key,
+//!   overlaps merged;
 //! - max ÷ median wait, a wait being one acquisition's time from asking to the grant;
 //! - starvation: the largest ratio, over acquisitions that waited at least [`STARVED_AFTER`],
 //!   of the wait to the time others held the key during it (1 = nobody ever waited on a free
 //!   key; a waiter overtaken again and again ends far above; ∞ = one waited while nobody
 //!   held the key at all).
+//!
+//! A contender holds the key from its grant's arrival until its release call returned: the
+//! client's view of the server's tenure, which runs from the commit that grants the key to
+//! the commit that frees it (and, with a queue, hands it on). Both ends are seen one answer
+//! late, so the span has the tenure's length. Ending the hold when the release is *sent*
+//! instead leaves the release's own round trip and commit out of every tenure, although no
+//! other contender can be granted the key before that commit; it is reported beside, as
+//! [`QueuePoint::starvation_to_send`], and makes a queue score about 1 ÷ utilisation even
+//! when the key is never free on the server.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -49,7 +58,7 @@ pub struct QueuePoint {
     pub calls_per_grant: f64,
     /// Common start to the last release, ms.
     pub completion_ms: f64,
-    /// Share of the completion time the key was held.
+    /// Share of the completion time the key was held (holds end when the release returned).
     pub utilisation: f64,
     /// Longest wait ÷ median wait.
     pub max_over_median: f64,
@@ -58,6 +67,8 @@ pub struct QueuePoint {
     /// The same over the acquisitions after each contender's first: the queue's steady state,
     /// without the start, when all N ask at once.
     pub steady_starvation: f64,
+    /// [`QueuePoint::starvation`] with every hold ending when its release was sent.
+    pub starvation_to_send: f64,
 }
 
 /// One acquisition as its contender saw it.
@@ -68,9 +79,28 @@ struct Acquisition {
     round: usize,
     asked: Instant,
     granted: Instant,
+    /// When the release call was made.
     released: Instant,
     /// When the release call returned.
     returned: Instant,
+}
+
+/// Where a hold ends, as the clients saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HoldEnd {
+    /// The release call returned: the key is free on the server (the measure).
+    Returned,
+    /// The release call was made (the earlier measure, reported beside).
+    Sent,
+}
+
+impl HoldEnd {
+    fn of(self, a: &Acquisition) -> Instant {
+        match self {
+            HoldEnd::Returned => a.returned,
+            HoldEnd::Sent => a.released,
+        }
+    }
 }
 
 /// The SDK policy of `strategy`: the SDK's default backoff, the generous budget, and the
@@ -148,18 +178,20 @@ pub async fn run_point(
     QueuePoint {
         calls_per_grant: transport.intercept().calls(Route::Acquire) as f64 / seen.len() as f64,
         completion_ms: completion.as_secs_f64() * 1_000.0,
-        utilisation: held(&seen, start, start + completion) / completion.as_secs_f64(),
+        utilisation: held(&seen, start, start + completion, HoldEnd::Returned)
+            / completion.as_secs_f64(),
         max_over_median: max_over_median(&seen),
-        starvation: starvation(&seen, 0),
-        steady_starvation: starvation(&seen, 1),
+        starvation: starvation(&seen, 0, HoldEnd::Returned),
+        steady_starvation: starvation(&seen, 1, HoldEnd::Returned),
+        starvation_to_send: starvation(&seen, 0, HoldEnd::Sent),
     }
 }
 
 /// Seconds within `[from, to]` during which someone held the key (overlaps merged).
-fn held(seen: &[Acquisition], from: Instant, to: Instant) -> f64 {
+fn held(seen: &[Acquisition], from: Instant, to: Instant, end: HoldEnd) -> f64 {
     let mut spans: Vec<(Instant, Instant)> = seen
         .iter()
-        .map(|a| (a.granted.clamp(from, to), a.released.clamp(from, to)))
+        .map(|a| (a.granted.clamp(from, to), end.of(a).clamp(from, to)))
         .collect();
     spans.sort();
     let mut total = Duration::ZERO;
@@ -187,7 +219,7 @@ fn max_over_median(seen: &[Acquisition]) -> f64 {
 }
 
 /// Starvation over the acquisitions of round `from_round` on (see the module's doc).
-fn starvation(seen: &[Acquisition], from_round: usize) -> f64 {
+fn starvation(seen: &[Acquisition], from_round: usize, end: HoldEnd) -> f64 {
     seen.iter()
         .filter(|a| a.round >= from_round && a.granted - a.asked >= STARVED_AFTER)
         .map(|a| {
@@ -197,7 +229,7 @@ fn starvation(seen: &[Acquisition], from_round: usize) -> f64 {
                 .copied()
                 .collect();
             // A wait while nobody else held the key at all is infinite starvation.
-            (a.granted - a.asked).as_secs_f64() / held(&others, a.asked, a.granted)
+            (a.granted - a.asked).as_secs_f64() / held(&others, a.asked, a.granted, end)
         })
         .fold(f64::NAN, f64::max)
 }
@@ -227,18 +259,40 @@ mod tests {
         }
     }
 
+    fn returning(a: Acquisition, o: Instant, returned: u64) -> Acquisition {
+        Acquisition {
+            returned: at(o, returned),
+            ..a
+        }
+    }
+
     #[test]
     fn a_fair_queue_scores_one_and_a_starved_waiter_does_not() {
         let o = Instant::now();
         // Back to back: 1 waits 30 ms while 0 holds 30 ms.
         let fair = [acquisition(o, 0, 0, 0, 30), acquisition(o, 1, 0, 30, 60)];
-        assert!((starvation(&fair, 0) - 1.0).abs() < 1e-9);
-        assert!((held(&fair, o, at(o, 60)) - 0.060).abs() < 1e-9);
+        assert!((starvation(&fair, 0, HoldEnd::Returned) - 1.0).abs() < 1e-9);
+        assert!((held(&fair, o, at(o, 60), HoldEnd::Returned) - 0.060).abs() < 1e-9);
         // 2 waits 100 ms, but the key was held only 40 of them: it sat free while 2 waited.
         let starved = [acquisition(o, 0, 0, 0, 40), acquisition(o, 2, 0, 100, 110)];
-        assert!((starvation(&starved, 0) - 2.5).abs() < 1e-9);
+        assert!((starvation(&starved, 0, HoldEnd::Returned) - 2.5).abs() < 1e-9);
         // Waits 0, 30, 100 ms: median 30.
         let all = [fair.as_slice(), &starved[1..]].concat();
         assert!((max_over_median(&all) - 100.0 / 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_hold_lasts_until_its_release_returned_and_the_earlier_measure_ends_it_at_sending() {
+        let o = Instant::now();
+        // 0 holds 0..30 and its release takes until 40, when the server hands the key to 1,
+        // whose grant arrives at 41: 1 waited 41 ms while 0 held the key for 40 of them.
+        let handed_on = [
+            returning(acquisition(o, 0, 0, 0, 30), o, 40),
+            acquisition(o, 1, 0, 41, 70),
+        ];
+        assert!((starvation(&handed_on, 0, HoldEnd::Returned) - 41.0 / 40.0).abs() < 1e-9);
+        assert!((starvation(&handed_on, 0, HoldEnd::Sent) - 41.0 / 30.0).abs() < 1e-9);
+        assert!((held(&handed_on, o, at(o, 70), HoldEnd::Returned) - 0.069).abs() < 1e-9);
+        assert!((held(&handed_on, o, at(o, 70), HoldEnd::Sent) - 0.059).abs() < 1e-9);
     }
 }

@@ -787,14 +787,16 @@ fn queue_section(args: &Args, machine: &str, summary: &mut Vec<String>) -> Strin
                     ));
                     println!(
                         "{backend:<6} N={n:<3} round {round} {:<26} {:>5.2} calls/grant {:>7.0} ms \
-                         utilisation {:.2} max/median {:.2} starvation {:.2} (steady {:.2})",
+                         utilisation {:.2} max/median {:.2} starvation {:.2} (steady {:.2}, \
+                         to release sent {:.2})",
                         s.label(),
                         p.calls_per_grant,
                         p.completion_ms,
                         p.utilisation,
                         p.max_over_median,
                         p.starvation,
-                        p.steady_starvation
+                        p.steady_starvation,
+                        p.starvation_to_send
                     );
                     runs.entry((backend, *n, s)).or_default().push(p);
                 }
@@ -819,7 +821,7 @@ fn queue_render(
         let (backend, n, s) = key;
         let _ = writeln!(
             rows,
-            "| {backend} | {n} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {backend} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.label(),
             spread(key, |p| p.calls_per_grant).show(2),
             spread(key, |p| p.completion_ms).show(0),
@@ -827,6 +829,9 @@ fn queue_render(
             spread(key, |p| p.max_over_median).show(2),
             spread(key, |p| p.starvation).show(2).replace("inf", "∞"),
             spread(key, |p| p.steady_starvation)
+                .show(2)
+                .replace("inf", "∞"),
+            spread(key, |p| p.starvation_to_send)
                 .show(2)
                 .replace("inf", "∞"),
         );
@@ -843,15 +848,19 @@ fn queue_render(
          default configuration: 64 waiters per key, 1 s ticket grace period) in process on \
          its own 2-worker runtime: on SQLite in a temp dir, and as a replica over a \
          single-node etcd 3.4 in a temp dir. Completion: from the start until the last \
-         release returned. Utilisation: share of it during which some contender held the key \
-         (grant arrival to release sent, as the clients saw them). Max ÷ median wait, a wait \
-         being ask → grant. Starvation: the largest wait ÷ the time others held the key \
+         release returned. A contender holds the key from its grant's arrival until its release \
+         call returned: the server's tenure (from the commit that grants the key to the commit \
+         that frees or hands it on), seen one answer late at both ends. Utilisation: share of \
+         the completion time during which some contender held the key. Max ÷ median wait, a \
+         wait being ask → grant. Starvation: the largest wait ÷ the time others held the key \
          during it, over acquisitions that waited ≥ 20 ms (1.0 = the key was never free while \
          that waiter waited); steady: the same without each contender's first acquisition \
-         (the start, when all N ask at once). Interleaved, {r} rounds; each cell median \
-         (min–max).\n\n\
-         | backend | N | strategy | L4 calls per grant | completion, ms | utilisation | max ÷ median wait | starvation | steady starvation |\n\
-         |---|---|---|---|---|---|---|---|---|\n{rows}",
+         (the start, when all N ask at once); to release sent: the same with each hold ending \
+         when its release was sent, which leaves the release's own round trip and commit out \
+         of every tenure (the measure before 2026-12-02). Interleaved, {r} rounds; each cell \
+         median (min–max).\n\n\
+         | backend | N | strategy | L4 calls per grant | completion, ms | utilisation | max ÷ median wait | starvation | steady starvation | starvation, holds to release sent |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n{rows}",
         rounds = queue_bench::ROUNDS,
         hold = QUEUE_HOLD.as_millis(),
         r = args.queue_rounds,
