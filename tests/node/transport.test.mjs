@@ -1,8 +1,7 @@
 // The package's Node transport (node:http, `lock-wasm/src/wasm/fetch-node.cjs`) against
-// servers that misbehave as a network can: no answer, a connection cut inside the answer or a
-// refused connection. Each is a real socket on 127.0.0.1; every
-// failure must reach the caller as TRANSPORT, and a request the caller gave up on must not
-// keep its socket.
+// servers that misbehave as a network can: no answer, a connection cut inside the answer, a
+// refused connection, a redirect. Each is a real socket on 127.0.0.1; every failure must reach
+// the caller with its code, and a request the caller gave up on must not keep its socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -108,4 +107,29 @@ test("a refused connection rejects TRANSPORT", async () => {
   const refused = await rejection(new LockClient({ baseUrl: server.baseUrl }).openSession());
   assert.equal(refused.code, ErrorCode.TRANSPORT);
   assert.match(refused.message, /ECONNREFUSED/);
+});
+
+test("a redirect is not followed: it is an UNEXPECTED_ANSWER naming the status", async () => {
+  // A lock-server never redirects; one that answers so is not the lock service's root (an
+  // http → https redirect, a proxy's login page), and the bearer token must not follow it.
+  let followed = false;
+  const target = http.createServer((req, res) => {
+    followed = true;
+    res.end();
+  });
+  const targetUrl = await listen(target);
+  const server = http.createServer((req, res) => {
+    res.writeHead(308, { location: `${targetUrl}${req.url}` });
+    res.end();
+  });
+  const baseUrl = await listen(server);
+  try {
+    const err = await rejection(new LockClient({ baseUrl }).openSession());
+    assert.equal(err.code, ErrorCode.UNEXPECTED_ANSWER);
+    assert.match(err.message, /HTTP 308/);
+    assert.equal(followed, false, "the redirect was followed");
+  } finally {
+    await new Promise((r) => server.close(r));
+    await new Promise((r) => target.close(r));
+  }
 });

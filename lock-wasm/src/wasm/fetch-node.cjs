@@ -8,8 +8,10 @@
 // redirect; over loopback that costs more than twice the time of the same request through
 // `node:http` (`docs/BENCHMARKS.md`). A lock client is on its caller's critical path twice
 // per hold, so the SDK takes the cheaper client where it has one. Certificates are trusted as
-// for `fetch` (Node's roots plus `NODE_EXTRA_CA_CERTS`). Bun, whose `fetch` is its fast path
-// and whose `node:http` is built over it, keeps `fetch.js`.
+// for `fetch` (Node's roots plus `NODE_EXTRA_CA_CERTS`). Unlike `fetch`, a redirect is not
+// followed: a lock-server never sends one, so the wasm side sees the 3xx and reports an
+// unexpected answer, and the bearer token goes nowhere else. Bun, whose `fetch` is its fast
+// path and whose `node:http` is built over it, keeps `fetch.js`.
 "use strict";
 
 const http = require("node:http");
