@@ -50,10 +50,7 @@ function clientFor(url) {
  * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
  * `extra` headers (a plain object, or `undefined`); calls `wake(id)` once it settled.
  */
-function send(method, url, body, authorization, extra, timeoutMillis, wake, id) {
-  if (process.versions.bun !== undefined) {
-    return viaFetch.send(method, url, body, authorization, extra, timeoutMillis, wake, id);
-  }
+function sendViaHttp(method, url, body, authorization, extra, timeoutMillis, wake, id) {
   const exchange = new Exchange();
   // `wake` runs once, and never while the wasm side is still inside this call.
   const settle = () => {
@@ -107,4 +104,5 @@ function send(method, url, body, authorization, extra, timeoutMillis, wake, id) 
   return exchange;
 }
 
-module.exports = { send };
+// The runtime is known at load, so the choice is made once, not per request.
+module.exports = { send: process.versions.bun === undefined ? sendViaHttp : viaFetch.send };
