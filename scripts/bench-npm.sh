@@ -6,7 +6,8 @@
 # Bun (npm `bun`, as scripts/test-wasm.sh pins it) and Deno against the same server. Prints
 # each runtime's Markdown table and ratios, then a table of all three. Then the same
 # acquire+release cycles with OpenTelemetry installed (API + SDK tracer provider, no
-# exporter) vs without it, in alternating child processes (tests/node/bench-otel.mjs); then
+# exporter) vs without it, two long-lived child processes taking turns by blocks of 50 cycles
+# (tests/node/bench-otel.mjs: 20 warm-up blocks, then 100 measured); then
 # the test kit's cost per simulated cycle in Node (tests/node/bench-kit.mjs).
 #
 #   scripts/bench-npm.sh [CYCLES_PER_BLOCK] [BLOCKS]     # defaults 200 5
@@ -71,7 +72,7 @@ for rt in node bun deno; do
 done
 echo
 echo "== OpenTelemetry installed vs not, node (load average $(load))"
-(cd "$work/project" && LOCK_URL="$url" node bench-otel.mjs "$work/project" "$work/project-otel" "${cycles[@]}")
+(cd "$work/project" && LOCK_URL="$url" node bench-otel.mjs "$work/project" "$work/project-otel")
 echo
 echo "== test kit, node (load average $(load))"
 (cd "$work/project" && node bench-kit.mjs "${cycles[@]}")

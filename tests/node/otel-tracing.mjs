@@ -38,12 +38,14 @@ test("an acquire that waits: lock.acquire and lock.hold spans, and the trace id 
   // Client-side retries only (no server-side wait), so each refusal is an attempt.
   const policy = { waitMs: 0, baseBackoffMs: 20, maxBackoffMs: 40, totalBudgetMs: 20_000, maxAttempts: 1000 };
   let elapsed;
+  const heard = [];
   const job = await tracer.startActiveSpan("job", async (span) => {
     const session = await client.openSession();
     // The holder lets go once the waiter has been refused: at least one refusal, whatever
     // the machine's speed.
     let released;
     session.onEvent((event) => {
+      heard.push(event.type);
       if (event.type === "contention" && event.key === key) released ??= holder.release(held);
     });
     const started = performance.now();
@@ -51,6 +53,9 @@ test("an acquire that waits: lock.acquire and lock.hold spans, and the trace id 
     elapsed = performance.now() - started;
     await released;
     assert.ok(handle, "granted once the holder released");
+    // The tracing alone asks the wasm side for contention events only; a listener of the
+    // application's own hears every event all the same.
+    await waitFor(() => heard.includes("granted"), 2_000, "the granted event");
     assert.equal(await session.acquire(key), handle, "a nested hold");
     await session.release(handle);
     await session.release(handle);

@@ -241,16 +241,18 @@ class Session {
     this.#listen();
   }
   // The Rust side builds an event object only while a listener is set: set one only while
-  // someone listens (a listener added with `onEvent`, the client's, or the tracing).
+  // someone listens (a listener added with `onEvent`, the client's, or the tracing). The
+  // tracing alone reads `contention` events only, and asks for no others.
   #listen() {
-    const wanted = this.#listeners.size > 0 || this.#trace !== undefined;
+    const all = this.#listeners.size > 0;
     this.#raw.setListener(
-      wanted
+      all || this.#trace !== undefined
         ? (event) => {
             this.#trace?.event(event);
             this.#dispatch(event);
           }
         : undefined,
+      !all,
     );
   }
   /** The server's session id: the session's credential; never log or show it. */
@@ -268,6 +270,7 @@ class Session {
   // Called from inside the Rust acquire loop or heartbeat task: listeners run in a microtask
   // so that one calling back into the session (release, close) never re-enters Rust midway.
   #dispatch(event) {
+    if (this.#listeners.size === 0) return;
     queueMicrotask(() => {
       for (const listener of [...this.#listeners]) {
         try {
@@ -321,7 +324,7 @@ class Session {
     let handle;
     try {
       // Awaited directly rather than through `call()`: one promise less per acquire.
-      const raw = await this.#raw.acquire(key, rest, signal);
+      const raw = await this.#raw.acquire(key, rest, signal, trace?.request);
       handle = raw === undefined ? undefined : this.#wrap(raw, trace);
     } catch (caught) {
       const err = adoptError(caught);
@@ -336,7 +339,8 @@ class Session {
     if (!(handle instanceof LockHandle)) throw invalid("handle", "must be a LockHandle");
     const raw = LockHandle.raw(handle);
     try {
-      await this.#raw.release(raw); // not through `call()`: one promise less per release
+      // Not through `call()`: one promise less per release.
+      await this.#raw.release(raw, this.#trace?.releasing(handle.key));
     } catch (err) {
       throw adoptError(err);
     }
@@ -368,8 +372,7 @@ class Session {
   }
   /** Stops heartbeats and closes the session server-side (its locks go with it). */
   async close() {
-    this.#trace?.closing();
-    await call(this.#raw.close());
+    await call(this.#raw.close(this.#trace?.closing()));
     this.#handles.clear();
   }
   /** `await using session = await client.openSession()` closes at scope exit. */
@@ -408,7 +411,7 @@ class LockClient {
   /** Opens a session (L1) and starts its heartbeats. */
   async openSession(opts) {
     const trace = (await loadTracing())?.session();
-    const raw = await call(this.#raw.openSession(options(opts, "options"), trace?.headers));
+    const raw = await call(this.#raw.openSession(options(opts, "options"), trace?.opened));
     return new Session(raw, this.#listener, trace);
   }
 }

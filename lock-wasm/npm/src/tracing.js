@@ -8,16 +8,18 @@
 // the API's spans are no-ops. Names and attributes (C4, "Client spans"):
 //
 // - `lock.acquire`: one per `session.acquire`, a child of the active span at the call.
-//   `lock.key`, `lock.acquire.attempts` (L4 requests sent), `lock.acquire.waited_ms`,
-//   `lock.acquire.outcome` (granted | nested | not_granted | cancelled | error),
-//   `lock.fencing_token` when it resolves a handle, `error.type` (the error's code) on
-//   error; a `lock.contention` event per refused attempt.
+//   `lock.key`, `lock.acquire.attempts` (L4 requests sent, as the wasm side counts them),
+//   `lock.acquire.waited_ms`, `lock.acquire.outcome` (granted | nested | not_granted |
+//   cancelled | error), `lock.fencing_token` when it resolves a handle, `error.type` (the
+//   error's code) on error; a `lock.contention` event per refused attempt.
 // - `lock.hold`: one per grant, a child of its `lock.acquire`, from the grant until the
 //   handle's signal aborts. `lock.key`, `lock.fencing_token`, `lock.hold.end_reason`; a loss
 //   the owner did not cause is a `lock.lost` event (`lock.lost.reason`) and an error status.
 // - The W3C `traceparent` of the span a request belongs to goes with it: L4 the acquire's,
 //   L6 the hold's, L3 the active span at `close()`, every other (L1, the heartbeats) the
-//   active span when the session was opened. No valid span, no header.
+//   active span when the session was opened. No valid span, no header. `api.js` hands each
+//   value to the wasm side with the call it belongs to (open, acquire, release, close), and
+//   the wasm transport puts it on that call's requests: no call into JS per request.
 //
 // Nothing here names a session id: spans leave the process, and a session id is its
 // owner's credential.
@@ -56,67 +58,34 @@ class Tracing {
 /** Milliseconds on the monotonic clock. */
 const now = () => performance.now();
 
-/** `{ traceparent }` for a span context, or `undefined` for none or an invalid one. */
+/** The `traceparent` value of a span context, or `undefined` for none or an invalid one. */
 function traceparent(api, spanContext) {
   if (!spanContext || !api.isSpanContextValid(spanContext)) return undefined;
   const flags = (spanContext.traceFlags & 0xff).toString(16).padStart(2, "0");
-  return { traceparent: `00-${spanContext.traceId}-${spanContext.spanId}-${flags}` };
+  return `00-${spanContext.traceId}-${spanContext.spanId}-${flags}`;
 }
 
-/**
- * What the transport's header callback needs of a request path: the lock key and whether it
- * is the key's L4 (`acquire`) or L6 (`release`), or `undefined` for any other path. Read
- * with string operations and remembered per path (a session asks for the same few paths
- * over and over), so a request costs no regex and no `decodeURIComponent`.
- */
-const LOCKS = "/v1/locks/";
-const lockPaths = new Map();
-function lockPath(path) {
-  let found = lockPaths.get(path);
-  if (found === undefined) {
-    found = parseLockPath(path) ?? null;
-    // Bounded: a process locking ever new keys must not grow this without end.
-    if (lockPaths.size >= 1024) lockPaths.clear();
-    lockPaths.set(path, found);
-  }
-  return found ?? undefined;
-}
-function parseLockPath(path) {
-  if (!path.startsWith(LOCKS)) return undefined;
-  const slash = path.indexOf("/", LOCKS.length);
-  if (slash <= LOCKS.length || path.indexOf("/", slash + 1) !== -1) return undefined;
-  const action = path.slice(slash + 1);
-  if (action !== "acquire" && action !== "release") return undefined;
-  return { key: decodeURIComponent(path.slice(LOCKS.length, slash)), acquire: action === "acquire" };
-}
-
-/** One session's spans, and the request-header callback of its transport. */
+/** One session's spans, and the `traceparent` of each of its calls. */
 class SessionTrace {
   #tracing;
-  #opened;
-  #closing;
   // key → the acquires of that key in flight, oldest first (a session rarely has two).
   #acquires = new Map();
   // key → the open hold span of that key (a session holds a key at most once).
   #holds = new Map();
   constructor(tracing, context) {
     this.#tracing = tracing;
-    this.#opened = tracing.api.trace.getSpanContext(context);
-    // Handed to the wasm transport: asked before every request of the session.
-    this.headers = (method, path) => traceparent(tracing.api, this.#spanContextOf(method, path));
+    /** The `traceparent` of L1, the heartbeats and the session's other own requests. */
+    this.opened = traceparent(tracing.api, tracing.api.trace.getSpanContext(context));
   }
-  #spanContextOf(method, path) {
-    const lock = lockPath(path);
-    if (lock) {
-      const span = lock.acquire ? this.#acquires.get(lock.key)?.[0]?.sent() : this.#holds.get(lock.key);
-      if (span) return span.spanContext();
-    }
-    if (method === "DELETE" && this.#closing) return this.#closing;
-    return this.#opened;
-  }
-  /** `close()` was called in the active context. */
+  /** `close()` was called in the active context: the `traceparent` of its L3. */
   closing() {
-    this.#closing = this.#tracing.api.trace.getSpanContext(this.#tracing.api.context.active());
+    const { api } = this.#tracing;
+    return traceparent(api, api.trace.getSpanContext(api.context.active()));
+  }
+  /** The `traceparent` of the release (L6) of `key`: its hold span's. */
+  releasing(key) {
+    const span = this.#holds.get(key);
+    return span && traceparent(this.#tracing.api, span.spanContext());
   }
   /** Starts the `lock.acquire` span of `key` under the active span. */
   acquire(key) {
@@ -127,10 +96,11 @@ class SessionTrace {
     return trace;
   }
   #forget(key, trace) {
-    const list = this.#acquires.get(key) ?? [];
-    const rest = list.filter((t) => t !== trace);
-    if (rest.length > 0) this.#acquires.set(key, rest);
-    else this.#acquires.delete(key);
+    const list = this.#acquires.get(key);
+    if (list === undefined) return;
+    const at = list.indexOf(trace);
+    if (at !== -1) list.splice(at, 1);
+    if (list.length === 0) this.#acquires.delete(key);
   }
   /** A session event from the SDK core (synchronous, before any listener sees it). */
   event(event) {
@@ -150,7 +120,6 @@ class AcquireTrace {
   #holds;
   #context;
   #started = now();
-  #attempts = 0;
   #held = false;
   constructor(tracing, key, forget, holds) {
     const { api, tracer } = tracing;
@@ -161,11 +130,13 @@ class AcquireTrace {
     const active = api.context.active();
     this.span = tracer.startSpan("lock.acquire", { attributes: { "lock.key": key } }, active);
     this.#context = api.trace.setSpan(active, this.span);
-  }
-  /** Counts an L4 request of this acquire; returns the span it carries. */
-  sent() {
-    this.#attempts += 1;
-    return this.span;
+    const value = traceparent(api, this.span.spanContext());
+    /**
+     * What the wasm acquire takes of this trace: `traceparent` for its L4 requests; it sets
+     * `attempts` (the L4 requests sent) before the acquire settles. `undefined` without a
+     * valid span: no header, and no attempts to record.
+     */
+    this.request = value && { traceparent: value, attempts: 0 };
   }
   /**
    * The acquire made a new grant: its `lock.hold` span starts, a child of this one, and ends
@@ -210,7 +181,7 @@ class AcquireTrace {
   #end(outcome) {
     this.span.setAttributes({
       "lock.acquire.outcome": outcome,
-      "lock.acquire.attempts": this.#attempts,
+      "lock.acquire.attempts": this.request?.attempts ?? 0,
       "lock.acquire.waited_ms": now() - this.#started,
     });
     this.span.end();

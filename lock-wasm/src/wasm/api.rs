@@ -37,6 +37,7 @@ use super::events::JsEvents;
 use super::js_error::to_js;
 use super::options::{self, AcquireOptions, ClientOptions, SessionOptions};
 use super::timer::epoch_millis;
+use super::trace_context::{CallScope, KeyCallKind, TraceContexts};
 use super::{CryptoRngSource, FetchTransport, JsClock, LocalSpawner};
 
 /// The seams a client's sessions run on, and how its clock reads as epoch milliseconds.
@@ -51,8 +52,8 @@ pub struct Runtime {
     /// `Some(origin)`: the clock's zero is this epoch millisecond (the test kit's time);
     /// `None`: the platform's `Date.now()` stands for the clock's now.
     pub epoch_origin: Option<f64>,
-    /// The platform's transport, kept concrete so that a session can add request headers of
-    /// its own (the npm package's tracing); `None` in the test kit.
+    /// The platform's transport, kept concrete so that each session can carry `traceparent`s
+    /// of its own (the npm package's tracing); `None` in the test kit.
     pub fetch: Option<FetchTransport>,
 }
 
@@ -68,14 +69,16 @@ impl Runtime {
         }
     }
 
-    /// The same runtime, each request also carrying the headers `request_headers` answers
-    /// (see [`FetchTransport::with_request_headers`]); the test kit's is unchanged.
-    fn with_request_headers(&self, request_headers: js_sys::Function) -> Runtime {
+    /// The same runtime for one session, whose requests carry the `traceparent`s of the
+    /// returned [`TraceContexts`]; `None` for the test kit's, which sends no headers.
+    fn with_traces(&self) -> (Runtime, Option<TraceContexts>) {
         let mut runtime = self.clone();
-        if let Some(fetch) = &self.fetch {
-            runtime.transport = Arc::new(fetch.clone().with_request_headers(request_headers));
-        }
-        runtime
+        let Some(fetch) = &self.fetch else {
+            return (runtime, None);
+        };
+        let traces = TraceContexts::default();
+        runtime.transport = Arc::new(fetch.clone().with_traces(traces.clone()));
+        (runtime, Some(traces))
     }
 
     /// `at` on the clock as epoch milliseconds.
@@ -145,18 +148,16 @@ impl RawClient {
         })
     }
 
-    /// L1, then heartbeats in the background. Resolves a `RawSession`. `request_headers`
-    /// (`(method, path) => headers | undefined`, see
-    /// [`FetchTransport::with_request_headers`]) adds headers to this session's requests.
+    /// L1, then heartbeats in the background. Resolves a `RawSession`. `traceparent` (the
+    /// W3C header value of the span active at the call, from the npm package's tracing) goes
+    /// with L1, the heartbeats and every other request that is not a traced call's own.
     #[wasm_bindgen(js_name = openSession)]
-    pub fn open_session(
-        &self,
-        options: JsValue,
-        request_headers: Option<js_sys::Function>,
-    ) -> js_sys::Promise {
+    pub fn open_session(&self, options: JsValue, traceparent: Option<String>) -> js_sys::Promise {
         let mut defaults = self.defaults.clone();
-        if let Some(headers) = request_headers {
-            defaults.runtime = defaults.runtime.with_request_headers(headers);
+        let (runtime, traces) = defaults.runtime.with_traces();
+        defaults.runtime = runtime;
+        if let Some(traces) = &traces {
+            traces.set_session(traceparent);
         }
         let parsed = SessionOptions::parse(options).and_then(|o| {
             let ttl = o
@@ -191,6 +192,7 @@ impl RawClient {
                 session,
                 events,
                 defaults,
+                traces,
             }
             .into())
         })
@@ -203,6 +205,7 @@ pub struct RawSession {
     session: LockClientSession,
     events: JsEvents,
     defaults: Defaults,
+    traces: Option<TraceContexts>,
 }
 
 #[wasm_bindgen]
@@ -225,41 +228,57 @@ impl RawSession {
         self.session.is_closed() || self.session.is_lost()
     }
 
-    /// Sets (or clears, with `undefined`) the one event listener.
+    /// Sets (or clears, with `undefined`) the one event listener; with `contention_only` it
+    /// hears `contention` events only.
     #[wasm_bindgen(js_name = setListener)]
-    pub fn set_listener(&self, listener: Option<js_sys::Function>) {
-        self.events.set(listener);
+    pub fn set_listener(&self, listener: Option<js_sys::Function>, contention_only: bool) {
+        self.events.set(listener, contention_only);
     }
 
     /// The bounded acquire. Resolves a `RawHandle`, or `undefined` when not granted within
     /// the budget; rejects with the signal's reason when `signal` aborts first.
+    ///
+    /// `trace` is the npm package's tracing of the call, `{ traceparent }`: each L4 request
+    /// carries that header, and the number of L4 requests sent is written to its `attempts`
+    /// before the promise settles.
     pub fn acquire(
         &self,
         key: String,
         options: JsValue,
         signal: Option<web_sys::AbortSignal>,
+        trace: Option<js_sys::Object>,
     ) -> js_sys::Promise {
         let session = self.session.clone();
         let parsed = self.acquire_settings(options);
         let runtime = self.defaults.runtime.clone();
+        let traceparent = trace.as_ref().and_then(|t| text_field(t, "traceparent"));
+        let scope = self.trace_scope(KeyCallKind::Acquire, &key, traceparent);
         future_to_promise(async move {
-            let (ttl, policy) = parsed.map_err(|e| to_js(&e))?;
-            let policy = options::policy(policy, "policy").map_err(|e| to_js(&e))?;
-            let acquire = Box::pin(session.acquire(&key, ttl, &policy));
-            let outcome = match signal {
-                None => acquire.await,
-                Some(signal) => match select(acquire, Box::pin(Aborted::new(signal))).await {
-                    Either::Left((outcome, _)) => outcome,
-                    // Dropping the acquire future cancels it: its in-flight request is
-                    // aborted and the core's guards clear the in-flight mark.
-                    Either::Right((reason, _)) => return Err(reason),
-                },
-            };
-            match outcome {
-                Ok(Some(handle)) => Ok(RawHandle { handle, runtime }.into()),
-                Ok(None) => Ok(JsValue::UNDEFINED),
-                Err(e) => Err(to_js(&e)),
+            let settled = async {
+                let (ttl, policy) = parsed.map_err(|e| to_js(&e))?;
+                let policy = options::policy(policy, "policy").map_err(|e| to_js(&e))?;
+                let acquire = Box::pin(session.acquire(&key, ttl, &policy));
+                let outcome = match signal {
+                    None => acquire.await,
+                    Some(signal) => match select(acquire, Box::pin(Aborted::new(signal))).await {
+                        Either::Left((outcome, _)) => outcome,
+                        // Dropping the acquire future cancels it: its in-flight request is
+                        // aborted and the core's guards clear the in-flight mark.
+                        Either::Right((reason, _)) => return Err(reason),
+                    },
+                };
+                match outcome {
+                    Ok(Some(handle)) => Ok(RawHandle { handle, runtime }.into()),
+                    Ok(None) => Ok(JsValue::UNDEFINED),
+                    Err(e) => Err(to_js(&e)),
+                }
             }
+            .await;
+            if let (Some(scope), Some(trace)) = (scope, trace) {
+                let sent = JsValue::from_f64(scope.sent().into());
+                let _ = js_sys::Reflect::set(&trace, &JsValue::from_str("attempts"), &sent);
+            }
+            settled
         })
     }
 
@@ -270,24 +289,47 @@ impl RawSession {
         Ok((ttl, policy))
     }
 
-    /// Releases one hold of `handle` (L6 at depth zero; a lost lock releases quietly).
-    pub fn release(&self, handle: &RawHandle) -> js_sys::Promise {
+    /// The scope of one call's `traceparent`, when traced.
+    fn trace_scope(
+        &self,
+        kind: KeyCallKind,
+        key: &str,
+        traceparent: Option<String>,
+    ) -> Option<CallScope> {
+        Some(self.traces.as_ref()?.scope(kind, key, traceparent?))
+    }
+
+    /// Releases one hold of `handle` (L6 at depth zero, carrying `traceparent` if given; a
+    /// lost lock releases quietly).
+    pub fn release(&self, handle: &RawHandle, traceparent: Option<String>) -> js_sys::Promise {
         let session = self.session.clone();
+        let traced = self.trace_scope(KeyCallKind::Release, handle.handle.key(), traceparent);
         let handle = handle.handle.clone();
         future_to_promise(async move {
+            let _traced = traced;
             session.release(&handle).await.map_err(|e| to_js(&e))?;
             Ok(JsValue::UNDEFINED)
         })
     }
 
-    /// Stops heartbeats and closes the session (L3).
-    pub fn close(&self) -> js_sys::Promise {
+    /// Stops heartbeats and closes the session (L3, carrying `traceparent` if given).
+    pub fn close(&self, traceparent: Option<String>) -> js_sys::Promise {
+        if let (Some(traces), Some(traceparent)) = (&self.traces, traceparent) {
+            traces.set_closing(Some(traceparent));
+        }
         let session = self.session.clone();
         future_to_promise(async move {
             session.close().await.map_err(|e| to_js(&e))?;
             Ok(JsValue::UNDEFINED)
         })
     }
+}
+
+/// `object[name]` when it is a string.
+fn text_field(object: &js_sys::Object, name: &str) -> Option<String> {
+    js_sys::Reflect::get(object, &JsValue::from_str(name))
+        .ok()?
+        .as_string()
 }
 
 /// A granted lock.

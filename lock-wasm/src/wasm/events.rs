@@ -11,13 +11,24 @@ use crate::events::{ClientEvent, EventSink, Field};
 /// The listener slot of one session; the JS side may replace the listener at any time.
 #[derive(Clone, Default)]
 pub struct JsEvents {
-    listener: Rc<RefCell<Option<js_sys::Function>>>,
+    listener: Rc<RefCell<Option<Listener>>>,
+}
+
+#[derive(Clone)]
+struct Listener {
+    function: js_sys::Function,
+    /// Only `contention` events (all the npm package's tracing reads): the others are not
+    /// built, which saves a JS object and a call into JS per grant.
+    contention_only: bool,
 }
 
 impl JsEvents {
-    /// Sets or clears the listener.
-    pub fn set(&self, listener: Option<js_sys::Function>) {
-        *self.listener.borrow_mut() = listener;
+    /// Sets or clears the listener; `contention_only` leaves out every other event.
+    pub fn set(&self, listener: Option<js_sys::Function>, contention_only: bool) {
+        *self.listener.borrow_mut() = listener.map(|function| Listener {
+            function,
+            contention_only,
+        });
     }
 }
 
@@ -25,7 +36,14 @@ impl EventSink for JsEvents {
     fn on_event(&self, event: &ClientEvent) {
         // Clone out of the cell first: the listener may call `set` (re-entrantly).
         let listener = self.listener.borrow().clone();
-        if let Some(listener) = listener {
+        if let Some(Listener {
+            function: listener,
+            contention_only,
+        }) = listener
+        {
+            if contention_only && !matches!(event, ClientEvent::Contention { .. }) {
+                return;
+            }
             // A throwing listener must not break the acquire loop or the heartbeat that
             // reported the event; the JS layer reports listener errors on its own.
             let _ = listener.call1(&JsValue::NULL, &to_js(event));

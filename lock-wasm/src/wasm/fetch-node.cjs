@@ -48,9 +48,9 @@ function clientFor(url) {
 
 /**
  * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
- * `extra` headers (a plain object, or `undefined`); calls `wake(id)` once it settled.
+ * an optional W3C `traceparent` value; calls `wake(id)` once it settled.
  */
-function sendViaHttp(method, url, body, authorization, extra, timeoutMillis, wake, id) {
+function sendViaHttp(method, url, body, authorization, traceparent, timeoutMillis, wake, id) {
   const exchange = new Exchange();
   // `wake` runs once, and never while the wasm side is still inside this call.
   const settle = () => {
@@ -64,9 +64,9 @@ function sendViaHttp(method, url, body, authorization, extra, timeoutMillis, wak
     exchange.error = err;
     settle();
   };
-  const headers = extra === undefined ? {} : Object.assign({}, extra);
-  // Set after the extra headers, which cannot replace them.
+  const headers = {};
   if (authorization !== undefined) headers.authorization = authorization;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
   if (body !== undefined) {
     headers["content-type"] = "application/json";
     headers["content-length"] = Buffer.byteLength(body);

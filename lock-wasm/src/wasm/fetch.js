@@ -29,13 +29,13 @@ class Exchange {
 
 /**
  * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
- * `extra` headers (a plain object, or `undefined`); calls `wake(id)` once it settled.
+ * an optional W3C `traceparent` value; calls `wake(id)` once it settled.
  */
-export function send(method, url, body, authorization, extra, timeoutMillis, wake, id) {
+export function send(method, url, body, authorization, traceparent, timeoutMillis, wake, id) {
   const controller = new AbortController();
-  const headers = extra === undefined ? {} : Object.assign({}, extra);
-  // Set after the extra headers, which cannot replace them.
+  const headers = {};
   if (authorization !== undefined) headers.authorization = authorization;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
   const init = { method, headers, signal: controller.signal };
   if (body !== undefined) {
     headers["content-type"] = "application/json";

@@ -34,7 +34,7 @@ extern "C" {
         url: &str,
         body: Option<&str>,
         authorization: Option<&str>,
-        extra: Option<&js_sys::Object>,
+        traceparent: Option<&str>,
         timeout_millis: f64,
         wake: &js_sys::Function,
         id: u32,
@@ -60,7 +60,7 @@ pub struct Reply {
 }
 
 /// Sends `method url` with an optional JSON body, an optional `Authorization` header value
-/// and extra headers (a plain object of name → value, e.g. `{ traceparent }`), and waits for
+/// and an optional W3C `traceparent` header value, and waits for
 /// status and body text: no answer within `timeout` is [`TransportError::Timeout`], a request
 /// the platform refused or failed (connection refused, CORS, DNS...) [`TransportError::Network`].
 pub async fn exchange(
@@ -68,7 +68,7 @@ pub async fn exchange(
     url: &str,
     json_body: Option<&str>,
     authorization: Option<&str>,
-    extra_headers: Option<&js_sys::Object>,
+    traceparent: Option<&str>,
     timeout: Duration,
 ) -> Result<Reply, TransportError> {
     let wait = Wait::new();
@@ -81,7 +81,7 @@ pub async fn exchange(
             url,
             json_body,
             authorization,
-            extra_headers,
+            traceparent,
             timeout_millis(timeout),
             wake,
             wait.id(),

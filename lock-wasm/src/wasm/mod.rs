@@ -11,6 +11,8 @@
 //!   made by a JS helper (`fetch.js`) in one call; the npm package's Node build swaps in
 //!   `fetch-node.cjs`, the same helper over `node:http`/`node:https`.
 //! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
+//! - [`trace_context`]: [`trace_context::TraceContexts`], the `traceparent` each request of
+//!   a session carries, as the npm package's tracing hands them in per call.
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
 //!   hand (no serde in the module: its error text links the float formatter).
 //! - [`spawn`]: [`LocalSpawner`], the `Spawner` seam over `spawn_local`.
@@ -42,6 +44,7 @@ pub mod spawn;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod timer;
+pub mod trace_context;
 pub mod transport;
 mod wake;
 mod wire;

@@ -10,13 +10,12 @@ use std::time::Duration;
 
 use lock_api::{AcquireRequest, ErrorBody, OpenSessionRequest, ReleaseRequest};
 
-use wasm_bindgen::{JsCast, JsValue};
-
 use crate::error::{LockError, TransportError};
 use crate::transport::http::{Body, ReadJson};
 use crate::transport::{http_answer, Answer, Request, Transport};
 
 use super::fetch::{exchange, Reply};
+use super::trace_context::TraceContexts;
 use super::wire::{FromJs, JsObject};
 
 /// Speaks contract C3 to one lock-server base URL (`http://127.0.0.1:7878`, no trailing
@@ -27,8 +26,8 @@ pub struct FetchTransport {
     base: String,
     /// `Bearer <token>` for a server with an auth file.
     authorization: Option<String>,
-    /// `(method, path) => headers | undefined`, asked before each request.
-    request_headers: Option<js_sys::Function>,
+    /// The `traceparent` of each request, when the npm package's tracing sets them.
+    traces: Option<TraceContexts>,
 }
 
 impl std::fmt::Debug for FetchTransport {
@@ -47,7 +46,7 @@ impl FetchTransport {
         FetchTransport {
             base: base_url.trim_end_matches('/').to_owned(),
             authorization: None,
-            request_headers: None,
+            traces: None,
         }
     }
 
@@ -68,21 +67,11 @@ impl FetchTransport {
         self.authorization.as_deref()
     }
 
-    /// Asks `headers(method, path)` before each request for extra headers to send: a plain
-    /// object of name → value, or `undefined` for none (the npm package's tracing passes
-    /// the `traceparent` of the span a request belongs to). A callback that throws or
-    /// answers anything but an object adds nothing.
-    pub fn with_request_headers(mut self, headers: js_sys::Function) -> Self {
-        self.request_headers = Some(headers);
+    /// Sends with each request the `traceparent` `traces` holds for it (the npm package's
+    /// tracing sets them per session and per call).
+    pub fn with_traces(mut self, traces: TraceContexts) -> Self {
+        self.traces = Some(traces);
         self
-    }
-
-    fn extra_headers(&self, method: &str, path: &str) -> Option<js_sys::Object> {
-        let callback = self.request_headers.as_ref()?;
-        let answer = callback
-            .call2(&JsValue::NULL, &method.into(), &path.into())
-            .ok()?;
-        answer.dyn_into::<js_sys::Object>().ok()
     }
 
     async fn call(
@@ -90,16 +79,16 @@ impl FetchTransport {
         method: &str,
         path: &str,
         body: Option<String>,
+        traceparent: Option<String>,
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
         let url = format!("{}{path}", self.base);
-        let extra = self.extra_headers(method, path);
         let reply = exchange(
             method,
             &url,
             body.as_deref(),
             self.authorization.as_deref(),
-            extra.as_ref(),
+            traceparent.as_deref(),
             timeout,
         )
         .await?;
@@ -181,7 +170,8 @@ impl Transport for FetchTransport {
     async fn send(&self, request: Request<'_>, timeout: Duration) -> Answer {
         let (method, path) = (request.method().as_str(), request.path());
         let body = request.body().and_then(body_json);
-        let reply = self.call(method, &path, body, timeout).await?;
+        let traceparent = self.traces.as_ref().and_then(|t| t.for_request(&request));
+        let reply = self.call(method, &path, body, traceparent, timeout).await?;
         request.read_reply(&reply.body, &PlatformJson)
     }
 }
