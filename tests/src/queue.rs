@@ -42,6 +42,7 @@ pub fn options() -> ServerOptions {
 /// Runs every check; `replicas` are clients of the deployment's replicas (at least one).
 pub async fn run_all(replicas: &[Api]) {
     grants_follow_arrival_order_and_hand_off(replicas).await;
+    a_crowd_on_a_free_key_is_served_one_call_each(replicas).await;
     a_grant_reports_its_wait(replicas).await;
     a_re_send_within_the_grace_period_keeps_its_place(replicas).await;
     a_waiter_that_stops_asking_leaves_the_queue(replicas).await;
@@ -190,6 +191,48 @@ pub async fn grants_follow_arrival_order_and_hand_off(replicas: &[Api]) {
         served.not_handed_on,
         Vec::<usize>::new(),
         "these waiters' releases left the key to nobody"
+    );
+}
+
+/// A crowd asks for a free key all at once, spread over the replicas (on etcd, all but one
+/// find another create of the key in flight on their replica and wait for it, then queue):
+/// every waiter is granted by its one L4 call, whatever it met (the create, a queue that did
+/// not exist yet, a lost race), each releases at once, and the tokens increase in grant order.
+pub async fn a_crowd_on_a_free_key_is_served_one_call_each(replicas: &[Api]) {
+    let key = unique_key("queue-crowd");
+    let mut sessions = Vec::new();
+    for n in 0..QUEUED {
+        sessions.push(replica(replicas, n).open_session(60_000).await.session_id);
+    }
+    let served = Arc::new(Mutex::new(Vec::new()));
+    let crowd: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .map(|(n, id)| {
+            let (api, key, id, served) = (
+                replica(replicas, n).clone(),
+                key.clone(),
+                id.clone(),
+                served.clone(),
+            );
+            tokio::spawn(async move {
+                let reply = api.acquire(&key, &id, Some(30_000), Some(LONG_WAIT)).await;
+                assert_eq!(reply.status, 200, "waiter {n}: {reply:?}");
+                let grant: LockGrant = reply.parse();
+                served.lock().unwrap().push(grant.fencing_token);
+                let released = api.release(&key, grant.fencing_token, None).await;
+                assert_eq!(released.status, 204, "waiter {n}: {released:?}");
+            })
+        })
+        .collect();
+    for waiter in crowd {
+        waiter.await.unwrap();
+    }
+    let tokens = served.lock().unwrap().clone();
+    assert_eq!(tokens.len(), QUEUED);
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens in grant order: {tokens:?}"
     );
 }
 

@@ -11,6 +11,7 @@ use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
 use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
+use super::creating::Turn;
 use super::error::{from_etcd, is_lease_gone, unavailable};
 use super::queue::{grant_of, Joined, KeyView, PassedOn};
 use super::records::LockRecord;
@@ -57,6 +58,19 @@ impl EtcdStore {
             };
             let now = now_millis();
             let Some(current) = view.take() else {
+                // One create of a free key at a time from this replica: the others wait for
+                // it, then read the key (most likely held now) and queue or answer contended.
+                let _turn = match self.creating.turn(key) {
+                    Turn::Create(turn) => turn,
+                    Turn::Wait(create) => {
+                        self.creating.wait(key, create).await;
+                        let (live, read) =
+                            self.read_session_and_key(session_id, client, key).await?;
+                        session = Some(live);
+                        view = Some(read);
+                        continue;
+                    }
+                };
                 let lock = LockRecord {
                     key: key.to_owned(),
                     session_id: session_id.to_owned(),

@@ -6,6 +6,8 @@
 //! - `batch`: group commit of L4/L6 transactions of different keys when the replica is busy.
 //! - `cache`: per-replica hints (session records, holders) that save round trips, always
 //!   verified by the transactions that use them.
+//! - `creating`: one free-key create per key in flight from this replica; a crowd asking
+//!   for a free key waits for it, then reads the key and queues together.
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
 //! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
@@ -24,6 +26,7 @@
 
 mod batch;
 mod cache;
+mod creating;
 mod error;
 mod keys;
 mod ledger;
@@ -48,6 +51,7 @@ use tokio::sync::OnceCell;
 
 use self::batch::Batcher;
 use self::cache::Hints;
+use self::creating::Creating;
 use self::error::from_etcd;
 use self::keys::Keys;
 use crate::store::holder_id::HolderIds;
@@ -100,6 +104,8 @@ pub struct EtcdStore {
     pinned: Arc<AtomicUsize>,
     hints: Arc<Hints>,
     batcher: Arc<Batcher>,
+    /// The free-key creates in flight from this replica, one per key.
+    creating: Arc<Creating>,
     keys: Keys,
     timeout: Duration,
     /// The deployment's holder-id key, once read (see [`EtcdStore::holder_ids`]).
@@ -134,6 +140,7 @@ impl EtcdStore {
             pinned: Arc::new(AtomicUsize::new(0)),
             hints: Arc::new(Hints::default()),
             batcher: Arc::new(Batcher::default()),
+            creating: Arc::new(Creating::default()),
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
             holder_ids: Arc::new(OnceCell::new()),
