@@ -30,7 +30,7 @@ struct Contexts {
 
 struct KeyCall {
     id: u64,
-    release: bool,
+    kind: KeyCallKind,
     key: String,
     traceparent: String,
     /// Requests that carried it.
@@ -65,7 +65,7 @@ impl TraceContexts {
         contexts.next_id += 1;
         contexts.calls.push(KeyCall {
             id,
-            release: kind == KeyCallKind::Release,
+            kind,
             key: key.to_owned(),
             traceparent,
             sent: 0,
@@ -79,9 +79,9 @@ impl TraceContexts {
     /// The `traceparent` `request` carries, if any; counts the request for its call's scope.
     pub fn for_request(&self, request: &Request<'_>) -> Option<String> {
         let mut contexts = self.0.borrow_mut();
-        let release = match request {
-            Request::Acquire(..) => false,
-            Request::Release(..) => true,
+        let kind = match request {
+            Request::Acquire(..) => KeyCallKind::Acquire,
+            Request::Release(..) => KeyCallKind::Release,
             Request::CloseSession(_) => {
                 return contexts
                     .closing
@@ -94,7 +94,7 @@ impl TraceContexts {
         let call = contexts
             .calls
             .iter_mut()
-            .find(|call| call.release == release && call.key == key)?;
+            .find(|call| call.kind == kind && call.key == key)?;
         call.sent += 1;
         Some(call.traceparent.clone())
     }
