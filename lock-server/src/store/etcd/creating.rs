@@ -25,7 +25,7 @@ pub(super) struct Creating {
 pub(super) enum Turn {
     /// Nobody else here is creating the key: create it; the guard ends the turn.
     Create(CreateGuard),
-    /// Another request here is creating it: wait for [`Turn::Wait`]'s notify, then read.
+    /// Another request here is creating it: wait with [`Creating::wait`], then read the key.
     Wait(Arc<Notify>),
 }
 
