@@ -5,8 +5,9 @@
 # against one release-built lock-server, in one run (tests/node/bench.mjs): under Node, then
 # Bun (npm `bun`, as scripts/test-wasm.sh pins it) and Deno against the same server. Prints
 # each runtime's Markdown table and ratios, then a table of all three. Then the same
-# acquire+release cycles with OpenTelemetry installed (API + SDK tracer provider, no
-# exporter) vs without it, two long-lived child processes taking turns by blocks of 50 cycles
+# acquire+release cycles with OpenTelemetry installed vs without it: without the API, with the
+# API alone (no provider registered), with the API and the SDK's tracer provider (no
+# exporter); three long-lived child processes taking turns by blocks of 50 cycles
 # (tests/node/bench-otel.mjs: 20 warm-up blocks, then 100 measured); then
 # the test kit's cost per simulated cycle in Node (tests/node/bench-kit.mjs).
 #
@@ -39,17 +40,20 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || { cat "$work/server.log"; exit 1; }
 
-mkdir -p "$work/project" "$work/project-otel"
+mkdir -p "$work/project" "$work/project-otel" "$work/project-api"
 cp tests/node/bench.mjs tests/node/bench-otel.mjs tests/node/bench-kit.mjs tests/node/bench-stats.mjs \
   "$work/project/"
-cp tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/project-otel/"
+for p in project-otel project-api; do cp tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/$p/"; done
 printf '{ "name": "lock-wasm-bench", "private": true, "type": "module" }\n' >"$work/project/package.json"
 cp "$work/project/package.json" "$work/project-otel/"
+cp "$work/project/package.json" "$work/project-api/"
 (cd "$work/project" && npm install --silent --no-audit --no-fund --offline "$npm_dir"/lock-wasm-*.tgz)
 # The versions the tracing suite pins (scripts/test-wasm.sh).
 (cd "$work/project-otel" && npm install --silent --no-audit --no-fund --prefer-offline \
   "$npm_dir"/lock-wasm-*.tgz @opentelemetry/api@1.9.1 @opentelemetry/sdk-trace-base@2.12.1 \
   @opentelemetry/context-async-hooks@2.12.1)
+(cd "$work/project-api" && npm install --silent --no-audit --no-fund --prefer-offline \
+  "$npm_dir"/lock-wasm-*.tgz @opentelemetry/api@1.9.1)
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "lock-server (release, sqlite) at $url; node $(node --version), bun $("$bun" --version), $(deno --version | head -1)"
 cycles=("${1:-200}" "${2:-5}")
@@ -72,7 +76,7 @@ for rt in node bun deno; do
 done
 echo
 echo "== OpenTelemetry installed vs not, node (load average $(load))"
-(cd "$work/project" && LOCK_URL="$url" node bench-otel.mjs "$work/project" "$work/project-otel")
+(cd "$work/project" && LOCK_URL="$url" node bench-otel.mjs "$work/project" "$work/project-otel" "$work/project-api")
 echo
 echo "== test kit, node (load average $(load))"
 (cd "$work/project" && node bench-kit.mjs "${cycles[@]}")

@@ -22,7 +22,8 @@
 #      kit's scenarios under Deno, and the `bun test` suites (tests/bun/); over https the
 #      node:test suite https.test.mjs (Node with and without NODE_EXTRA_CA_CERTS) and the
 #      smoke example under Deno with and without --cert; then, in a second project that also
-#      has the OpenTelemetry API and SDK, the tracing suite (tests/node/otel-tracing.mjs).
+#      has the OpenTelemetry API and SDK, the tracing suites (tests/node/otel-tracing.mjs, and
+#      tests/node/otel-no-provider.mjs: the API without a provider, then one sampling nothing).
 #
 # Exits non-zero if any step fails; prints each runner's summary lines at the end.
 # Installs what it needs on first use (binaryen and typescript from npm into .tools/, Bun and
@@ -187,7 +188,7 @@ install_package() {
 install_otel_project() {
   local project="$work/project-otel"
   mkdir -p "$project"
-  cp tests/node/helpers.mjs tests/node/otel-tracing.mjs "$project/"
+  cp tests/node/helpers.mjs tests/node/otel-tracing.mjs tests/node/otel-no-provider.mjs "$project/"
   printf '{ "name": "lock-wasm-otel-consumer", "private": true, "type": "module" }\n' >"$project/package.json"
   (cd "$project" && npm install --silent --no-audit --no-fund --prefer-offline "$tarball" \
     @opentelemetry/api@1.9.1 @opentelemetry/sdk-trace-base@2.12.1 \
@@ -196,7 +197,7 @@ install_otel_project() {
 }
 
 otel_tests() {
-  (cd "$1" && node --test --test-timeout=300000 --test-force-exit otel-tracing.mjs)
+  (cd "$1" && node --test --test-timeout=300000 --test-force-exit otel-tracing.mjs otel-no-provider.mjs)
 }
 
 # The runtimes the README's blocks and the workerd suite run in, for the node:test suites.

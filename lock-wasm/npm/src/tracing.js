@@ -4,8 +4,10 @@
 // `api.js` imports this module on a session's first need, in Node, Deno and Bun only, and
 // this module imports `@opentelemetry/api`; when the application does not have it, both
 // end there and the package runs exactly as without tracing (no spans, no extra headers).
-// Spans go to whatever tracer provider the application registers; with none registered
-// the API's spans are no-ops. Names and attributes (C4, "Client spans"):
+// Spans go to whatever tracer provider the application registers. With none registered the
+// API's spans are no-ops: an acquire whose span neither records nor carries a trace is then
+// not followed at all (no hold span, no wait for its loss), so the API alone costs nothing
+// per call. Names and attributes (C4, "Client spans"):
 //
 // - `lock.acquire`: one per `session.acquire`, a child of the active span at the call.
 //   `lock.key`, `lock.acquire.attempts` (L4 requests sent, as the wasm side counts them),
@@ -87,9 +89,21 @@ class SessionTrace {
     const span = this.#holds.get(key);
     return span && traceparent(this.#tracing.api, span.spanContext());
   }
-  /** Starts the `lock.acquire` span of `key` under the active span. */
+  /**
+   * Starts the `lock.acquire` span of `key` under the active span. `undefined` when that span
+   * neither records nor carries a trace (no tracer provider registered: the application has
+   * the API alone, often as some other package's dependency): then there is nothing to
+   * record or propagate, and the acquire and its hold run exactly as without tracing.
+   */
   acquire(key) {
-    const trace = new AcquireTrace(this.#tracing, key, () => this.#forget(key, trace), this.#holds);
+    const { api, tracer } = this.#tracing;
+    const active = api.context.active();
+    const span = tracer.startSpan("lock.acquire", { attributes: { "lock.key": key } }, active);
+    if (!span.isRecording() && !api.isSpanContextValid(span.spanContext())) return undefined;
+    const trace = new AcquireTrace(this.#tracing, active, span, {
+      forget: () => this.#forget(key, trace),
+      holds: this.#holds,
+    });
     const list = this.#acquires.get(key);
     if (list) list.push(trace);
     else this.#acquires.set(key, [trace]);
@@ -121,16 +135,15 @@ class AcquireTrace {
   #context;
   #started = now();
   #held = false;
-  constructor(tracing, key, forget, holds) {
-    const { api, tracer } = tracing;
+  /** `span` started in `active`; `forget` drops this trace from the session's, `holds` is the session's. */
+  constructor(tracing, active, span, { forget, holds }) {
+    const { api } = tracing;
     this.#tracing = tracing;
     this.#forget = forget;
     this.#holds = holds;
-    this.key = key;
-    const active = api.context.active();
-    this.span = tracer.startSpan("lock.acquire", { attributes: { "lock.key": key } }, active);
-    this.#context = api.trace.setSpan(active, this.span);
-    const value = traceparent(api, this.span.spanContext());
+    this.span = span;
+    this.#context = api.trace.setSpan(active, span);
+    const value = traceparent(api, span.spanContext());
     /**
      * What the wasm acquire takes of this trace: `traceparent` for its L4 requests; it sets
      * `attempts` (the L4 requests sent) before the acquire settles. `undefined` without a
