@@ -8,7 +8,10 @@
 #   3. `bench dashboard-sweep`: the native sweep at the same N, now, and the section
 #      "Backoff strategies: the dashboard over HTTP/2 vs native" of docs/BENCHMARKS.md
 #      (ordering of the strategies at every N; full jitter's calls vs native), plus its rows
-#      of the Summary.
+#      of the Summary;
+#   4. tests/browser/wave.mjs: how long a wave of 50 simultaneous L4 calls takes to leave
+#      and come back in Chromium and in Node (printed only; the section "A wave of retries
+#      in the browser" is written by hand).
 #
 #   scripts/bench-dashboard.sh [--seeds 2] [--from 10 --to 100 --step 30]   # sweep.mjs flags
 set -euo pipefail
@@ -31,3 +34,5 @@ echo "== dashboard sweep over HTTP/1.1, the control (load average $(cut -d' ' -f
 "${sweep[@]}" --seeds 1 --tls no --out "$out/h1.json" "$@" | grep -v '^{"timestamp' >&2
 echo "== native sweep at the same N" >&2
 "$CARGO_TARGET_DIR/release/bench" dashboard-sweep --sweep-rounds 2 --log "$out/h2.json" --control "$out/h1.json"
+echo "== a wave of 50 L4 calls: Chromium vs Node (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+node tests/browser/wave.mjs --server "$CARGO_TARGET_DIR/release/lock-server" >&2
