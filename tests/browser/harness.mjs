@@ -1,5 +1,6 @@
 // What the browser suites share: flags, a check list, polling, headless Chromium through
 // playwright-core, the page's console errors and the dashboard's counters.
+import { readFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
 import { CHROMIUM_FLAGS, chromiumBinary } from "./cdp.mjs";
@@ -17,6 +18,19 @@ export function checker() {
     if (!ok) failures.push(what);
   };
   return { failures, check };
+}
+
+// The base URL from a lock-server's `listening` line (C4) in its log file, or null before it.
+export function listeningUrl(logPath) {
+  for (const line of readFileSync(logPath, "utf8").split("\n")) {
+    try {
+      const event = JSON.parse(line);
+      if (event.event === "listening") return `${event.scheme}://${event.addr}`;
+    } catch {
+      // not a JSON line
+    }
+  }
+  return null;
 }
 
 export async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {

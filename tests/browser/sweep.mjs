@@ -26,7 +26,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, flags, waitFor } from "./harness.mjs";
+import { checker, flags, listeningUrl, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -69,19 +69,6 @@ const server = spawn(
   ["--listen", "127.0.0.1:0", "--data-dir", join(scratch, "data"), "--web-root", webRoot, ...(tls ? ["--tls-self-signed"] : [])],
   { stdio: ["ignore", openSync(log, "w"), openSync(log, "a")] },
 );
-
-// The base URL from the server's `listening` line (C4), once it says https.
-function listeningUrl() {
-  for (const line of readFileSync(log, "utf8").split("\n")) {
-    try {
-      const event = JSON.parse(line);
-      if (event.event === "listening") return `${event.scheme}://${event.addr}`;
-    } catch {
-      // not a JSON line
-    }
-  }
-  return null;
-}
 
 // The page, as the sweep drives it: a CSS selector's element, fields, clicks.
 function dashboard(page) {
@@ -138,7 +125,7 @@ function medians(results) {
 
 let browser;
 try {
-  const base = await waitFor("the server's listening line", async () => listeningUrl());
+  const base = await waitFor("the server's listening line", async () => listeningUrl(log));
   check(base.startsWith(tls ? "https://" : "http://"), `the server serves ${tls ? "TLS" : "plain HTTP"} (${base})`);
   const page = await launchBare(join(scratch, "profile"), { ignoreHTTPSErrors: true });
   browser = page;

@@ -22,7 +22,7 @@ import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare } from "./cdp.mjs";
-import { flags, waitFor } from "./harness.mjs";
+import { flags, listeningUrl, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/release/lock-server");
@@ -61,18 +61,6 @@ const server = spawn(
   ["--listen", "127.0.0.1:0", "--data-dir", join(scratch, "data"), "--web-root", webRoot, "--tls-self-signed"],
   { stdio: ["ignore", openSync(log, "w"), openSync(log, "a")] },
 );
-
-function listeningUrl() {
-  for (const line of readFileSync(log, "utf8").split("\n")) {
-    try {
-      const event = JSON.parse(line);
-      if (event.event === "listening") return `${event.scheme}://${event.addr}`;
-    } catch {
-      // not a JSON line
-    }
-  }
-  return null;
-}
 
 async function browserWaves(base) {
   const page = await launchBare(join(scratch, "profile"), { ignoreHTTPSErrors: true });
@@ -132,7 +120,7 @@ function report(name, rows) {
 }
 
 try {
-  const base = await waitFor("the server's listening line", async () => listeningUrl());
+  const base = await waitFor("the server's listening line", async () => listeningUrl(log));
   const { protocol, result } = await browserWaves(base);
   const table = [report(`Chromium worker, fetch (${protocol})`, result), report("Node, node:https (HTTP/1.1)", await nodeWaves(base))];
   console.log(`\nN = ${n}, ${waves} waves, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}; medians, ms from the wave's start`);

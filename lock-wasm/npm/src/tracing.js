@@ -135,7 +135,10 @@ class AcquireTrace {
   #context;
   #started = now();
   #held = false;
-  /** `span` started in `active`; `forget` drops this trace from the session's, `holds` is the session's. */
+  /**
+   * `span`: the acquire's span, started in the context `active`. `forget` drops this trace
+   * from its session's list; `holds` is the session's map of open hold spans.
+   */
   constructor(tracing, active, span, { forget, holds }) {
     const { api } = tracing;
     this.#tracing = tracing;
