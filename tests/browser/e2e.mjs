@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { checker, flags, launchChromium, readCounter, waitFor, watchConsole } from "./harness.mjs";
+import { checker, flags, launchChromium, readCounter, stopServer, waitFor, watchConsole } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -197,8 +197,7 @@ try {
   console.error(err);
 } finally {
   await browser?.close().catch(() => {});
-  server.kill("SIGTERM");
-  await new Promise((r) => (server.exitCode !== null ? r() : server.once("exit", r)));
+  await stopServer(server);
   if (failures.length) {
     console.error(`server log kept in ${log}`);
   } else {

@@ -33,6 +33,14 @@ export function listeningUrl(logPath) {
   return null;
 }
 
+// Stops a lock-server child with SIGTERM and resolves once it has exited (it removes its
+// SQLite side files as it stops, so its data dir can be removed only after).
+export async function stopServer(proc) {
+  const exited = new Promise((r) => (proc.exitCode !== null || proc.signalCode !== null ? r() : proc.once("exit", r)));
+  proc.kill("SIGTERM");
+  await exited;
+}
+
 export async function waitFor(what, fn, { tries = 300, everyMs = 100 } = {}) {
   for (let i = 0; i < tries; i++) {
     try {

@@ -26,7 +26,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, flags, listeningUrl, waitFor } from "./harness.mjs";
+import { checker, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -174,9 +174,7 @@ try {
   console.error(err);
 } finally {
   await browser?.close().catch(() => {});
-  server.kill("SIGTERM");
-  // The server removes its SQLite side files as it stops: the scratch dir is removed after.
-  await new Promise((r) => (server.exitCode !== null || server.signalCode !== null ? r() : server.once("exit", r)));
+  await stopServer(server);
 }
 if (failures.length) {
   console.error(`--- server log (last lines)\n${readFileSync(log, "utf8").trimEnd().split("\n").slice(-20).join("\n")}`);

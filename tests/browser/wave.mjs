@@ -22,7 +22,7 @@ import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare } from "./cdp.mjs";
-import { flags, listeningUrl, waitFor } from "./harness.mjs";
+import { flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/release/lock-server");
@@ -128,7 +128,6 @@ try {
   console.log("|---|---|---|---|---|");
   for (const row of table) console.log(row);
 } finally {
-  server.kill("SIGTERM");
-  await new Promise((r) => (server.exitCode !== null || server.signalCode !== null ? r() : server.once("exit", r)));
+  await stopServer(server);
   rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }

@@ -59,6 +59,13 @@ export async function serverLines(event, key) {
     .filter((line) => line.event === event && line.key === key);
 }
 
+/** The server's `lock_granted` line of `key` for `fencingToken`, once written (10 s bound). */
+export async function grantLine(key, fencingToken) {
+  const find = async () => (await serverLines("lock_granted", key)).find((l) => l.fencingToken === fencingToken);
+  await waitFor(async () => (await find()) !== undefined, 10_000, "the grant's log line");
+  return find();
+}
+
 /** Polls `predicate` every 20 ms until it holds or `boundMs` passes (a generous bound). */
 export async function waitFor(predicate, boundMs, what) {
   const until = Date.now() + boundMs;

@@ -15,16 +15,9 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { LockClient } from "lock-wasm";
-import { baseUrl, uniqueKey, deleteSession, serverLines, waitFor } from "./helpers.mjs";
+import { baseUrl, uniqueKey, deleteSession, grantLine, waitFor } from "./helpers.mjs";
 
 const client = new LockClient({ baseUrl });
-
-/** The server's `lock_granted` line of `key` for `fencingToken`, once written. */
-async function grantLine(key, fencingToken) {
-  const find = async () => (await serverLines("lock_granted", key)).find((l) => l.fencingToken === fencingToken);
-  await waitFor(async () => (await find()) !== undefined, 10_000, "the grant's log line");
-  return find();
-}
 
 test("the API alone: acquire, release and loss as without it, and no traceparent sent", async () => {
   const key = uniqueKey("otel-api/plain");
