@@ -6,8 +6,9 @@
 // to projects whose `lib` setting lacks them, so the types check without extra settings.
 
 /**
- * Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, or no connection) and
- * `UNEXPECTED_ANSWER` (an answer that is not the lock service's: `baseUrl` points elsewhere).
+ * Stable error codes: the HTTP contract's, plus `TRANSPORT` (no answer, no connection, or a
+ * balancer's 502/503/504), `UNEXPECTED_ANSWER` (an answer that is not the lock service's:
+ * `baseUrl` points elsewhere) and `NOT_GRANTED` (`using` did not get the key in its budget).
  */
 export type ErrorCodeName =
   | "LOCK_CONTENDED"
@@ -24,7 +25,8 @@ export type ErrorCodeName =
   | "METHOD_NOT_ALLOWED"
   | "INTERNAL"
   | "TRANSPORT"
-  | "UNEXPECTED_ANSWER";
+  | "UNEXPECTED_ANSWER"
+  | "NOT_GRANTED";
 
 /** The codes as constants: `err.code === ErrorCode.LOCK_CONTENDED`. */
 export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
@@ -83,6 +85,8 @@ export interface LockClientOptions {
   defaults?: ClientDefaults;
   /** Receives the events of every session this client opens. */
   onEvent?: (event: LockEvent) => void;
+  /** Options of the client's own session (`client.session()`, `client.using()`). */
+  session?: OpenSessionOptions;
 }
 
 export interface OpenSessionOptions {
@@ -136,13 +140,23 @@ export type LockEvent =
   | { type: "notGranted"; key: string; attempts: number; waitedMs: number }
   /** The lock was lost (once per handle, at the instant the SDK learned it). */
   | { type: "lost"; key: string; fencingToken: number; reason: "deadlinePassed" | "notInHeartbeat" | "sessionLost" }
+  /**
+   * A release's L6 failed (`code`: `TRANSPORT`, `NOT_LEADER`, ...). The handle ended anyway,
+   * the next caller got the key, and the L6 is re-sent in the background until the lock's
+   * TTL would end it. `using` reports it here, not by rejecting.
+   */
+  | { type: "releaseFailed"; key: string; fencingToken: number; code: ErrorCodeName }
   | { type: "sessionLost"; sessionId: string };
 
-/** Every error the SDK throws. */
+/**
+ * Every error the SDK throws. To branch on `code` with the types following, test with
+ * `isLockError(err)`: it narrows to `AnyLockError`, a union discriminated on `code`, so
+ * `err.code === "LOCK_LOST"` makes `err` a `LockLostError` (with its `reason`).
+ */
 export declare class LockError extends Error {
   /** Stable code; branch on this, not on the message. */
   readonly code: ErrorCodeName;
-  /** May the acquire be retried? (Never the side effect.) */
+  /** Can a retry of the acquire succeed? (Never retry the side effect.) */
   readonly retryable: boolean;
   /** VALIDATION_FAILED: the offending option or field, e.g. `"policy.maxAttempts"`. */
   readonly field?: string;
@@ -152,15 +166,28 @@ export declare class LockError extends Error {
   );
 }
 /** Built without a `code`, each subclass carries its own: ContentionError LOCK_CONTENDED. */
-export declare class ContentionError extends LockError {}
+export declare class ContentionError extends LockError {
+  readonly code: "LOCK_CONTENDED" | "CONTENTION_EXCEEDED";
+}
 /** NOT_LEADER by default. */
-export declare class NotLeaderError extends LockError {}
+export declare class NotLeaderError extends LockError {
+  readonly code: "NOT_LEADER";
+}
 /** VALIDATION_FAILED by default. */
-export declare class ValidationError extends LockError {}
-/** SESSION_NOT_FOUND by default. */
-export declare class SessionLostError extends LockError {}
+export declare class ValidationError extends LockError {
+  readonly code: "VALIDATION_FAILED";
+}
+/**
+ * SESSION_NOT_FOUND by default: the session is closed or lost, and its locks with it. Open a
+ * new session, or use the client's own (`client.acquire`, `client.using`), which replaces a
+ * lost one by itself.
+ */
+export declare class SessionLostError extends LockError {
+  readonly code: "SESSION_NOT_FOUND";
+}
 /** LOCK_LOST by default. */
 export declare class LockLostError extends LockError {
+  readonly code: "LOCK_LOST";
   /** On a handle's `signal`: why the lock was lost. */
   readonly reason?: LostReason;
 }
@@ -168,11 +195,39 @@ export declare class LockLostError extends LockError {
  * FENCED_OUT. `new FencedOutError(message)` carries that code: throw it when a fenced
  * resource refuses a write.
  */
-export declare class FencedOutError extends LockError {}
+export declare class FencedOutError extends LockError {
+  readonly code: "FENCED_OUT";
+}
 /** UNAUTHORIZED (401): the `token` option is missing or unknown to the server. Never retryable. */
-export declare class UnauthorizedError extends LockError {}
+export declare class UnauthorizedError extends LockError {
+  readonly code: "UNAUTHORIZED";
+}
 /** FORBIDDEN (403): the token does not cover the request (a key outside its prefixes). Never retryable. */
-export declare class ForbiddenError extends LockError {}
+export declare class ForbiddenError extends LockError {
+  readonly code: "FORBIDDEN";
+}
+/** NOT_GRANTED: `using` did not get the key within its acquire budget; the callback did not run. Retryable. */
+export declare class NotGrantedError extends LockError {
+  readonly code: "NOT_GRANTED";
+}
+/** The errors raised as a plain `LockError`, by code. */
+export type OtherLockError = LockError & {
+  readonly code: "TRANSPORT" | "UNEXPECTED_ANSWER" | "PAYLOAD_TOO_LARGE" | "INTERNAL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED";
+};
+/** Every error the SDK throws, as a union discriminated on `code`. */
+export type AnyLockError =
+  | ContentionError
+  | NotLeaderError
+  | ValidationError
+  | SessionLostError
+  | LockLostError
+  | FencedOutError
+  | UnauthorizedError
+  | ForbiddenError
+  | NotGrantedError
+  | OtherLockError;
+/** Whether `err` is an error of this package; narrows it to `AnyLockError`. */
+export declare function isLockError(err: unknown): err is AnyLockError;
 
 /** A held lock. */
 export declare class LockHandle implements AsyncDisposable {
@@ -192,6 +247,13 @@ export declare class LockHandle implements AsyncDisposable {
   readonly signal: AbortSignal;
   /** Why the lock was lost; `undefined` until then. */
   readonly lostReason: LostReason | undefined;
+  /**
+   * A nested hold of this lock for the holder's own inner section: returns this handle and
+   * sends nothing. Release it once per `nest()` (`await using inner = handle.nest()`); the
+   * lock goes with the outermost release. Throws a `LockLostError` once the lock is lost or
+   * released. Acquiring the key again instead would wait for this very hold to end.
+   */
+  nest(): LockHandle;
   /** Same as `session.release(handle)`. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -207,18 +269,29 @@ export declare class Session implements AsyncDisposable {
   readonly isClosed: boolean;
   /**
    * Resolves the handle, or `undefined` when the budget ran out while the key was held
-   * elsewhere. Rejects with: `ValidationError` (a bad key or option), `ContentionError`
-   * (an acquire of this key is already in flight in this session), `LockLostError` (this
-   * session's handle for the key is lost and not yet released), `SessionLostError` (the
-   * session is closed or lost), a `TRANSPORT` `LockError` (the last attempt got no answer,
-   * after a `notGranted` event), an `UNEXPECTED_ANSWER` `LockError` (`baseUrl` is not the
-   * lock service's), another contract code from a failing server (`INTERNAL`), or
-   * `signal.reason` when `signal` aborts.
+   * elsewhere. Every call is an independent caller: when another caller of this session has
+   * the key (holds it, or is acquiring or releasing it), this one waits its turn, in arrival
+   * order and within its budget, and then gets a grant and a token of its own. To nest
+   * inside a hold you have, use `handle.nest()`. Rejects with: `ValidationError` (a bad key
+   * or option), `SessionLostError` (the session is closed or lost), `NOT_LEADER` (the
+   * service answered 503 to the last attempt that decided), a `TRANSPORT` `LockError` (the
+   * last attempt that decided got no answer: the service was unreachable), an
+   * `UNEXPECTED_ANSWER` `LockError` (`baseUrl` is not the lock service's), another contract
+   * code from a failing server (`INTERNAL`), or `signal.reason` when `signal` aborts.
    */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
-  /** Releases one hold (reentrant acquires nest); a lost lock releases quietly. */
+  /**
+   * Releases one hold (`handle.nest()` adds one); a lost lock releases quietly. A failed
+   * release rejects, but never wedges the key: the handle has ended, the next caller gets
+   * the key, and the L6 is re-sent in the background (a `releaseFailed` event).
+   */
   release(handle: LockHandle): Promise<void>;
-  /** Acquire, run, release. `signal` (the handle's) aborts the moment the lock is lost. */
+  /**
+   * Acquire, run, release. `signal` (the handle's) aborts the moment the lock is lost.
+   * Settles with `fn`'s outcome: its value when it returned, even if the release then failed
+   * (a `releaseFailed` event), its error when it threw. Rejects with a `NotGrantedError`
+   * when the key was not granted within the budget (`fn` did not run).
+   */
   using<T>(
     key: string,
     options: AcquireOptions | undefined,
@@ -243,6 +316,23 @@ export declare class LockClient {
    * spans go to the application's registered tracer provider.
    */
   openSession(options?: OpenSessionOptions): Promise<Session>;
+  /**
+   * The client's own session, for a service that does not want to manage sessions: opened
+   * on first use (concurrent first callers share one), shared by every caller, replaced by a
+   * new one on the first call after it was lost.
+   */
+  session(): Promise<Session>;
+  /** `acquire` on the client's own session; made once more on a new session if it was lost. */
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
+  /** `using` on the client's own session; its acquire made once more on a new session if it was lost. */
+  using<T>(
+    key: string,
+    options: AcquireOptions | undefined,
+    fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T,
+  ): Promise<T>;
+  using<T>(key: string, fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T): Promise<T>;
+  /** Closes the client's own session, if one was opened (graceful shutdown). */
+  close(): Promise<void>;
 }
 
 declare const api: {
@@ -258,6 +348,8 @@ declare const api: {
   FencedOutError: typeof FencedOutError;
   UnauthorizedError: typeof UnauthorizedError;
   ForbiddenError: typeof ForbiddenError;
+  NotGrantedError: typeof NotGrantedError;
   ErrorCode: typeof ErrorCode;
+  isLockError: typeof isLockError;
 };
 export default api;

@@ -13,7 +13,8 @@
 //! | 403 FORBIDDEN | `Status` | `Forbidden` | never: the key is outside the client's prefixes |
 //! | no answer in time | `Timeout` | `Timeout` | L4 only (see below) |
 //! | connection failed | `Network` | `Network` | L4 only (see below) |
-//! | not the contract's answer: an error body that is not JSON of the contract's shape (but 503: NOT_LEADER), 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED (the base URL is not the service's root), a 2xx body of the wrong shape | `Unexpected`, `Decode` | `UnexpectedAnswer` | never |
+//! | a 502, 503 or 504 without the contract's body (a balancer's page) | `Network` | `Network` | L4 only (see below) |
+//! | not the contract's answer: an error body that is not JSON of the contract's shape, 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED (the base URL is not the service's root), a 2xx body of the wrong shape | `Unexpected`, `Decode` | `UnexpectedAnswer` | never |
 //!
 //! Why a timed-out or failed L4 may be retried: it may have been granted, but L4 by a session
 //! that already holds the key returns the same grant and token, so the retry cannot mint a
@@ -32,11 +33,26 @@ pub const TRANSPORT: &str = "TRANSPORT";
 /// the base URL points at something other than the lock service's root.
 pub const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
 
-/// The codes the SDK adds to the contract's [`ErrorCode::ALL`] (none retry-safe). With
-/// `ErrorCode::ALL` this is the one list of codes callers may see: the npm package's
-/// `ErrorCode`, its retry verdicts, its TypeScript union and the documented tables are
-/// checked against it by `lock-wasm/tests/error_codes.rs`.
-pub const SDK_CODES: [&str; 2] = [TRANSPORT, UNEXPECTED_ANSWER];
+/// The code of `using` (the npm package's) when the key was not granted within the acquire
+/// budget. Plain `acquire` never fails with it: not granted is its empty result (`Ok(None)`,
+/// `undefined`); `using` has no empty result to give, as its callback did not run.
+pub const NOT_GRANTED: &str = "NOT_GRANTED";
+
+/// The codes the SDK adds to the contract's [`ErrorCode::ALL`]. With `ErrorCode::ALL` this is
+/// the one list of codes callers may see: the npm package's `ErrorCode`, its retry verdicts,
+/// its TypeScript union and the documented tables are checked against it by
+/// `lock-wasm/tests/error_codes.rs`.
+pub const SDK_CODES: [&str; 3] = [TRANSPORT, UNEXPECTED_ANSWER, NOT_GRANTED];
+
+/// Of [`SDK_CODES`], those after which a retry of the acquire can succeed: the service may be
+/// back (`TRANSPORT`: no answer, or a balancer's 502/503/504), the key may be free.
+pub const SDK_RETRY_SAFE: [&str; 2] = [TRANSPORT, NOT_GRANTED];
+
+/// The retry verdict of any code callers may see: may the *acquire* be retried? A side effect
+/// never is.
+pub fn retry_safe(code: &str) -> bool {
+    SDK_RETRY_SAFE.contains(&code) || ErrorCode::from_wire(code).is_some_and(ErrorCode::retry_safe)
+}
 
 /// A call that did not produce its success body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -74,7 +90,7 @@ pub enum TransportError {
 
 impl TransportError {
     /// Builds a `Status` error from a status and its body text, tolerating non-JSON bodies
-    /// (a proxy's HTML 502 must not become a decode panic). Decodes with serde_json; see
+    /// (a balancer's HTML 502 must not become a decode panic). Decodes with serde_json; see
     /// [`TransportError::from_status_with`] for the mapping.
     pub fn from_status(status: u16, body_text: &str) -> Self {
         Self::from_status_with(status, body_text, |text| serde_json::from_str(text).ok())
@@ -84,9 +100,10 @@ impl TransportError {
     /// contract error body (serde_json natively; the wasm transport uses the platform's
     /// `JSON.parse` so the module carries no second JSON parser). A body the decoder rejects
     /// becomes [`TransportError::Unexpected`] (never its text: another server's HTML page is
-    /// no error message), except for a 503, which becomes NOT_LEADER (a proxy's empty 503
-    /// while the service restarts is worth a retry). A routing error is
-    /// [`TransportError::Unexpected`] too.
+    /// no error message), except for a 502, 503 or 504: that is a balancer or proxy in front
+    /// of a service it could not reach (an HTML or empty page while a replica restarts), so
+    /// it is [`TransportError::Network`], the same as no connection, retried as such. A
+    /// routing error is [`TransportError::Unexpected`] too.
     pub fn from_status_with(
         status: u16,
         body_text: &str,
@@ -105,10 +122,9 @@ impl TransportError {
                 }
             }
             Some(body) => TransportError::Status { status, body },
-            None if status == 503 => TransportError::Status {
-                status,
-                body: ErrorBody::new(ErrorCode::NotLeader, "unavailable (no contract body)"),
-            },
+            None if matches!(status, 502..=504) => TransportError::Network(format!(
+                "HTTP {status} from a proxy or balancer: the lock service was not reached"
+            )),
             None => TransportError::Unexpected {
                 status,
                 detail: "not a lock service error body: is the base URL the lock service's?"
@@ -130,8 +146,8 @@ impl TransportError {
 /// is in the module table. Not-granted is not an error: `acquire` returns `Ok(None)`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LockError {
-    /// The key is held by someone else (409/429), or — SDK-local — the same session already
-    /// has an acquire of this key in flight (reentrancy is per session, not per task).
+    /// The key is held by someone else (409/429). The acquire loop retries these and ends
+    /// not granted (`Ok(None)`); only a caller of the raw transport sees this error.
     #[error("contention on {key}: {message}")]
     Contention {
         /// The contended key.
@@ -158,7 +174,7 @@ pub enum LockError {
     #[error("session lost")]
     SessionLost,
     /// The handle for this key is lost (deadline passed, missing from a heartbeat, or 409
-    /// LOCK_LOST). Re-acquiring it on the same session fails with this until it is released.
+    /// LOCK_LOST). Nesting into a lost handle ([`crate::LockHandle::nest`]) fails with it.
     #[error("lock on {key} lost")]
     LockLost {
         /// The lost key.
@@ -279,10 +295,10 @@ impl LockError {
         }
     }
 
-    /// The retry verdict of [`LockError::code`] ([`ErrorCode::retry_safe`]; the SDK-only
-    /// codes are never retry-safe): may the *acquire* be retried? A side effect never is.
+    /// The retry verdict of [`LockError::code`] ([`retry_safe`]): may the *acquire* be
+    /// retried? True only where a retry can succeed. A side effect never is.
     pub fn retryable(&self) -> bool {
-        ErrorCode::from_wire(self.code()).is_some_and(ErrorCode::retry_safe)
+        retry_safe(self.code())
     }
 
     /// A local validation failure (nothing was sent).
@@ -349,16 +365,29 @@ mod tests {
 
     #[test]
     fn non_json_bodies_do_not_panic() {
-        let err = TransportError::from_status(502, "<html>bad gateway</html>");
+        let err = TransportError::from_status(404, "<html>not found</html>");
         assert!(
-            matches!(err, TransportError::Unexpected { status: 502, .. }),
+            matches!(err, TransportError::Unexpected { status: 404, .. }),
             "{err:?}"
         );
         let lock = LockError::from_transport(err, "k");
         assert_eq!(lock.code(), UNEXPECTED_ANSWER);
         assert!(!lock.to_string().contains("html"), "{lock}");
+        assert!(!lock.retryable());
+        for status in [502, 503, 504] {
+            let err = TransportError::from_status(status, "<html>bad gateway</html>");
+            assert!(matches!(err, TransportError::Network(_)), "{err:?}");
+            let lock = LockError::from_transport(err, "k");
+            assert_eq!(lock.code(), TRANSPORT);
+            assert!(lock.retryable(), "a balancer's {status} is worth a retry");
+        }
         let err = TransportError::from_status(503, "");
-        assert_eq!(err.code(), Some(ErrorCode::NotLeader));
+        assert!(matches!(err, TransportError::Network(_)), "{err:?}");
+        let err = TransportError::from_status(500, "<html>oops</html>");
+        assert!(matches!(
+            err,
+            TransportError::Unexpected { status: 500, .. }
+        ));
     }
 
     #[test]

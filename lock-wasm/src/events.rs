@@ -65,6 +65,19 @@ pub enum ClientEvent {
         /// [`LostReason::SessionLost`]).
         reason: LostReason,
     },
+    /// `lock_release_failed`: the L6 of a release got no answer or an error (not LOCK_LOST).
+    /// The handle ended anyway and the key's turn passed on; the L6 is re-sent in the
+    /// background until the lock's TTL would end it, and a heartbeat that still lists the
+    /// grant releases it too. Nothing to do for the caller: it is reported, not thrown, by
+    /// `using` when the work under the lock succeeded.
+    ReleaseFailed {
+        /// The key.
+        key: String,
+        /// The token of the grant being released.
+        fencing_token: u64,
+        /// The error's code (`TRANSPORT`, `NOT_LEADER`, ...).
+        code: &'static str,
+    },
     /// `session_lost`: the session is gone; every handle of it is lost.
     SessionLost {
         /// The session.
@@ -95,6 +108,7 @@ impl ClientEvent {
             ClientEvent::Contention { .. } => "contention",
             ClientEvent::NotGranted { .. } => "lock_not_granted",
             ClientEvent::Lost { .. } => "lock_lost",
+            ClientEvent::ReleaseFailed { .. } => "lock_release_failed",
             ClientEvent::SessionLost { .. } => "session_lost",
         }
     }
@@ -146,6 +160,15 @@ impl ClientEvent {
                 Key(key),
                 Number("fencingToken", *fencing_token),
                 Text("reason", reason.as_str()),
+            ],
+            ClientEvent::ReleaseFailed {
+                key,
+                fencing_token,
+                code,
+            } => vec![
+                Key(key),
+                Number("fencingToken", *fencing_token),
+                Text("code", code),
             ],
             ClientEvent::SessionLost { session_id } => vec![Text("sessionId", session_id)],
         }

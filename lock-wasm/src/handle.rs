@@ -19,6 +19,7 @@ use std::time::Duration;
 use lock_api::LockGrant;
 
 use crate::clock::Clock;
+use crate::error::LockError;
 use crate::signal::Signal;
 use crate::spans::HoldSpan;
 use crate::spawn::MaybeSend;
@@ -60,8 +61,8 @@ impl LostReason {
     }
 }
 
-/// A held (or once held) lock. Cheap to clone; clones share state, and nested acquires of
-/// the same key in the same session return clones of the same handle.
+/// A held (or once held) lock. Cheap to clone; clones share state, and [`LockHandle::nest`]
+/// returns a clone of the same handle.
 ///
 /// The fencing token travels explicitly: pass [`LockHandle::fencing_token`] to the protected
 /// resource with every side effect. The SDK keeps it in no thread-local or global state.
@@ -92,6 +93,19 @@ struct HandleState {
     deadline: Duration,
     /// The reported loss, if any.
     lost: Option<LostReason>,
+    /// Holds of this grant: 1 for the acquire, +1 per [`LockHandle::nest`], −1 per release.
+    depth: u32,
+}
+
+/// What one release of a handle gives back (see [`LockHandle::leave`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leave {
+    /// An inner hold: the outer one still holds the lock.
+    Nested,
+    /// The outermost hold: the lock itself is to be released.
+    Last,
+    /// Every hold was given back already: nothing to do.
+    Done,
 }
 
 /// Where a new handle's deadline comes from.
@@ -118,6 +132,7 @@ impl LockHandle {
                     anchor: lease.anchor,
                     deadline: lease.deadline,
                     lost: None,
+                    depth: 1,
                 }),
                 reported: Signal::new(),
                 hold: HoldSpan::start(&grant.key, grant.fencing_token),
@@ -217,6 +232,39 @@ impl LockHandle {
         true
     }
 
+    /// A nested hold of this grant, for the holder's own inner section: the same handle and
+    /// token, no request; the lock is released when the outermost hold is. Only the holder can
+    /// nest (it needs the handle), so a stranger is never let into a held lock. Fails with
+    /// `LockLost` once the handle is lost or released: the section that would run under it
+    /// must not start.
+    pub fn nest(&self) -> Result<LockHandle, LockError> {
+        let now = self.inner.clock.now();
+        let mut state = self.inner.state.lock().unwrap();
+        if state.lost.is_some() || now >= state.deadline || state.depth == 0 {
+            return Err(LockError::LockLost {
+                key: self.inner.key.clone(),
+            });
+        }
+        state.depth += 1;
+        Ok(self.clone())
+    }
+
+    /// Gives back one hold (see [`Leave`]).
+    pub(crate) fn leave(&self) -> Leave {
+        let mut state = self.inner.state.lock().unwrap();
+        match state.depth {
+            0 => Leave::Done,
+            1 => {
+                state.depth = 0;
+                Leave::Last
+            }
+            _ => {
+                state.depth -= 1;
+                Leave::Nested
+            }
+        }
+    }
+
     /// Send time of the request that granted or last renewed the lock.
     pub(crate) fn anchor(&self) -> Duration {
         self.inner.state.lock().unwrap().anchor
@@ -312,5 +360,31 @@ mod tests {
         assert_eq!(h.deadline(), Duration::from_millis(500));
         assert!(h.clone().report_lost(LostReason::Released, || {}));
         assert!(h.is_lost(), "clones share state");
+    }
+
+    #[test]
+    fn nested_holds_count_down_to_the_outermost_release() {
+        let clock = ManualClock::new();
+        let h = handle(&clock, 100);
+        let inner = h.nest().unwrap();
+        assert!(inner.same_grant(&h));
+        assert_eq!(inner.leave(), Leave::Nested);
+        assert_eq!(h.leave(), Leave::Last);
+        assert_eq!(h.leave(), Leave::Done, "a hold is given back once");
+        assert!(h.nest().is_err(), "nothing to nest into any more");
+    }
+
+    #[test]
+    fn a_lost_handle_cannot_be_nested() {
+        let clock = ManualClock::new();
+        let h = handle(&clock, 100);
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(
+            h.nest().unwrap_err(),
+            LockError::LockLost { key: "k".into() }
+        );
+        let h = handle(&clock, 1_000);
+        h.report_lost(LostReason::NotInHeartbeat, || {});
+        assert!(h.nest().is_err());
     }
 }

@@ -4,9 +4,14 @@
 //! - The heartbeat loop sends L2 when [`crate::renewal`] says it is due: at the earliest of
 //!   the session's period and a third of each held lock's TTL, recomputed — and the sleeping
 //!   loop woken — on every grant, renewal and release. No call of it waits past the session's
-//!   deadline nor the next due heartbeat, so a lost request is retried on schedule. Each
-//!   answer renews the session and its listed locks; grants it lists that no handle tracks
-//!   (an acquire that timed out or was dropped after the server granted) are released.
+//!   deadline nor the next due heartbeat. A heartbeat that fails (no answer, a balancer's
+//!   502, a 503) is re-sent after a full-jitter delay (`renewal::RETRY_BASE`, `RETRY_CAP`), again and again
+//!   until one is answered or the session's deadline passes, so an outage shorter than the
+//!   session's validity never loses it (C2 ct2-renewal states the bound). Each answer renews
+//!   the session and its listed locks; grants it lists that no caller of the session has (an
+//!   acquire that timed out or was dropped after the server granted, a release whose L6
+//!   failed) are released.
+//! - A release whose L6 failed is re-sent in the background ([`retry_release`]).
 //! - The deadline watchdog sleeps on the client's clock until the earliest deadline of the
 //!   session and its unreported handles, and at that instant reports what passed (see
 //!   [`SessionState::expire_passed`]).
@@ -22,7 +27,11 @@ use std::time::Duration;
 use futures::future::{select, Either};
 use lock_api::{ErrorCode, HeartbeatResponse};
 
+use crate::backoff::Backoff;
 use crate::clock::{BackgroundClock, Clock};
+use crate::error::LockError;
+use crate::handle::LockHandle;
+use crate::renewal::{RETRY_BASE, RETRY_CAP};
 use crate::session_state::SessionState;
 use crate::spawn::BoxFuture;
 use crate::transport::{call, TransportExt};
@@ -30,7 +39,7 @@ use crate::transport::{call, TransportExt};
 /// Starts `session`'s background task on its client's spawner.
 pub(crate) fn spawn(session: &Arc<SessionState>) {
     let parts = session.parts();
-    let clock: Arc<dyn Clock> = Arc::new(BackgroundClock(parts.clock.clone()));
+    let clock = background_clock(session);
     let heartbeats = heartbeat_loop(Arc::downgrade(session), clock.clone());
     let deadlines = deadline_watch(Arc::downgrade(session), clock);
     // Both loops end when the session does; whichever notices first ends the task.
@@ -131,8 +140,9 @@ async fn heartbeat_once(s: &SessionState, clock: &dyn Clock) {
             release_orphans(s, &answer, clock).await;
         }
         Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => s.mark_lost(),
-        // Anything else is transient until the deadline, which the watchdog keeps.
-        Err(_) => {}
+        // Anything else is transient until the deadline, which the watchdog keeps: re-sent
+        // soon, not a whole period later.
+        Err(_) => s.heartbeat_failed(clock.now()),
     }
 }
 
@@ -140,10 +150,7 @@ async fn heartbeat_once(s: &SessionState, clock: &dyn Clock) {
 /// them forever. Best effort: a failure leaves them for the next heartbeat.
 async fn release_orphans(s: &SessionState, answer: &HeartbeatResponse, clock: &dyn Clock) {
     for lock in &answer.locks {
-        if s.released_since(lock) {
-            continue;
-        }
-        let Some(_guard) = s.claim_orphan(&lock.key) else {
+        let Some(_turn) = s.claim_orphan(lock) else {
             continue;
         };
         let hop = round_hop(s, clock, Duration::MAX);
@@ -162,4 +169,47 @@ async fn release_orphans(s: &SessionState, answer: &HeartbeatResponse, clock: &d
 fn round_hop(s: &SessionState, clock: &dyn Clock, limit: Duration) -> Duration {
     let until_next = s.next_heartbeat().saturating_sub(clock.now());
     s.parts().config.request_timeout.min(limit).min(until_next)
+}
+
+/// The background view of `session`'s clock: its timers never keep a Node process alive.
+fn background_clock(session: &SessionState) -> Arc<dyn Clock> {
+    Arc::new(BackgroundClock(session.parts().clock.clone()))
+}
+
+/// Re-sends the L6 of `handle`'s grant, whose release failed, after full-jitter delays, until
+/// it is answered (LOCK_LOST included: the lock is gone either way), the session ends, or the
+/// lock's TTL from its last renewal has passed (the server has dropped it by then, unless a
+/// heartbeat renewed it since: then that heartbeat's answer lists it and the orphan release
+/// ends it). No caller waits for this: the key's turn has passed on already.
+pub(crate) fn retry_release(session: &Arc<SessionState>, handle: &LockHandle) {
+    let clock = background_clock(session);
+    let weak = Arc::downgrade(session);
+    let (key, token) = (handle.key().to_owned(), handle.fencing_token());
+    let until = handle.anchor() + handle.ttl();
+    let mut rng = session.parts().rng.rng();
+    let task = async move {
+        let backoff = Backoff::new(RETRY_BASE, RETRY_CAP);
+        for attempt in 0.. {
+            let delay = backoff.delay(attempt, &mut rng);
+            if clock.now() + delay >= until {
+                return;
+            }
+            clock.sleep(delay).await;
+            let Some(s) = weak.upgrade() else { return };
+            let hop = s
+                .parts()
+                .config
+                .request_timeout
+                .min(until.saturating_sub(clock.now()));
+            if !s.is_open() || hop.is_zero() {
+                return;
+            }
+            match s.send_release(&key, token, &*clock, hop).await {
+                Ok(()) => return s.orphan_released(&key),
+                Err(LockError::SessionLost) => return s.mark_lost(),
+                Err(_) => {}
+            }
+        }
+    };
+    session.parts().spawner.spawn(Box::pin(task));
 }

@@ -1,6 +1,6 @@
 //! Client SDK of the fencing-token lock service (contract C2): sessions kept alive by
 //! heartbeats, conservative local deadlines, a bounded deadline-driven acquire loop with
-//! full-jitter backoff, and per-session reentrancy.
+//! full-jitter backoff, one caller at a time per key within a session, and explicit nesting.
 //!
 //! The core is runtime-agnostic: it never reads a clock, sleeps, spawns or draws randomness
 //! except through the seams below (`clippy.toml` refuses the direct calls), so the same logic
@@ -22,7 +22,8 @@
 //!   lock TTL heartbeats keep alive), [`config`] (`ClientConfig`, its defaults, the TTL
 //!   check), [`handle`] (`LockHandle`: key, token, deadline, lost report; `LostReason`),
 //!   [`events`] (the `EventSink` seam, `ClientEvent`, the session-lost counter),
-//!   `reentrancy` (per-session key → handle + depth, the in-flight guard).
+//!   `turns` (per session and key, one caller at a time, the others waiting in arrival
+//!   order).
 //! - A session: `parts` (the seams and settings a client's sessions share), `session_state`
 //!   (one session's shared state and its transitions; the acquire loop reaches it through
 //!   two doors only), `heartbeat` (the background task: heartbeat loop, deadline watchdog,
@@ -55,7 +56,6 @@ pub mod handle;
 pub(crate) mod heartbeat;
 pub(crate) mod parts;
 pub mod policy;
-pub(crate) mod reentrancy;
 pub mod renewal;
 pub mod session;
 pub(crate) mod session_state;
@@ -64,6 +64,7 @@ pub mod signal;
 pub mod sim;
 pub(crate) mod spans;
 pub mod spawn;
+pub(crate) mod turns;
 // Native only: the fixture runs on the multi-threaded simulated executor (Send futures).
 #[cfg(all(any(test, feature = "test-util"), not(target_arch = "wasm32")))]
 pub mod test_support;

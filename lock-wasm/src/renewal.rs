@@ -79,6 +79,15 @@ pub fn shortest_lock_ttl(margin: impl Fn(Duration) -> Duration) -> Option<Durati
     Some(Duration::from_millis(good))
 }
 
+/// The first re-send of a failed heartbeat or release waits up to this long (full jitter);
+/// each further one up to twice as long, at most [`RETRY_CAP`]. ASSUMPTION: short enough that
+/// a restarting server or a balancer's failover is noticed within a second of its end, long
+/// enough that a down server sees a few requests a second per session, not a storm.
+pub const RETRY_BASE: Duration = Duration::from_millis(100);
+
+/// The largest delay before a re-send.
+pub const RETRY_CAP: Duration = Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //!
 //! The bottom of a session. The acquire loop ([`crate::acquire`]) asks it for exactly two
 //! things: [`SessionState::parts`], the client's seams and settings, and
-//! [`SessionState::claim`], one key's slot for one acquire ([`Claim`]), through which
+//! [`SessionState::claim`], one key's turn for one acquire ([`Claim`]), through which
 //! everything else goes. The background task ([`crate::heartbeat`]) and the public API
 //! ([`crate::session`]) sit above it; it depends on none of them.
 
@@ -13,17 +13,19 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::{select, Either};
 use lock_api::{ErrorCode, HeartbeatResponse, HeldLock, LockGrant, ReleaseRequest};
 
+use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::error::{LockError, TransportError};
 use crate::events::ClientEvent;
-use crate::handle::{Lease, LockHandle, LostReason};
+use crate::handle::{Lease, Leave, LockHandle, LostReason};
 use crate::parts::ClientParts;
-use crate::reentrancy::{Entry, Holds, InFlightGuard, ReleaseStep};
 use crate::renewal;
 use crate::signal::{Notify, Signal};
 use crate::transport::{call, TransportExt};
+use crate::turns::{Turn, Turns};
 
 /// One server session's shared state (see the module docs).
 pub(crate) struct SessionState {
@@ -33,7 +35,7 @@ pub(crate) struct SessionState {
     parts: Arc<ClientParts>,
     heartbeat_every: Duration,
     inner: Mutex<Inner>,
-    holds: Arc<Holds>,
+    turns: Arc<Turns>,
     /// Set when the session is closed or lost: wakes the background task and every waiter.
     ended: Signal,
     /// Notified whenever the heartbeat schedule or the set of deadlines may have changed
@@ -47,6 +49,9 @@ struct Inner {
     deadline: Duration,
     /// Send time of the last L2 (L1's at first): the schedule counts from it.
     last_heartbeat: Duration,
+    /// Heartbeats failed in a row since the last answered one, and when the next re-send is
+    /// due (see `crate::heartbeat`).
+    heartbeat_retry: Option<(u32, Duration)>,
     /// Next handle sequence number (see `LockHandle::seq`).
     next_seq: u64,
     /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
@@ -55,10 +60,12 @@ struct Inner {
     /// dropped future) and its acquire ended without a grant. Value: (earliest send time of
     /// such an L4, when recorded). See [`SessionState::grant_anchor`].
     suspects: BTreeMap<String, (Duration, Duration)>,
-    /// Highest token this session released successfully, per key. A heartbeat answer is a
-    /// snapshot that may predate a release; without this, a key released after the snapshot
-    /// would look like an orphan and block a fresh acquire of it while the needless L6 runs.
-    released: BTreeMap<String, u64>,
+    /// Per key, the highest token whose hold this session ended (released, whatever its L6's
+    /// outcome) and when. Tokens rise per key, so an L4 answered with a token at or below it
+    /// is a grant the session gave up and the server still holds (the L6 failed, or has not
+    /// arrived): it is released again, never handed to a new caller. Dropped once a heartbeat
+    /// sent after it no longer lists the grant, so the map does not grow with the acquires.
+    finished: BTreeMap<String, (u64, Duration)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +93,13 @@ impl SessionState {
                 status: Status::Open,
                 deadline: (sent_at + ttl).saturating_sub(parts.config.margin(ttl)),
                 last_heartbeat: sent_at,
+                heartbeat_retry: None,
                 next_seq: 0,
                 rtt: parts.config.initial_rtt,
                 suspects: BTreeMap::new(),
-                released: BTreeMap::new(),
+                finished: BTreeMap::new(),
             }),
-            holds: Arc::default(),
+            turns: Arc::default(),
             ended: Signal::new(),
             schedule: Notify::default(),
             parts,
@@ -119,10 +127,6 @@ impl SessionState {
 
     pub(crate) fn is_open(&self) -> bool {
         self.status() == Status::Open
-    }
-
-    pub(crate) fn is_lost(&self) -> bool {
-        self.status() == Status::Lost
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -180,7 +184,7 @@ impl SessionState {
             inner.status = to;
         }
         let now = self.parts.clock.now();
-        for handle in self.holds.clear() {
+        for handle in self.turns.clear() {
             let reason = match to {
                 Status::Closed => LostReason::SessionClosed,
                 // A handle whose own deadline passed was lost at it, whoever reports it.
@@ -230,25 +234,32 @@ impl SessionState {
 
     // --- acquire -----------------------------------------------------------------------
 
-    /// `key`'s slot for one acquire: the held handle for a nested acquire, or a fresh
-    /// [`Claim`]. Fails if the session ended, the key's handle is lost (`LockLost` until it
-    /// is released), or an acquire of the key is already in flight (`Contention`).
-    pub(crate) fn claim<'a>(&'a self, key: &'a str) -> Result<Claimed<'a>, LockError> {
+    /// `key`'s turn for one acquire ([`crate::turns`]): at once if no other caller of this
+    /// session has the key, else once every caller before it is done with it. `Ok(None)`
+    /// when `deadline` (the acquire's budget) comes first; fails if the session ends first.
+    pub(crate) async fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        deadline: Duration,
+    ) -> Result<Option<Claim<'a>>, LockError> {
         self.ensure_open()?;
-        match self.holds.enter(key) {
-            Entry::Reentered(handle) => Ok(Claimed::Held(handle)),
-            Entry::Lost => Err(LockError::LockLost { key: key.into() }),
-            Entry::InFlight => Err(LockError::Contention {
-                key: key.into(),
-                message: "an acquire of this key is already in flight in this session".into(),
-            }),
-            Entry::Fresh(guard) => Ok(Claimed::Fresh(Claim {
-                session: self,
-                key,
-                guard: Some(guard),
-                unanswered_since: None,
-            })),
-        }
+        let clock = &self.parts.clock;
+        let budget = clock.sleep(deadline.saturating_sub(clock.now()));
+        let ended = Box::pin(self.ended());
+        let turn = match select(Box::pin(self.turns.wait(key)), select(budget, ended)).await {
+            Either::Left((turn, _)) => turn,
+            Either::Right((Either::Left(_), _)) => return Ok(None),
+            Either::Right((Either::Right(_), _)) => {
+                return Err(self.ensure_open().err().unwrap_or(LockError::SessionLost))
+            }
+        };
+        self.ensure_open()?;
+        Ok(Some(Claim {
+            session: self,
+            key,
+            turn: Some(turn),
+            unanswered_since: None,
+        }))
     }
 
     /// Folds one measured L4 round trip into the estimate.
@@ -297,7 +308,7 @@ impl SessionState {
     /// for renewal before the next heartbeat, and its deadline may be the earliest. A grant
     /// whose deadline passed before its answer came (it counts from an earlier unanswered L4)
     /// is reported lost at once.
-    fn register(&self, guard: InFlightGuard, grant: LockGrant, anchor: Duration) -> LockHandle {
+    fn register(&self, turn: Turn, grant: LockGrant, anchor: Duration) -> LockHandle {
         let ttl = Duration::from_millis(grant.ttl_millis);
         let lease = Lease {
             seq: {
@@ -309,7 +320,7 @@ impl SessionState {
             deadline: self.lock_deadline(anchor, ttl),
         };
         let handle = LockHandle::new(&grant, lease, self.parts.clock.clone());
-        self.holds.register(guard, handle.clone());
+        turn.hold(handle.clone());
         if self.parts.clock.now() >= handle.deadline() {
             self.report_lost(&handle, LostReason::DeadlinePassed);
         }
@@ -319,24 +330,32 @@ impl SessionState {
 
     // --- release -----------------------------------------------------------------------
 
-    /// Gives back one hold of `handle`. At depth zero the handle ends (`Released`) and the
-    /// caller gets the key's in-flight guard, to hold until its L6 is answered; `None` when
-    /// nothing is to be sent (a nested hold, or a handle no longer registered).
-    pub(crate) fn release_hold(&self, handle: &LockHandle) -> Option<InFlightGuard> {
-        match self.holds.release(handle) {
-            ReleaseStep::NotHeld | ReleaseStep::Nested => None,
-            ReleaseStep::Last(guard) => {
-                self.report_lost(handle, LostReason::Released);
-                Some(guard)
-            }
+    /// Gives back one hold of `handle`. At the outermost hold the handle ends (`Released`),
+    /// no heartbeat renews it any more, its token counts as finished, and the caller gets the
+    /// key's turn, to hold until its L6 is answered; `None` when nothing is to be sent (an
+    /// inner hold, or a handle no longer registered).
+    pub(crate) fn release_hold(&self, handle: &LockHandle) -> Option<Turn> {
+        if handle.leave() != Leave::Last {
+            return None;
         }
+        let turn = self.turns.take_held(handle)?;
+        self.finish(handle.key(), handle.fencing_token());
+        self.report_lost(handle, LostReason::Released);
+        Some(turn)
     }
 
-    /// Records a successful L6 of `(key, token)` (see `Inner::released`).
-    pub(crate) fn released(&self, key: &str, token: u64) {
+    /// Records that this session ended its hold of `(key, token)` (see `Inner::finished`).
+    fn finish(&self, key: &str, token: u64) {
+        let now = self.parts.clock.now();
         let mut inner = self.inner.lock().unwrap();
-        let released = inner.released.entry(key.to_owned()).or_insert(0);
-        *released = (*released).max(token);
+        let entry = inner.finished.entry(key.to_owned()).or_insert((token, now));
+        *entry = (entry.0.max(token), now);
+    }
+
+    /// Whether `grant` is one this session already ended (see `Inner::finished`).
+    fn is_finished(&self, key: &str, token: u64) -> bool {
+        let inner = self.inner.lock().unwrap();
+        inner.finished.get(key).is_some_and(|&(t, _)| token <= t)
     }
 
     /// L6 for `(key, token)`, timed out after `hop` on `clock` (the caller's: foreground
@@ -366,8 +385,15 @@ impl SessionState {
     /// last one, or a held lock's renewal period after its last renewal (or after the last
     /// L2, if that one failed), whichever comes first.
     pub(crate) fn next_heartbeat(&self) -> Duration {
-        let last = self.inner.lock().unwrap().last_heartbeat;
-        self.holds
+        let (last, retry) = {
+            let inner = self.inner.lock().unwrap();
+            (
+                inner.last_heartbeat,
+                inner.heartbeat_retry.map(|(_, at)| at),
+            )
+        };
+        let due = self
+            .turns
             .handles()
             .iter()
             .filter(|h| h.lost_reason().is_none())
@@ -375,7 +401,20 @@ impl SessionState {
                 let margin = self.parts().config.margin(h.ttl());
                 renewal::renew_by(h.anchor().max(last), h.ttl(), margin)
             })
-            .fold(last + self.heartbeat_every, Duration::min)
+            .fold(last + self.heartbeat_every, Duration::min);
+        retry.map_or(due, |at| due.min(at))
+    }
+
+    /// An L2 failed (no answer, or an answer other than 200 and 404) at `now`: the next one
+    /// is due after a full-jitter delay that grows with the failures in a row.
+    pub(crate) fn heartbeat_failed(&self, now: Duration) {
+        let backoff = Backoff::new(renewal::RETRY_BASE, renewal::RETRY_CAP);
+        let mut inner = self.inner.lock().unwrap();
+        let failures = inner.heartbeat_retry.map_or(0, |(n, _)| n);
+        let delay = backoff.delay(failures, &mut self.parts.rng.rng());
+        inner.heartbeat_retry = Some((failures + 1, now + delay));
+        drop(inner);
+        self.schedule.notify();
     }
 
     /// An L2 is being sent at `now`: the schedule counts from it. Returns the registration
@@ -398,6 +437,7 @@ impl SessionState {
         let ttl = Duration::from_millis(answer.ttl_millis);
         {
             let mut inner = self.inner.lock().unwrap();
+            inner.heartbeat_retry = None;
             let renewed = (sent_at + ttl).saturating_sub(self.parts.config.margin(ttl));
             inner.deadline = inner.deadline.max(renewed);
             // A suspect recorded before this heartbeat was sent and not listed by it is not
@@ -405,9 +445,18 @@ impl SessionState {
             inner.suspects.retain(|key, (_, recorded)| {
                 *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
             });
+            // Likewise a finished grant the server no longer holds: later grants of its key
+            // carry higher tokens.
+            inner.finished.retain(|key, (token, recorded)| {
+                *recorded >= sent_at
+                    || answer
+                        .locks
+                        .iter()
+                        .any(|l| &l.key == key && l.fencing_token <= *token)
+            });
         }
         let now = self.parts.clock.now();
-        for handle in self.holds.handles() {
+        for handle in self.turns.handles() {
             let listed = answer
                 .locks
                 .iter()
@@ -440,20 +489,13 @@ impl SessionState {
         self.schedule.notify();
     }
 
-    /// Whether this session released `lock` (or a later grant of its key) after an L2
-    /// answer listing it was taken: then it is no orphan.
-    pub(crate) fn released_since(&self, lock: &HeldLock) -> bool {
-        let inner = self.inner.lock().unwrap();
-        inner
-            .released
-            .get(&lock.key)
-            .is_some_and(|&token| token >= lock.fencing_token)
-    }
-
-    /// Claims `key` for an orphan release if no handle tracks it and no acquire is in flight
-    /// (an acquire that timed out or was dropped after the server granted).
-    pub(crate) fn claim_orphan(&self, key: &str) -> Option<InFlightGuard> {
-        self.holds.claim_orphan(key)
+    /// Claims the turn of `lock`'s key for an orphan release if no caller of this session
+    /// has it (no handle tracks the grant and no acquire or release of the key is in flight):
+    /// an acquire that timed out or was dropped after the server granted, or a release whose
+    /// L6 failed. A grant released since the heartbeat's snapshot gets a needless L6, which
+    /// the server refuses harmlessly (compare-and-delete on the token).
+    pub(crate) fn claim_orphan(&self, lock: &HeldLock) -> Option<Turn> {
+        self.turns.try_take(&lock.key)
     }
 
     /// An orphan of `key` was released: it is no longer a suspect.
@@ -465,7 +507,7 @@ impl SessionState {
     /// passed is lost, then the session if its own did.
     pub(crate) fn expire_passed(&self) {
         let now = self.parts.clock.now();
-        for handle in self.holds.handles() {
+        for handle in self.turns.handles() {
             if handle.lost_reason().is_none() && now >= handle.deadline() {
                 self.report_lost(&handle, LostReason::DeadlinePassed);
             }
@@ -477,7 +519,7 @@ impl SessionState {
 
     /// The earliest deadline still to be kept: the session's or an unreported handle's.
     pub(crate) fn next_deadline(&self) -> Duration {
-        self.holds
+        self.turns
             .handles()
             .iter()
             .filter(|h| h.lost_reason().is_none())
@@ -490,34 +532,42 @@ impl SessionState {
 /// handles can no longer be kept, so they end here, as by a close.
 impl Drop for SessionState {
     fn drop(&mut self) {
-        for handle in self.holds.clear() {
+        for handle in self.turns.clear() {
             handle.report_lost(LostReason::SessionClosed, || {});
         }
     }
 }
 
-/// What [`SessionState::claim`] found for a key.
-pub(crate) enum Claimed<'a> {
-    /// Held and valid: a nested hold of this handle (its depth was incremented).
-    Held(LockHandle),
-    /// Not held: this acquire owns the key's slot.
-    Fresh(Claim<'a>),
-}
-
-/// One key's slot in a session for one acquire: the key's in-flight guard and the earliest
-/// of its L4s that got no answer yet. Everything the acquire loop asks of its session goes
-/// through it. Dropped without a grant after an unanswered L4 (the acquire failed, gave up,
-/// or its future was dropped), it leaves the key as a suspect, so a later grant of the key
-/// counts its deadline from that send; and it frees the key's slot.
+/// One key's turn in a session for one acquire, and the earliest of its L4s that got no
+/// answer yet. Everything the acquire loop asks of its session goes through it. Dropped
+/// without a grant after an unanswered L4 (the acquire failed, gave up, or its future was
+/// dropped), it leaves the key as a suspect, so a later grant of the key counts its deadline
+/// from that send; and it passes the key's turn on.
 pub(crate) struct Claim<'a> {
     session: &'a SessionState,
     key: &'a str,
     /// Taken by [`Claim::grant`].
-    guard: Option<InFlightGuard>,
+    turn: Option<Turn>,
     unanswered_since: Option<Duration>,
 }
 
-impl Claim<'_> {
+impl<'a> Claim<'a> {
+    /// The client's seams and settings.
+    pub(crate) fn parts(&self) -> &'a ClientParts {
+        self.session.parts()
+    }
+
+    /// L6 of this key's grant `token` (one the session already ended, see
+    /// [`Claim::is_finished`]).
+    pub(crate) async fn release(
+        &self,
+        token: u64,
+        clock: &dyn Clock,
+        hop: Duration,
+    ) -> Result<(), LockError> {
+        self.session.send_release(self.key, token, clock, hop).await
+    }
+
     /// The session's id, for the L4 body.
     pub(crate) fn session_id(&self) -> &str {
         &self.session.id
@@ -581,7 +631,7 @@ impl Claim<'_> {
         sent_at: Duration,
         earlier: Option<Duration>,
     ) -> LockHandle {
-        let guard = self.guard.take().expect("a claim grants once");
+        let turn = self.turn.take().expect("a claim grants once");
         let waited = Duration::from_millis(grant.waited_millis);
         let anchor = (self.session.grant_anchor(self.key, sent_at, earlier) + waited)
             .min(self.session.parts.clock.now());
@@ -590,13 +640,19 @@ impl Claim<'_> {
             session_id: self.session.id.clone(),
             ..grant
         };
-        self.session.register(guard, grant, anchor)
+        self.session.register(turn, grant, anchor)
+    }
+
+    /// Whether `grant` is one this session already ended: the server still holds it (an L6
+    /// failed or has not arrived) and answered this L4 with it. It must not be handed out.
+    pub(crate) fn is_finished(&self, grant: &LockGrant) -> bool {
+        self.session.is_finished(self.key, grant.fencing_token)
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        if let (Some(since), Some(_)) = (self.unanswered_since, &self.guard) {
+        if let (Some(since), Some(_)) = (self.unanswered_since, &self.turn) {
             self.session.record_suspect(self.key, since);
         }
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use lock_api::ErrorCode;
-use lock_wasm::error::SDK_CODES;
+use lock_wasm::error::{SDK_CODES, SDK_RETRY_SAFE};
 
 fn read(relative: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
@@ -30,7 +30,9 @@ fn retry_safe_codes() -> BTreeSet<String> {
     ErrorCode::ALL
         .iter()
         .filter(|c| c.retry_safe())
-        .map(|c| c.as_str().to_owned())
+        .map(|c| c.as_str())
+        .chain(SDK_RETRY_SAFE)
+        .map(str::to_owned)
         .collect()
 }
 

@@ -33,17 +33,19 @@ test("acquire, read the grant, release", async () => {
   await session.close();
 });
 
-test("reentrant acquire returns the same handle and releases at depth zero", async () => {
+test("a nested hold is the same handle; another acquire of the key is never one", async () => {
   const session = await client.openSession();
-  const key = uniqueKey("reentrant");
+  const key = uniqueKey("nested");
   const outer = await session.acquire(key);
-  const inner = await session.acquire(key);
+  const inner = outer.nest();
   assert.equal(inner, outer);
-  assert.equal(inner.fencingToken, outer.fencingToken);
   await session.release(inner);
   assert.equal((await lockState(key)).holder?.fencingToken, outer.fencingToken, "still held at depth 1");
+  // An independent caller of the same session waits for the hold, within its budget.
+  assert.equal(await session.acquire(key, { policy: { totalBudgetMs: 300 } }), undefined);
   await session.release(outer);
   assert.equal((await lockState(key)).holder, null);
+  assert.throws(() => outer.nest(), (err) => err.code === "LOCK_LOST");
   await session.close();
 });
 

@@ -129,23 +129,27 @@ export const scenarios = {
     await holder.close();
   },
 
-  /** Nested acquires on one session share the handle; the lock goes at depth zero. */
+  /** A hold nested through the handle shares it; the lock goes with the outermost release;
+   * another caller of the same session waits for it and gets a token of its own. */
   async reentrancy(env) {
     const key = env.key("nested");
     const session = await env.openSession({ ttlMs: SESSION_TTL });
     const outer = await session.acquire(key, { ttlMs: LOCK_TTL });
-    const inner = await session.acquire(key, { ttlMs: LOCK_TTL });
+    const inner = outer.nest();
     assert.equal(inner, outer, "the same handle");
     assert.equal((await env.holder(key))?.fencingToken, outer.fencingToken);
     await session.release(inner);
     assert.equal(outer.isLost, false, "still held after the inner release");
     assert.equal((await env.holder(key))?.fencingToken, outer.fencingToken);
+    const next = session.acquire(key, { ttlMs: LOCK_TTL });
     await session.release(outer);
-    assert.equal(await env.holder(key), null, "free at depth zero");
-    const again = await session.acquire(key, { ttlMs: LOCK_TTL });
-    assert.ok(again.fencingToken > outer.fencingToken, "a new grant has a higher token");
+    const again = await next;
+    assert.ok(again.fencingToken > outer.fencingToken, "the next caller's grant has a higher token");
+    await session.release(again);
+    assert.equal(await env.holder(key), null, "free after the last release");
     await session.close();
   },
+
 
   /** An operator revokes the lock: the holder learns at its next heartbeat; the next
    * holder's token is higher; releasing the revoked handle is quiet. */
@@ -222,5 +226,37 @@ export const scenarios = {
     const told = contention.flat().filter((e) => e.type === "contention" || e.type === "notGranted");
     assert.ok(told.length > 0, "the loser of some round was told");
     await Promise.all(sessions.map((s) => s.close()));
+  },
+
+  /** Twenty concurrent callers of ONE session (a service's request handlers) on one key: each
+   * runs alone, in arrival order, under a token of its own, and none is refused. */
+  async oneSessionManyCallers(env) {
+    const key = env.key("callers");
+    const session = await env.openSession({ ttlMs: SESSION_TTL });
+    const ledger = [];
+    const call = (id) =>
+      session.using(key, { ttlMs: LOCK_TTL }, async (handle) => {
+        ledger.push({ entry: `begin:${id}`, token: handle.fencingToken });
+        await Promise.resolve(); // every other caller runs meanwhile, if it can
+        ledger.push({ entry: `end:${id}`, token: handle.fencingToken });
+      });
+    const all = track(Promise.all(Array.from({ length: 20 }, (_, id) => call(id))));
+    await env.until(() => all.done, 30_000, "every caller finishes");
+    assert.equal(all.error, undefined, `${all.error}`);
+    assert.equal(ledger.length, 40);
+    let last = 0;
+    for (let i = 0; i < ledger.length; i += 2) {
+      const [begin, end] = [ledger[i], ledger[i + 1]];
+      assert.equal(end.entry, begin.entry.replace("begin:", "end:"), "callers never overlap");
+      assert.equal(end.token, begin.token);
+      assert.ok(begin.token > last, `each caller has a token of its own (${begin.token} after ${last})`);
+      last = begin.token;
+    }
+    assert.deepEqual(
+      ledger.filter((_, i) => i % 2 === 0).map((e) => e.entry),
+      Array.from({ length: 20 }, (_, id) => `begin:${id}`),
+      "in arrival order",
+    );
+    await session.close();
   },
 };

@@ -54,7 +54,7 @@ impl EventSink for Watcher {
                 self.last_attempts.store(*attempts, Ordering::Relaxed);
             }
             ClientEvent::Lost { .. } => record.counters.lost_locks += 1,
-            ClientEvent::SessionLost { .. } => {}
+            ClientEvent::SessionLost { .. } | ClientEvent::ReleaseFailed { .. } => {}
         }
     }
 }

@@ -3,8 +3,8 @@
 //
 // Why a hand-written layer at all: wasm-bindgen cannot declare `Error` subclasses, a
 // `Symbol.asyncDispose` method or a callback-taking `using`, and those are what users of
-// node-redlock and etcd3 expect. Everything with lock semantics (retry loop, reentrancy,
-// deadlines, heartbeats) stays in Rust; this file only adapts shapes.
+// node-redlock and etcd3 expect. Everything with lock semantics (retry loop, turns per key,
+// nesting depth, deadlines, heartbeats) stays in Rust; this file only adapts shapes.
 //
 // This file is ESM; `scripts/build-npm.sh` derives the CommonJS copy (`api.cjs`) from it
 // by rewriting the single `export` line, so there is one source for both module systems.
@@ -30,11 +30,12 @@ const ErrorCode = Object.freeze({
   INTERNAL: "INTERNAL",
   TRANSPORT: "TRANSPORT",
   UNEXPECTED_ANSWER: "UNEXPECTED_ANSWER",
+  NOT_GRANTED: "NOT_GRANTED",
 });
 
-// The codes after which the acquire may be retried (never the side effect). Errors from the
-// Rust side carry their verdict; this set serves errors built in JS (`new LockError(...)`).
-const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER"]);
+// The codes after which a retry of the acquire can succeed (never of the side effect). Errors
+// from the Rust side carry their verdict; this set serves errors built in JS.
+const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER", "TRANSPORT", "NOT_GRANTED"]);
 
 // `Symbol.asyncDispose` exists in Node ≥ 20.4, Deno and current browsers; older engines get
 // the well-known registry symbol that TypeScript's downlevel helpers also look for.
@@ -70,6 +71,8 @@ class LockLostError extends LockError {}
  * guarding a resource throws it too, so `new FencedOutError(message)` carries FENCED_OUT.
  */
 class FencedOutError extends LockError {}
+/** NOT_GRANTED: `using` could not get the key within the acquire budget; its callback did not run. */
+class NotGrantedError extends LockError {}
 
 const DEFAULT_CODES = new Map([
   [ContentionError, ErrorCode.LOCK_CONTENDED],
@@ -78,6 +81,7 @@ const DEFAULT_CODES = new Map([
   [SessionLostError, ErrorCode.SESSION_NOT_FOUND],
   [LockLostError, ErrorCode.LOCK_LOST],
   [FencedOutError, ErrorCode.FENCED_OUT],
+  [NotGrantedError, ErrorCode.NOT_GRANTED],
 ]);
 
 /** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
@@ -95,7 +99,13 @@ const ERROR_CLASSES = {
   FENCED_OUT: FencedOutError,
   UNAUTHORIZED: UnauthorizedError,
   FORBIDDEN: ForbiddenError,
+  NOT_GRANTED: NotGrantedError,
 };
+
+/** Whether `err` is an error of this package (for TypeScript, narrows to the union on `code`). */
+function isLockError(err) {
+  return err instanceof LockError;
+}
 
 function lockError(code, message, extra = {}) {
   const Class = ERROR_CLASSES[code] ?? LockError;
@@ -208,6 +218,17 @@ class LockHandle {
   get deadline() {
     return this.#raw.deadline;
   }
+  /**
+   * A nested hold of this lock for the holder's own inner section: returns this handle, with
+   * its token, and sends nothing; release it once per `nest()` (or `await using inner =
+   * handle.nest()`), and the lock goes with the outermost release. Only code that has the
+   * handle can nest, so another caller is never let into a held lock. Throws a
+   * `LockLostError` once the lock is lost or released.
+   */
+  nest() {
+    adoptSync(() => this.#raw.nest());
+    return this;
+  }
   /** Same as `session.release(handle)`. */
   release() {
     return this.#session.release(this);
@@ -230,9 +251,6 @@ class LockHandle {
 class Session {
   #raw;
   #listeners = new Set();
-  // The same RawHandle (reentrant acquires) must map to the same LockHandle, so that
-  // `handle === handle2` holds for nested acquires just as their tokens match.
-  #handles = new Map();
   #trace;
   constructor(raw, clientListener, trace) {
     this.#raw = raw;
@@ -296,25 +314,18 @@ class Session {
       return removed;
     };
   }
-  // Each acquire that resolves a handle is one hold; release gives one back. At depth zero
-  // the entry goes, so a later grant of the same key (new token) gets a new LockHandle.
+  // Every grant is a handle of its own: each acquire is an independent caller with a token
+  // of its own (nesting goes through `handle.nest()`).
   #wrap(raw, trace) {
-    const { key, fencingToken } = raw;
-    const id = grantId(key, fencingToken);
-    let entry = this.#handles.get(id);
-    if (!entry) {
-      entry = { handle: new LockHandle(raw, this, key, fencingToken), depth: 0 };
-      this.#handles.set(id, entry);
-      trace?.hold(entry.handle, LockHandle.whenLost(entry.handle));
-    } else {
-      raw.free(); // a second wasm object for the same grant: the first one stays in use
-    }
-    entry.depth += 1;
-    return entry.handle;
+    const handle = new LockHandle(raw, this, raw.key, raw.fencingToken);
+    trace?.hold(handle, LockHandle.whenLost(handle));
+    return handle;
   }
   /**
    * Acquires `key` with the bounded full-jitter loop. Resolves a `LockHandle`, or
-   * `undefined` when the budget ran out without a grant. `signal` cancels the wait.
+   * `undefined` when the budget ran out without a grant. When another caller of this
+   * session has the key, this one waits its turn (within its budget) and gets a token of its
+   * own. `signal` cancels the wait.
    */
   async acquire(key, opts) {
     const { signal, rest } = splitSignal(opts, "options");
@@ -334,46 +345,37 @@ class Session {
     trace?.done(handle);
     return handle;
   }
-  /** Releases one hold; the lock itself goes at depth zero. A lost lock releases quietly. */
+  /**
+   * Releases one hold; the lock itself goes with the outermost. A lost lock releases quietly.
+   * A failed release never wedges the key: the handle ends at once, the next caller gets the
+   * key, and the L6 is re-sent in the background (a `releaseFailed` event).
+   */
   async release(handle) {
     if (!(handle instanceof LockHandle)) throw invalid("handle", "must be a LockHandle");
-    const raw = LockHandle.raw(handle);
     try {
       // Not through `call()`: one promise less per release.
-      await this.#raw.release(raw, this.#trace?.releasing(handle.key));
+      await this.#raw.release(LockHandle.raw(handle), this.#trace?.releasing(handle.key));
     } catch (err) {
       throw adoptError(err);
     }
-    const id = grantId(handle.key, handle.fencingToken);
-    const entry = this.#handles.get(id);
-    if (entry && --entry.depth <= 0) this.#handles.delete(id);
   }
   /**
    * Acquire, run `fn(handle, signal)`, release. `signal` is the handle's: it aborts (reason:
    * a LockLostError) the moment the lock is lost — its deadline passed without a renewal, a
-   * heartbeat no longer lists it, or the session is gone. Throws a ContentionError when the
-   * acquire budget runs out without a grant. While `fn` runs, the process stays alive (see
-   * `keepAlive`).
+   * heartbeat no longer lists it, or the session is gone. Throws a NotGrantedError when the
+   * acquire budget runs out without a grant. Settles with `fn`'s outcome: its value when it
+   * returned, even if the release then failed (the failure is a `releaseFailed` event and the
+   * lock ends by its TTL at worst), its error when it threw, never the release's. While `fn`
+   * runs, the process stays alive (see `keepAlive`).
    */
   async using(key, opts, fn) {
     if (typeof opts === "function") [opts, fn] = [undefined, opts];
     if (typeof fn !== "function") throw invalid("fn", "must be a function");
-    const handle = await this.acquire(key, opts);
-    if (handle === undefined) {
-      throw lockError(ErrorCode.LOCK_CONTENDED, `lock ${JSON.stringify(key)} not granted within the acquire budget`);
-    }
-    const stop = keepAlive();
-    try {
-      return await fn(handle, handle.signal);
-    } finally {
-      stop();
-      await this.release(handle);
-    }
+    return runUnder(granted(await this.acquire(key, opts), key), fn);
   }
   /** Stops heartbeats and closes the session server-side (its locks go with it). */
   async close() {
     await call(this.#raw.close(this.#trace?.closing()));
-    this.#handles.clear();
   }
   /** `await using session = await client.openSession()` closes at scope exit. */
   [asyncDispose]() {
@@ -391,20 +393,47 @@ function keepAlive() {
   return () => clearInterval(timer);
 }
 
-function grantId(key, fencingToken) {
-  return `${key}\u0000${fencingToken}`;
+// `using`'s handle: not granted is an error there, as the callback cannot run.
+function granted(handle, key) {
+  if (handle === undefined) {
+    throw lockError(ErrorCode.NOT_GRANTED, `lock ${JSON.stringify(key)} not granted within the acquire budget`);
+  }
+  return handle;
+}
+
+// Runs `fn` under `handle` and releases it; settles with `fn`'s outcome, never the
+// release's: the work is done (or failed) either way, and a client that retried on a release
+// failure would repeat committed work. The Rust side reports the failure as an event.
+async function runUnder(handle, fn) {
+  const stop = keepAlive();
+  let result;
+  try {
+    result = await fn(handle, handle.signal);
+  } catch (err) {
+    stop();
+    await handle.release().catch(() => {});
+    throw err;
+  }
+  stop();
+  await handle.release().catch(() => {});
+  return result;
 }
 
 /** Entry point: `new LockClient({ baseUrl, token, defaults })`. */
 class LockClient {
   #raw;
   #listener;
+  // The client's own session: `{ promise, session }` once asked for (see `session()`), and
+  // the options it is opened with.
+  #managed;
+  #sessionOptions;
   constructor(opts) {
-    const { onEvent, ...rest } = options(opts, "options");
+    const { onEvent, session, ...rest } = options(opts, "options");
     if (onEvent !== undefined && typeof onEvent !== "function") {
       throw invalid("onEvent", "must be a function");
     }
     this.#listener = onEvent;
+    this.#sessionOptions = options(session, "session");
     const makeRaw = rawClientFactory ?? ((o) => new RawClient(o));
     this.#raw = adoptSync(() => makeRaw(rest));
   }
@@ -413,6 +442,58 @@ class LockClient {
     const trace = (await loadTracing())?.session();
     const raw = await call(this.#raw.openSession(options(opts, "options"), trace?.opened));
     return new Session(raw, this.#listener, trace);
+  }
+  /**
+   * The client's own session, for a service that does not want to manage sessions: opened
+   * on first use (concurrent first callers share one L1), shared by every caller, and
+   * replaced by a new one on the first call after it was lost. Its locks' losses reach their
+   * handles as always.
+   */
+  session() {
+    const managed = this.#managed;
+    if (managed && !managed.session?.isClosed) return managed.promise;
+    const next = { session: undefined };
+    next.promise = this.openSession(this.#sessionOptions).then(
+      (session) => (next.session = session),
+      (err) => {
+        if (this.#managed === next) this.#managed = undefined;
+        throw err;
+      },
+    );
+    this.#managed = next;
+    return next.promise;
+  }
+  /**
+   * `session.acquire` on the client's own session. When that session turns out lost, the
+   * acquire is made once more on a new one (with a new budget).
+   */
+  acquire(key, opts) {
+    return this.#onOwnSession((session) => session.acquire(key, opts));
+  }
+  /** `session.using` on the client's own session (see `acquire` for a lost session). */
+  async using(key, opts, fn) {
+    if (typeof opts === "function") [opts, fn] = [undefined, opts];
+    if (typeof fn !== "function") throw invalid("fn", "must be a function");
+    const handle = await this.#onOwnSession((session) => session.acquire(key, opts));
+    return runUnder(granted(handle, key), fn);
+  }
+  /** Closes the client's own session, if one was opened (graceful shutdown); its locks go with it. */
+  async close() {
+    const managed = this.#managed;
+    this.#managed = undefined;
+    const session = await managed?.promise.catch(() => undefined);
+    await session?.close();
+  }
+  async #onOwnSession(act) {
+    const session = await this.session();
+    try {
+      return await act(session);
+    } catch (err) {
+      if (err?.code !== ErrorCode.SESSION_NOT_FOUND) throw err;
+      const fresh = await this.session();
+      if (fresh === session) throw err;
+      return act(fresh);
+    }
   }
 }
 
@@ -479,7 +560,9 @@ export function createApi(raw) {
     FencedOutError,
     UnauthorizedError,
     ForbiddenError,
+    NotGrantedError,
     ErrorCode,
+    isLockError,
   };
   Object.defineProperty(api, CLIENT_OVER, { value: clientOver });
   return api;

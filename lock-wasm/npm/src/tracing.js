@@ -11,7 +11,7 @@
 //
 // - `lock.acquire`: one per `session.acquire`, a child of the active span at the call.
 //   `lock.key`, `lock.acquire.attempts` (L4 requests sent, as the wasm side counts them),
-//   `lock.acquire.waited_ms`, `lock.acquire.outcome` (granted | nested | not_granted |
+//   `lock.acquire.waited_ms`, `lock.acquire.outcome` (granted | not_granted |
 //   cancelled | error), `lock.fencing_token` when it resolves a handle, `error.type` (the
 //   error's code) on error; a `lock.contention` event per refused attempt.
 // - `lock.hold`: one per grant, a child of its `lock.acquire`, from the grant until the
@@ -134,7 +134,6 @@ class AcquireTrace {
   #holds;
   #context;
   #started = now();
-  #held = false;
   /**
    * `span`: the acquire's span, started in the context `active`. `forget` drops this trace
    * from its session's list; `holds` is the session's map of open hold spans.
@@ -161,7 +160,6 @@ class AcquireTrace {
    * LockLostError per hold.
    */
   hold(handle, lost) {
-    this.#held = true;
     const { api, tracer } = this.#tracing;
     const span = tracer.startSpan(
       "lock.hold",
@@ -179,9 +177,9 @@ class AcquireTrace {
       if (this.#holds.get(handle.key) === span) this.#holds.delete(handle.key);
     });
   }
-  /** Resolved: a handle (new grant or nested hold) or `undefined` (not granted). */
+  /** Resolved: a handle (a new grant) or `undefined` (not granted). */
   done(handle) {
-    const outcome = handle === undefined ? "not_granted" : this.#held ? "granted" : "nested";
+    const outcome = handle === undefined ? "not_granted" : "granted";
     if (handle !== undefined) this.span.setAttribute("lock.fencing_token", handle.fencingToken);
     this.#end(outcome);
   }

@@ -109,18 +109,24 @@ impl ManualClock {
         }
     }
 
-    fn register(&self, wake_at: Duration) -> Arc<Mutex<TimerState>> {
+    fn register(&self, wake_at: Duration) -> ManualSleep {
         let mut inner = self.inner.lock().unwrap();
         let state = Arc::new(Mutex::new(TimerState {
             fired: wake_at <= inner.now,
             waker: None,
         }));
+        let mut key = None;
         if wake_at > inner.now {
             let seq = inner.next_seq;
             inner.next_seq += 1;
             inner.timers.insert((wake_at, seq), state.clone());
+            key = Some((wake_at, seq));
         }
-        state
+        ManualSleep {
+            clock: self.inner.clone(),
+            key,
+            state,
+        }
     }
 }
 
@@ -131,15 +137,27 @@ impl Clock for ManualClock {
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         let wake_at = self.now() + duration;
-        Box::pin(ManualSleep {
-            state: self.register(wake_at),
-        })
+        Box::pin(self.register(wake_at))
     }
 }
 
 /// The future behind [`ManualClock::sleep`].
 struct ManualSleep {
+    clock: Arc<Mutex<ManualInner>>,
+    /// Its place among the pending timers, while it has one.
+    key: Option<(Duration, u64)>,
     state: Arc<Mutex<TimerState>>,
+}
+
+/// A sleep dropped before it fired leaves the timers, as a real clock's does: a simulation
+/// that races a timeout against every request would otherwise keep one timer per request
+/// until simulated time reached it.
+impl Drop for ManualSleep {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            self.clock.lock().unwrap().timers.remove(&key);
+        }
+    }
 }
 
 impl Future for ManualSleep {
@@ -174,6 +192,16 @@ mod tests {
         assert_eq!(clock.now(), Duration::from_millis(20));
         assert!(long.now_or_never().is_some());
         assert!(!clock.advance_to_next_timer());
+    }
+
+    #[test]
+    fn a_dropped_sleep_leaves_the_timers() {
+        let clock = ManualClock::new();
+        let kept = clock.sleep(Duration::from_millis(20));
+        drop(clock.sleep(Duration::from_millis(10)));
+        assert_eq!(clock.next_timer(), Some(Duration::from_millis(20)));
+        drop(kept);
+        assert_eq!(clock.next_timer(), None);
     }
 
     #[test]

@@ -154,14 +154,18 @@ mod tests {
         let err = http_answer(409, contract, json_body).unwrap_err();
         assert_eq!(err.code(), Some(ErrorCode::LockContended));
         // Not the lock service's answer: no contract code, and never the page as a message.
-        let err = http_answer(502, "<html>bad gateway</html>", json_body).unwrap_err();
+        let err = http_answer(500, "<html>oops</html>", json_body).unwrap_err();
         assert!(
-            matches!(err, TransportError::Unexpected { status: 502, .. }),
+            matches!(err, TransportError::Unexpected { status: 500, .. }),
             "{err:?}"
         );
         assert!(!err.to_string().contains("html"), "{err}");
+        // A balancer's page in front of an unreachable service: as if nothing answered.
+        let err = http_answer(502, "<html>bad gateway</html>", json_body).unwrap_err();
+        assert!(matches!(err, TransportError::Network(_)), "{err:?}");
+        assert!(!err.to_string().contains("html"), "{err}");
         let err = http_answer(503, "", json_body).unwrap_err();
-        assert_eq!(err.code(), Some(ErrorCode::NotLeader));
+        assert!(matches!(err, TransportError::Network(_)), "{err:?}");
         // The transport's decoder decides what counts as a contract body.
         let err = http_answer(409, contract, |_| None).unwrap_err();
         assert!(

@@ -73,6 +73,12 @@ impl ScriptedTransport {
         self.inner.lock().unwrap().release.push_back(answer);
     }
 
+    /// Drops the L2 answers still queued: from now on L2 gets the default answer (an outage
+    /// scripted as many failures ends here, whatever number of them was used).
+    pub fn clear_heartbeats(&self) {
+        self.inner.lock().unwrap().heartbeat.clear();
+    }
+
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.inner.lock().unwrap().calls.clone()

@@ -235,8 +235,9 @@ impl RawSession {
         self.events.set(listener, contention_only);
     }
 
-    /// The bounded acquire. Resolves a `RawHandle`, or `undefined` when not granted within
-    /// the budget; rejects with the signal's reason when `signal` aborts first.
+    /// The bounded acquire, after this session's earlier callers of the key are done with it.
+    /// Resolves a `RawHandle`, or `undefined` when not granted within the budget; rejects
+    /// with the signal's reason when `signal` aborts first.
     ///
     /// `trace` is the npm package's tracing of the call, `{ traceparent }`: each L4 request
     /// carries that header, and the number of L4 requests sent is written to its `attempts`
@@ -299,8 +300,8 @@ impl RawSession {
         Some(self.traces.as_ref()?.scope(kind, key, traceparent?))
     }
 
-    /// Releases one hold of `handle` (L6 at depth zero, carrying `traceparent` if given; a
-    /// lost lock releases quietly).
+    /// Releases one hold of `handle` (L6 at the outermost, carrying `traceparent` if given;
+    /// a lost lock releases quietly).
     pub fn release(&self, handle: &RawHandle, traceparent: Option<String>) -> js_sys::Promise {
         let session = self.session.clone();
         let traced = self.trace_scope(KeyCallKind::Release, handle.handle.key(), traceparent);
@@ -363,6 +364,12 @@ impl RawHandle {
     #[wasm_bindgen(getter, js_name = lostReason)]
     pub fn lost_reason(&self) -> Option<String> {
         self.handle.lost_reason().map(|r| r.as_str().to_owned())
+    }
+
+    /// A nested hold of this grant (same token, no request; the lock goes with the outermost
+    /// release). Throws LOCK_LOST when the handle is lost or released.
+    pub fn nest(&self) -> Result<(), JsValue> {
+        self.handle.nest().map(drop).map_err(|e| to_js(&e))
     }
 
     /// Resolves with the reason the moment the handle is reported lost: at its deadline

@@ -80,6 +80,7 @@ fn js_type(event: &ClientEvent) -> &'static str {
         ClientEvent::Contention { .. } => "contention",
         ClientEvent::NotGranted { .. } => "notGranted",
         ClientEvent::Lost { .. } => "lost",
+        ClientEvent::ReleaseFailed { .. } => "releaseFailed",
         ClientEvent::SessionLost { .. } => "sessionLost",
     }
 }

@@ -158,21 +158,29 @@ async fn open_acquire_release_round_trip() {
 }
 
 #[wasm_bindgen_test]
-async fn reentrant_acquire_shares_one_grant() {
+async fn a_nested_hold_shares_one_grant_and_a_second_caller_waits_its_turn() {
     let session = client(&Events::default()).open_session().await.unwrap();
-    let key = key("reentrant");
+    let key = key("nested");
     let policy = AcquirePolicy::default();
     let outer = session.acquire(&key, TTL, &policy).await.unwrap().unwrap();
-    let inner = session.acquire(&key, TTL, &policy).await.unwrap().unwrap();
+    let inner = outer.nest().unwrap();
     assert!(inner.same_grant(&outer));
-    assert_eq!(inner.fencing_token(), outer.fencing_token());
     session.release(&inner).await.unwrap();
     assert_eq!(
         holder_token(&key).await,
         Some(outer.fencing_token()),
         "held at depth 1"
     );
-    session.release(&outer).await.unwrap();
+    // Another caller of the session is no nested hold: it waits for the release, then gets a
+    // token of its own.
+    let second = session.acquire(&key, TTL, &policy);
+    let release = async {
+        session.release(&outer).await.unwrap();
+    };
+    let (second, ()) = futures::join!(second, release);
+    let second = second.unwrap().expect("granted after the outer release");
+    assert!(second.fencing_token() > outer.fencing_token());
+    session.release(&second).await.unwrap();
     assert_eq!(holder_token(&key).await, None, "released at depth 0");
     session.close().await.unwrap();
 }
@@ -327,11 +335,10 @@ async fn not_leader_answers_are_retried_within_the_budget() {
     .unwrap();
     let outcome = session
         .acquire(&key("held-back"), TTL, &policy(1500, 10, 80, 30))
-        .await
-        .unwrap();
+        .await;
     assert!(
-        outcome.is_none(),
-        "503 until the budget runs out → not granted"
+        matches!(outcome, Err(LockError::NotLeader { .. })),
+        "503 until the budget runs out → unavailable, not \"not granted\": {outcome:?}"
     );
     let retries = events.contention();
     assert!(retries.len() >= 2, "503s were retried: {retries:?}");
