@@ -1,6 +1,9 @@
-//! `App`: the dashboard's state (signals) and the Run / Sweep / Cancel actions, which run
-//! the job in the experiment worker (`crate::worker`; on the page's own thread when no worker
-//! starts) and adopt its reports into the signals as they come.
+//! `App`: the dashboard's root. It holds the signals its parts share — what the user set
+//! (`Inputs`) and what the jobs reported (`Outcome`) — and the Run / Sweep / Cancel actions
+//! (`Jobs`), which run the job in the experiment worker (`crate::worker`; on the page's own
+//! thread when no worker starts) and adopt its reports into the signals as they come. The
+//! parts are `crate::components`: each reads the signals it is handed, and only the actions
+//! write what the jobs report.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -11,12 +14,15 @@ use lock_wasm::clock::Clock;
 use lock_wasm::wasm::JsClock;
 
 use crate::components::config_form::{ConfigForm, SweepForm};
-use crate::components::counters::CountersPanel;
 use crate::components::error_banner::ErrorBanner;
-use crate::components::export::ExportButtons;
-use crate::components::plots::{FairnessPanel, HistogramPanel, SweepPanel, TimelinePanel};
-use crate::components::progress::ProgressBar;
+use crate::components::header::PageHeader;
+use crate::components::job_buttons::JobButtons;
+use crate::components::plots::SweepPanel;
+use crate::components::progress::JobProgress;
 use crate::components::protocol::{self, ProtocolNote};
+use crate::components::run_results::RunResults;
+use crate::components::server_fields::ServerFields;
+use crate::components::status::{Activity, JobStatus};
 use crate::model::config::ExperimentConfig;
 use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
@@ -24,7 +30,7 @@ use crate::model::sweep::{SweepConfig, SweepResult};
 use crate::runner::browser::browser_env;
 use crate::runner::messages::{Job, Report, Start};
 use crate::runner::simulated::simulate_sweep;
-use crate::runner::CancelFlag;
+use crate::runner::{CancelFlag, Env};
 use crate::worker::client::{run_job, Host};
 
 /// Logs panics to the console instead of leaving a silent dead page. Installed once.
@@ -46,11 +52,214 @@ fn new_run_id() -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// What is running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Run,
-    Sweep,
+/// What the user sets before a job: the two forms, the server and its bearer token.
+#[derive(Clone, Copy)]
+struct Inputs {
+    config: RwSignal<ExperimentConfig>,
+    sweep: RwSignal<SweepConfig>,
+    base: RwSignal<String>,
+    // The bearer token lives in this signal only: never in the URL, web storage or a cookie,
+    // so it is gone with the page.
+    token: RwSignal<String>,
+}
+
+impl Inputs {
+    fn new(base_url: String) -> Self {
+        Self {
+            config: RwSignal::new(ExperimentConfig::default()),
+            sweep: RwSignal::new(SweepConfig::default()),
+            base: RwSignal::new(base_url),
+            token: RwSignal::new(String::new()),
+        }
+    }
+
+    /// The most contenders the forms would run at once.
+    fn contenders(self) -> Signal<u32> {
+        Signal::derive(move || {
+            let sweep_max = self.sweep.with(|s| s.contender_counts().last().copied());
+            self.config.with(|c| c.sessions).max(sweep_max.unwrap_or(0))
+        })
+    }
+
+    /// The SDK's browser seams for the server and token as they are now.
+    fn env(self) -> Result<Env, String> {
+        browser_env(&self.base.get_untracked(), &self.token.get_untracked())
+    }
+
+    /// The job as the worker gets it: with the server and the token (in the message only).
+    fn start(self, job: Job, run_id: String) -> Start {
+        Start {
+            job,
+            run_id,
+            base_url: self.base.get_untracked(),
+            token: self.token.get_untracked(),
+        }
+    }
+}
+
+/// What the jobs reported. Only `Jobs` writes it; the page's parts get read-only views.
+#[derive(Clone, Copy)]
+struct Outcome {
+    record: RwSignal<Option<RunRecord>>,
+    sweep: RwSignal<SweepResult>,
+    simulated: RwSignal<SweepResult>,
+    protocol: RwSignal<Protocol>,
+    error: RwSignal<Option<String>>,
+    // Where the last job ran: the experiment worker, or the page when none started.
+    host: RwSignal<Option<Host>>,
+}
+
+impl Outcome {
+    fn new(inputs: Inputs) -> Self {
+        // Until the first API request is timed: the page's own protocol, when it came from
+        // the server the requests go to.
+        let protocol = if inputs.base.with_untracked(|b| b.trim().is_empty()) {
+            protocol::page_protocol()
+        } else {
+            Protocol::Unknown
+        };
+        Self {
+            record: RwSignal::new(None),
+            sweep: RwSignal::new(SweepResult::default()),
+            simulated: RwSignal::new(SweepResult::default()),
+            protocol: RwSignal::new(protocol),
+            error: RwSignal::new(None),
+            host: RwSignal::new(None),
+        }
+    }
+
+    /// Adopts a report of the job running.
+    fn adopt(self, report: Report) {
+        if let Some(r) = report.record {
+            self.record.set(Some(r));
+        }
+        if let Some(s) = report.sweep {
+            self.sweep.set(s);
+        }
+        if let Some(p) = report.protocol {
+            self.protocol.set(p);
+        }
+        if let Some(e) = report.error {
+            self.error.set(Some(e));
+        }
+    }
+
+    /// The error to show: the page's own (the form, the server), else the run's.
+    fn shown_error(self) -> Signal<Option<String>> {
+        Signal::derive(move || {
+            self.error.get().or_else(|| {
+                self.record
+                    .with(|r| r.as_ref().and_then(|r| r.error.clone()))
+            })
+        })
+    }
+}
+
+/// The Run / Sweep / Cancel actions: one job at a time, its reports adopted into `Outcome`.
+#[derive(Clone, Copy)]
+struct Jobs {
+    inputs: Inputs,
+    outcome: Outcome,
+    activity: RwSignal<Activity>,
+    // How many runs the sweep in progress has in all, for its progress.
+    sweep_runs: RwSignal<usize>,
+    cancel: StoredValue<CancelFlag, LocalStorage>,
+}
+
+impl Jobs {
+    fn new(inputs: Inputs, outcome: Outcome) -> Self {
+        Self {
+            inputs,
+            outcome,
+            activity: RwSignal::new(Activity::Idle),
+            sweep_runs: RwSignal::new(0),
+            cancel: StoredValue::new_local(CancelFlag::default()),
+        }
+    }
+
+    /// The browser seams for a job, once its form is valid; else the error, shown.
+    fn prepare(self, invalid: Option<String>) -> Option<Env> {
+        if let Some(e) = invalid {
+            self.outcome.error.set(Some(e));
+            return None;
+        }
+        self.inputs
+            .env()
+            .map_err(|e| self.outcome.error.set(Some(e)))
+            .ok()
+    }
+
+    /// Clears the last error and gives the job a fresh cancel flag.
+    fn begin(self, activity: Activity) -> CancelFlag {
+        self.outcome.error.set(None);
+        let flag = CancelFlag::default();
+        self.cancel.set_value(flag.clone());
+        self.activity.set(activity);
+        flag
+    }
+
+    /// Hands `start` to the experiment worker and adopts its reports until it ends.
+    async fn hand_over(self, env: Env, start: Start, flag: CancelFlag) {
+        let host = self.outcome.host;
+        let adopt = move |report| self.outcome.adopt(report);
+        run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
+        self.activity.set(Activity::Idle);
+    }
+
+    /// A live run of the experiment form.
+    fn run(self) {
+        let cfg = self.inputs.config.get_untracked();
+        let invalid = cfg
+            .validate()
+            .err()
+            .map(|e| format!("Fix the form first — {e}"));
+        let Some(env) = self.prepare(invalid) else {
+            return;
+        };
+        let flag = self.begin(Activity::Running);
+        let start = self.inputs.start(Job::Run(cfg), new_run_id());
+        spawn_local(self.hand_over(env, start, flag));
+    }
+
+    /// The sweep of the sweep form: in the simulation, then against the live server.
+    fn sweep(self) {
+        let cfg = self.inputs.sweep.get_untracked();
+        let invalid = cfg
+            .runs()
+            .first()
+            .and_then(|(n, s)| cfg.experiment(*n, *s, 0).validate().err())
+            .map(|e| format!("Fix the sweep form first — {e}"));
+        let Some(env) = self.prepare(invalid) else {
+            return;
+        };
+        self.sweep_runs.set(cfg.runs().len());
+        let flag = self.begin(Activity::Sweeping);
+        let run_id = new_run_id();
+        spawn_local(async move {
+            self.simulate(&cfg, &run_id).await;
+            let start = self.inputs.start(Job::Sweep(cfg), run_id);
+            self.hand_over(env, start, flag).await;
+        });
+    }
+
+    /// The same sweep in the simulation first: page-local, seconds at most, and the theory
+    /// to read the live points against as they come in.
+    async fn simulate(self, cfg: &SweepConfig, run_id: &str) {
+        let simulated = self.outcome.simulated;
+        let theory = RefCell::new(SweepResult::default());
+        simulate_sweep(cfg, run_id, &theory, || async {
+            simulated.set(theory.borrow().clone());
+            // Let the page draw between points.
+            JsClock.sleep(Duration::ZERO).await;
+        })
+        .await;
+        simulated.set(theory.into_inner());
+    }
+
+    /// Asks the job running to stop.
+    fn cancel(self) {
+        self.cancel.with_value(CancelFlag::cancel);
+    }
 }
 
 /// The whole dashboard. `base_url` presets the server field ("" = same origin).
@@ -60,209 +269,31 @@ pub fn App(
     #[prop(optional, into)]
     base_url: String,
 ) -> impl IntoView {
-    let config = RwSignal::new(ExperimentConfig::default());
-    let sweep_config = RwSignal::new(SweepConfig::default());
-    let base = RwSignal::new(base_url);
-    // The bearer token lives in this signal only: never in the URL, web storage or a cookie,
-    // so it is gone with the page.
-    let token = RwSignal::new(String::new());
-    let record = RwSignal::new(None::<RunRecord>);
-    let sweep = RwSignal::new(SweepResult::default());
-    let simulated = RwSignal::new(SweepResult::default());
-    let running = RwSignal::new(None::<Mode>);
-    let error = RwSignal::new(None::<String>);
-    let cancel = StoredValue::new_local(CancelFlag::default());
-    let sweep_runs = RwSignal::new(0usize);
-    // Where the last job ran: the experiment worker, or the page when none started.
-    let host = RwSignal::new(None::<Host>);
-    // Until the first API request is timed: the page's own protocol, when it came from the
-    // server the requests go to.
-    let protocol = RwSignal::new(if base.get_untracked().trim().is_empty() {
-        protocol::page_protocol()
-    } else {
-        Protocol::Unknown
-    });
-    let contenders = Signal::derive(move || {
-        let sweep_max = sweep_config.with(|s| s.contender_counts().last().copied());
-        config.with(|c| c.sessions).max(sweep_max.unwrap_or(0))
-    });
-
-    let begin = move || -> CancelFlag {
-        error.set(None);
-        let flag = CancelFlag::default();
-        cancel.set_value(flag.clone());
-        flag
-    };
-    // Adopts a report of the job running into the signals.
-    let adopt = move |report: Report| {
-        if let Some(r) = report.record {
-            record.set(Some(r));
-        }
-        if let Some(s) = report.sweep {
-            sweep.set(s);
-        }
-        if let Some(p) = report.protocol {
-            protocol.set(p);
-        }
-        if let Some(e) = report.error {
-            error.set(Some(e));
-        }
-    };
-    // The job as the worker gets it: with the server and the token (in the message only).
-    let start_of = move |job: Job, run_id: String| Start {
-        job,
-        run_id,
-        base_url: base.get_untracked(),
-        token: token.get_untracked(),
-    };
-
-    let on_run = move |_| {
-        let cfg = config.get_untracked();
-        if let Err(e) = cfg.validate() {
-            error.set(Some(format!("Fix the form first — {e}")));
-            return;
-        }
-        let env = match browser_env(&base.get_untracked(), &token.get_untracked()) {
-            Ok(env) => env,
-            Err(e) => return error.set(Some(e)),
-        };
-        let flag = begin();
-        let start = start_of(Job::Run(cfg), new_run_id());
-        running.set(Some(Mode::Run));
-        spawn_local(async move {
-            run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
-            running.set(None);
-        });
-    };
-
-    let on_sweep = move |_| {
-        let cfg = sweep_config.get_untracked();
-        if let Some(e) = cfg
-            .runs()
-            .first()
-            .map(|(n, s)| cfg.experiment(*n, *s, 0).validate())
-            .unwrap_or(Ok(()))
-            .err()
-        {
-            error.set(Some(format!("Fix the sweep form first — {e}")));
-            return;
-        }
-        let env = match browser_env(&base.get_untracked(), &token.get_untracked()) {
-            Ok(env) => env,
-            Err(e) => return error.set(Some(e)),
-        };
-        let flag = begin();
-        sweep_runs.set(cfg.runs().len());
-        running.set(Some(Mode::Sweep));
-        let run_id = new_run_id();
-        spawn_local(async move {
-            // The same sweep in the simulation first: page-local, seconds at most, and the
-            // theory to read the live points against as they come in.
-            let theory = RefCell::new(SweepResult::default());
-            simulate_sweep(&cfg, &run_id, &theory, || async {
-                simulated.set(theory.borrow().clone());
-                // Let the page draw between points.
-                JsClock.sleep(Duration::ZERO).await;
-            })
-            .await;
-            simulated.set(theory.into_inner());
-            let start = start_of(Job::Sweep(cfg), run_id);
-            run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
-            running.set(None);
-        });
-    };
-
-    let on_cancel = move |_| cancel.with_value(CancelFlag::cancel);
-
-    let counters =
-        Signal::derive(move || record.with(|r| r.as_ref().map(|r| r.counters).unwrap_or_default()));
-    let fraction = Signal::derive(move || match running.get() {
-        Some(Mode::Sweep) => {
-            let done = sweep.with(|s| s.points.len()) as f64;
-            let current = record.with(|r| r.as_ref().map(RunRecord::progress).unwrap_or(0.0));
-            ((done + current) / sweep_runs.get().max(1) as f64).min(1.0)
-        }
-        _ => record.with(|r| r.as_ref().map(RunRecord::progress).unwrap_or(0.0)),
-    });
-    let label = Signal::derive(move || {
-        let state = match running.get() {
-            Some(Mode::Run) => "running",
-            Some(Mode::Sweep) => "sweeping",
-            None => "idle",
-        };
-        record.with(|r| match r {
-            Some(r) => format!(
-                "{state}: {} / {} acquisitions{}",
-                r.finished_acquisitions(),
-                r.config.planned_acquisitions(),
-                r.completed_millis
-                    .map(|ms| format!(", done in {ms:.0} ms"))
-                    .unwrap_or_default()
-            ),
-            None => format!("{state}: press Run"),
-        })
-    });
-    let shown_error = Signal::derive(move || {
-        error
-            .get()
-            .or_else(|| record.with(|r| r.as_ref().and_then(|r| r.error.clone())))
-    });
-    let busy = move || running.get().is_some();
-
+    let inputs = Inputs::new(base_url);
+    let outcome = Outcome::new(inputs);
+    let jobs = Jobs::new(inputs, outcome);
+    let record = outcome.record.read_only();
+    let sweep = outcome.sweep.read_only();
+    let activity = jobs.activity.read_only();
     view! {
-        <header>
-            <h1>"Lock contention dashboard"</h1>
-            <p class="lede">
-                "Runs live contention experiments against the lock server through the SDK. "
-                "Full jitter is the SDK's own acquire loop, and so is the server queue (each L4 waits in the key's FIFO queue on the server, waitMillis > 0); the other strategies exist only here, for comparison. "
-                "A sweep also runs in the SDK's seeded simulation inside this page (no server), drawn beside the live one. "
-                "Live, no jitter is never quite in step here: a browser takes tens of milliseconds to send a wave of N requests and read their answers (about 30 and 45 ms for 50 on two cores, where Node takes 2 and 6), which spreads each wave of its retries over several 5 ms backoff windows and narrows full jitter's lead; the simulation keeps the waves together."
-            </p>
-            <ProtocolNote protocol=protocol contenders=contenders/>
-        </header>
+        <PageHeader>
+            <ProtocolNote protocol=outcome.protocol.read_only() contenders=inputs.contenders()/>
+        </PageHeader>
         <section class="controls">
-            <label class="field wide">
-                <span>"server"</span>
-                <input type="text" data-testid="field-base-url" placeholder="same origin (the server that served this page)"
-                    prop:value=move || base.get()
-                    on:input=move |ev| base.set(event_target_value(&ev))/>
-            </label>
-            <label class="field wide">
-                <span>"token"</span>
-                <input type="password" data-testid="field-token" autocomplete="off"
-                    placeholder="none (a server without an auth file); kept in this page only"
-                    prop:value=move || token.get()
-                    on:input=move |ev| token.set(event_target_value(&ev))/>
-            </label>
+            <ServerFields base=inputs.base token=inputs.token/>
             <div class="forms">
-                <ConfigForm config=config/>
-                <SweepForm sweep=sweep_config/>
+                <ConfigForm config=inputs.config/>
+                <SweepForm sweep=inputs.sweep/>
             </div>
-            <div class="buttons">
-                <button data-testid="run" disabled=busy on:click=on_run>"Run"</button>
-                <button data-testid="sweep" disabled=busy on:click=on_sweep>"Sweep"</button>
-                <button data-testid="cancel" disabled=move || !busy() on:click=on_cancel>"Cancel"</button>
-                <ExportButtons record=record sweep=sweep/>
-            </div>
-            <ProgressBar fraction=fraction label=label/>
-            <div class="status" data-testid="status"
-                data-run-id=move || record.with(|r| r.as_ref().map(|r| r.run_id.clone()).unwrap_or_default())
-                data-host=move || host.get().map(Host::label).unwrap_or_default()
-                data-state=move || match running.get() {
-                Some(Mode::Run) => "running",
-                Some(Mode::Sweep) => "sweeping",
-                None => "idle",
-            }></div>
+            <JobButtons busy=Signal::derive(move || activity.get().busy())
+                on_run=move || jobs.run() on_sweep=move || jobs.sweep() on_cancel=move || jobs.cancel()
+                record=record sweep=sweep/>
+            <JobProgress activity=activity record=record sweep=sweep
+                sweep_runs=jobs.sweep_runs.read_only()/>
+            <JobStatus activity=activity record=record host=outcome.host.read_only()/>
         </section>
-        <ErrorBanner message=shown_error/>
-        <section class="counters" data-testid="counters">
-            <CountersPanel counters=counters/>
-        </section>
-        <div class="plots">
-            <HistogramPanel record=record/>
-            <TimelinePanel record=record/>
-            <FairnessPanel record=record/>
-        </div>
-        <SweepPanel sweep=sweep simulated=simulated/>
+        <ErrorBanner message=outcome.shown_error()/>
+        <RunResults record=record/>
+        <SweepPanel sweep=sweep simulated=outcome.simulated.read_only()/>
     }
 }
