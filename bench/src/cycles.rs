@@ -231,28 +231,7 @@ impl Cycler {
                 release_url,
                 http,
                 session,
-            } => {
-                let grant: Value = http
-                    .post(acquire_url.as_str())
-                    .json(&json!({"sessionId": session, "ttlMillis": TTL_MILLIS}))
-                    .send()
-                    .await
-                    .expect("L4")
-                    .json()
-                    .await
-                    .expect("L4 body");
-                let took = start.elapsed();
-                let token = grant["fencingToken"].as_u64().expect("granted");
-                let status = http
-                    .post(release_url.as_str())
-                    .json(&json!({"fencingToken": token, "sessionId": session}))
-                    .send()
-                    .await
-                    .expect("L6")
-                    .status();
-                assert_eq!(status.as_u16(), 204, "L6");
-                took
-            }
+            } => http_cycle(start, http, acquire_url, release_url, session).await,
             Cycler::Redis {
                 conn,
                 key,
@@ -260,14 +239,7 @@ impl Cycler {
                 token,
             } => {
                 *token += 1;
-                let t = token.to_string();
-                let ttl = TTL_MILLIS.to_string();
-                let set = conn.call(&["SET", key, &t, "NX", "PX", &ttl]).await;
-                let took = start.elapsed();
-                assert_eq!(set, Reply::Simple("OK".into()), "SET NX");
-                let del = conn.call(&["EVALSHA", sha, "1", key, &t]).await;
-                assert_eq!(del, Reply::Int(1), "compare-delete");
-                took
+                redis_cycle(start, conn, key, sha, &token.to_string()).await
             }
             Cycler::Etcd {
                 client,
@@ -276,19 +248,8 @@ impl Cycler {
                 shape: EtcdShape::Minimal,
                 ..
             } => {
-                let response = client
-                    .txn(put_if_absent(key, *lease))
-                    .await
-                    .expect("etcd txn");
-                let took = start.elapsed();
-                assert!(response.succeeded(), "etcd put-if-absent");
-                let revision = response.header().expect("header").revision();
-                let response = client
-                    .txn(delete_if_token(key, revision))
-                    .await
-                    .expect("etcd delete txn");
-                assert!(response.succeeded(), "etcd compare-delete");
-                took
+                let acquire = put_if_absent(key, *lease);
+                etcd_cycle(start, client, acquire, |token| delete_if_token(key, token)).await
             }
             Cycler::Etcd {
                 client,
@@ -299,44 +260,120 @@ impl Cycler {
                 session_revision,
             } => {
                 let index = format!("{key}/h");
-                // A lock record of the size the replica writes (its JSON LockRecord).
-                let value = format!(
-                    r#"{{"key":"{key}","sessionId":"0123456789abcdef0123456789abcdef","ttlMillis":10000,"deadlineMs":1764560000000,"sessionDeadlineMs":1764560000000}}"#
-                );
-                let put = Txn::new()
-                    .when(vec![
-                        Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-                        Compare::mod_revision(session.clone(), CompareOp::Equal, *session_revision),
-                    ])
-                    .and_then(vec![
-                        TxnOp::put(key.clone(), value.clone(), Some(lease_on(*lease))),
-                        TxnOp::put(index.clone(), value, Some(lease_on(*lease))),
-                        TxnOp::get(key.clone(), None),
-                    ])
-                    .or_else(vec![
-                        TxnOp::get(session.clone(), None),
-                        TxnOp::get(key.clone(), None),
-                    ]);
-                let response = client.txn(put).await.expect("etcd txn");
-                let took = start.elapsed();
-                assert!(response.succeeded(), "etcd put-if-absent");
-                let token = response.header().expect("header").revision();
-                let delete = Txn::new()
-                    .when(vec![
-                        Compare::create_revision(key.clone(), CompareOp::Equal, token),
-                        Compare::create_revision(index.clone(), CompareOp::Equal, token),
-                    ])
-                    .and_then(vec![
-                        TxnOp::get(key.clone(), None),
-                        TxnOp::delete(key.clone(), None),
-                        TxnOp::delete(index, None),
-                    ]);
-                let response = client.txn(delete).await.expect("etcd delete txn");
-                assert!(response.succeeded(), "etcd compare-delete");
-                took
+                let acquire = replica_acquire(key, &index, session, *session_revision, *lease);
+                etcd_cycle(start, client, acquire, |token| {
+                    replica_release(key, &index, token)
+                })
+                .await
             }
         }
     }
+}
+
+/// L4 then L6 of the client's session; the L4's latency from `start`.
+async fn http_cycle(
+    start: Instant,
+    http: &reqwest::Client,
+    acquire_url: &str,
+    release_url: &str,
+    session: &str,
+) -> Duration {
+    let grant: Value = http
+        .post(acquire_url)
+        .json(&json!({"sessionId": session, "ttlMillis": TTL_MILLIS}))
+        .send()
+        .await
+        .expect("L4")
+        .json()
+        .await
+        .expect("L4 body");
+    let took = start.elapsed();
+    let token = grant["fencingToken"].as_u64().expect("granted");
+    let status = http
+        .post(release_url)
+        .json(&json!({"fencingToken": token, "sessionId": session}))
+        .send()
+        .await
+        .expect("L6")
+        .status();
+    assert_eq!(status.as_u16(), 204, "L6");
+    took
+}
+
+/// `SET key token NX PX ttl`, then the compare-delete script; the SET's latency from
+/// `start`.
+async fn redis_cycle(
+    start: Instant,
+    conn: &mut Resp,
+    key: &str,
+    sha: &str,
+    token: &str,
+) -> Duration {
+    let ttl = TTL_MILLIS.to_string();
+    let set = conn.call(&["SET", key, token, "NX", "PX", &ttl]).await;
+    let took = start.elapsed();
+    assert_eq!(set, Reply::Simple("OK".into()), "SET NX");
+    let del = conn.call(&["EVALSHA", sha, "1", key, token]).await;
+    assert_eq!(del, Reply::Int(1), "compare-delete");
+    took
+}
+
+/// The `acquire` txn, then the txn `release` makes of the token it granted (the answer's
+/// header revision); the acquire's latency from `start`.
+async fn etcd_cycle(
+    start: Instant,
+    client: &mut etcd_client::Client,
+    acquire: Txn,
+    release: impl FnOnce(i64) -> Txn,
+) -> Duration {
+    let response = client.txn(acquire).await.expect("etcd txn");
+    let took = start.elapsed();
+    assert!(response.succeeded(), "etcd put-if-absent");
+    let token = response.header().expect("header").revision();
+    let response = client.txn(release(token)).await.expect("etcd delete txn");
+    assert!(response.succeeded(), "etcd compare-delete");
+    took
+}
+
+/// The txn a replica sends for an uncontended L4: if `key` is free and the session record is
+/// unchanged, put the lock record under `key` and its holder `index`.
+fn replica_acquire(
+    key: &str,
+    index: &str,
+    session: &str,
+    session_revision: i64,
+    lease: i64,
+) -> Txn {
+    // A lock record of the size the replica writes (its JSON LockRecord).
+    let value = format!(
+        r#"{{"key":"{key}","sessionId":"0123456789abcdef0123456789abcdef","ttlMillis":10000,"deadlineMs":1764560000000,"sessionDeadlineMs":1764560000000}}"#
+    );
+    Txn::new()
+        .when(vec![
+            Compare::create_revision(key, CompareOp::Equal, 0),
+            Compare::mod_revision(session, CompareOp::Equal, session_revision),
+        ])
+        .and_then(vec![
+            TxnOp::put(key, value.clone(), Some(lease_on(lease))),
+            TxnOp::put(index, value, Some(lease_on(lease))),
+            TxnOp::get(key, None),
+        ])
+        .or_else(vec![TxnOp::get(session, None), TxnOp::get(key, None)])
+}
+
+/// The txn a replica sends for L6: delete `key` and its `index` if both are still the grant
+/// of `token`.
+fn replica_release(key: &str, index: &str, token: i64) -> Txn {
+    Txn::new()
+        .when(vec![
+            Compare::create_revision(key, CompareOp::Equal, token),
+            Compare::create_revision(index, CompareOp::Equal, token),
+        ])
+        .and_then(vec![
+            TxnOp::get(key, None),
+            TxnOp::delete(key, None),
+            TxnOp::delete(index, None),
+        ])
 }
 
 fn lease_on(lease: i64) -> PutOptions {

@@ -9,6 +9,9 @@
 //! - [`stats`]: quantiles, means, run-to-run spread, ratios.
 //! - [`figures`]: the doc figures, `lock_lab`'s charts as standalone SVG files.
 //! - [`doc`]: replaces owned `## ` sections of a Markdown file, keeping everyone else's.
+//! - [`output`]: where a run's results go: the doc's sections and summary rows, the charts.
+//! - [`summary`]: the summary's rows (target, measured, met) and its section.
+//! - [`machine`]: the CPU, cores and load every section states.
 //! - [`systems`]: the compared systems, started for the bench only on 127.0.0.1: lock-server
 //!   (in process, on SQLite or as an etcd-backend replica), a trivial axum handler, Redis
 //!   (two persistence modes), etcd.
@@ -19,15 +22,22 @@
 //!   with utilisation and fairness figures.
 //! - [`dashboard`]: the dashboard's sweep in the browser as `tests/browser/sweep.mjs` saves
 //!   it, to set beside the native sweep.
+//! - [`sections`]: one module per measured section of the doc (and `quick`, printed only):
+//!   what it runs, its body and its summary rows.
 //! - `bin/bench.rs`: the command
-//!   (`bench all|sim|server|tls|etcd|sweep|queue|dashboard-sweep|quick`).
+//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|dashboard-sweep|record|quick`):
+//!   which part runs, a `match` on it.
 
 pub mod cycles;
 pub mod dashboard;
 pub mod doc;
 pub mod figures;
 pub mod live_sweep;
+pub mod machine;
 pub mod occ_sim;
+pub mod output;
 pub mod queue_bench;
+pub mod sections;
 pub mod stats;
+pub mod summary;
 pub mod systems;

@@ -21,13 +21,13 @@ use lock_wasm::transport::{Intercepted, Route};
 use lock_wasm::{AcquirePolicy, PolicySettings, Transport};
 use tokio::sync::Barrier;
 
-/// Lock TTL asked for (long enough never to expire during a sweep).
-const TTL: Duration = Duration::from_secs(30);
+/// Lock TTL asked for (long enough never to expire during a sweep or a queue run).
+pub(crate) const TTL: Duration = Duration::from_secs(30);
 /// Budget of one acquire: generous, so every strategy finishes and the work is comparable
 /// (ASSUMPTION; the SDK default of 10 s would cut the slowest strategies off).
-const BUDGET: Duration = Duration::from_secs(120);
+pub(crate) const BUDGET: Duration = Duration::from_secs(120);
 /// Attempt cap: far above what the budget allows, so the budget alone bounds an acquire.
-const MAX_ATTEMPTS: u32 = 100_000;
+pub(crate) const MAX_ATTEMPTS: u32 = 100_000;
 /// Largest backoff window (Brooker's 2 s, as in the simulation).
 const CAP: Duration = Duration::from_secs(2);
 

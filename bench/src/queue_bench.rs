@@ -35,16 +35,14 @@ use lock_wasm::transport::Route;
 use lock_wasm::{AcquirePolicy, PolicySettings};
 use tokio::sync::Barrier;
 
+// The live sweep's TTL, and its budget and attempt cap: generous, so full jitter finishes
+// at N = 100 too and the work is comparable (the SDK default budget of 10 s would cut it off).
+use crate::live_sweep::{BUDGET, MAX_ATTEMPTS, TTL};
 use crate::stats::quantile;
 
 /// Acquisitions per contender (ASSUMPTION: 5 — enough for steady state, where a fair queue
 /// makes every wait alike, yet N = 100 stays within seconds).
 pub const ROUNDS: usize = 5;
-/// Lock TTL asked for (far longer than any run).
-const TTL: Duration = Duration::from_secs(30);
-/// Budget of one acquire: generous, so both finish and the work is comparable (ASSUMPTION,
-/// as in the live sweep; the SDK default of 10 s would cut full jitter off at N = 100).
-const BUDGET: Duration = Duration::from_secs(120);
 /// `waitMillis` of the queue's L4s (ASSUMPTION: 5 s, longer than any queue here takes to
 /// move, so each grant is one call).
 const QUEUE_WAIT_MILLIS: u64 = 5_000;
@@ -109,7 +107,7 @@ fn policy(strategy: Strategy) -> AcquirePolicy {
     let defaults = AcquirePolicy::default().settings();
     AcquirePolicy::new(PolicySettings {
         total_budget: BUDGET,
-        max_attempts: 100_000,
+        max_attempts: MAX_ATTEMPTS,
         wait_millis: if strategy.queues() {
             QUEUE_WAIT_MILLIS
         } else {

@@ -94,6 +94,57 @@ pub struct ChaosOutcome {
 
 /// Runs the whole thing; `Err` only for harness failures (server would not start, ...).
 pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
+    check_etcd_kills(config)?;
+    std::fs::create_dir_all(&config.out_dir)?;
+    let data_dir = config.out_dir.join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let contender_bin = contender_binary();
+    let mut etcd = (config.etcd_members > 0).then(|| EtcdCluster::start(config.etcd_members));
+    let mut server = start_server(config, &data_dir, etcd.as_ref())?;
+    let url = server.base_url();
+    let keys: Vec<String> = (0..config.keys).map(|i| format!("chaos/key-{i}")).collect();
+    // Every random choice comes from here, in this order: contender seeds, the schedule, the
+    // holders paused.
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let mut children = spawn_contenders(config, &contender_bin, &url, &keys, &mut rng)?;
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = spawn_sampler(url.clone(), keys.clone(), &config.out_dir, stop.clone())?;
+    let mut injector = Injector {
+        server: &mut server,
+        etcd: etcd.as_mut(),
+        etcd_down: None,
+        contenders: &children,
+        out_dir: &config.out_dir,
+        log: HistoryWriter::create(&config.out_dir.join("faults.jsonl"))?,
+        pauses: Vec::new(),
+        peak_rss: 0,
+    };
+    for fault in draw_schedule(config, &mut rng) {
+        injector.wait_until(started + fault.at);
+        injector.inject(fault.kind, &mut rng)?;
+    }
+    let mut peak_rss = injector.finish()?;
+    wait_for_contenders(&mut children, config.duration + Duration::from_secs(60));
+    peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
+    stop.store(true, Ordering::SeqCst);
+    let _ = sampler.join();
+    snapshot_ledger(&url, &keys, &config.out_dir)?;
+    drop(server);
+    drop(etcd);
+
+    let merged = merge(&config.out_dir, &children)?;
+    let report = check(&merged, CheckerConfig::default());
+    Ok(ChaosOutcome {
+        report,
+        history: config.out_dir.join("history.jsonl"),
+        server_peak_rss_kib: peak_rss,
+    })
+}
+
+/// Refuses etcd kills a run cannot survive: with fewer than 3 members, or too many for the
+/// run's length.
+fn check_etcd_kills(config: &ChaosConfig) -> std::io::Result<()> {
     if config.etcd_kills > 0 && config.etcd_members < 3 {
         return Err(std::io::Error::other(
             "etcd kills need at least 3 members, so a quorum survives one loss",
@@ -106,30 +157,43 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
             "too many etcd kills for the run's length: one must end before the next begins",
         ));
     }
-    std::fs::create_dir_all(&config.out_dir)?;
-    let data_dir = config.out_dir.join("data");
-    std::fs::create_dir_all(&data_dir)?;
-    let contender_bin = contender_binary();
-    let mut etcd = (config.etcd_members > 0).then(|| EtcdCluster::start(config.etcd_members));
+    Ok(())
+}
+
+/// lock-server on `data_dir` with the run's arguments, on the etcd backend if there is a
+/// cluster.
+fn start_server(
+    config: &ChaosConfig,
+    data_dir: &Path,
+    etcd: Option<&EtcdCluster>,
+) -> std::io::Result<ServerProcess> {
     let mut server_args = config.server_args.clone();
-    if let Some(cluster) = &etcd {
+    if let Some(cluster) = etcd {
         server_args.extend(["--backend".into(), "etcd".into()]);
         server_args.extend(["--etcd-endpoints".into(), cluster.endpoints_arg()]);
     }
-    let mut server = ServerProcess::start(
+    ServerProcess::start(
         &server_binary(),
-        &data_dir,
+        data_dir,
         server_args,
         &config.out_dir.join("server.log"),
-    )?;
-    let url = server.base_url();
-    let keys: Vec<String> = (0..config.keys).map(|i| format!("chaos/key-{i}")).collect();
-    let mut rng = StdRng::seed_from_u64(config.seed);
-    let mut children: Vec<(String, Child)> = Vec::new();
+    )
+}
+
+/// The contender processes `c0`, `c1`, …, each with a seed drawn from `rng`, writing its
+/// history into the run's directory.
+fn spawn_contenders(
+    config: &ChaosConfig,
+    bin: &Path,
+    url: &str,
+    keys: &[String],
+    rng: &mut StdRng,
+) -> std::io::Result<Vec<(String, Child)>> {
+    let mut children = Vec::new();
     for i in 0..config.contenders {
         let name = format!("c{i}");
-        let child = Command::new(&contender_bin)
-            .args(["--url", &url, "--name", &name, "--keys", &keys.join(",")])
+        let child = Command::new(bin)
+            .args(["--url", url, "--name", &name, "--keys", &keys.join(",")])
             .arg("--history")
             .arg(history_path(&config.out_dir, &name))
             .args(["--duration-ms", &config.duration.as_millis().to_string()])
@@ -147,78 +211,92 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
             .spawn()?;
         children.push((name, child));
     }
-    let started = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = spawn_sampler(url.clone(), keys.clone(), &config.out_dir, stop.clone())?;
-    let mut faults = HistoryWriter::create(&config.out_dir.join("faults.jsonl"))?;
-    let mut peak_rss = 0;
+    Ok(children)
+}
 
-    let schedule = draw_schedule(config, &mut rng);
-    let mut pause_threads = Vec::new();
-    let mut etcd_down = None;
-    for fault in schedule {
-        let at = started + fault.at;
+/// The processes a run's faults hit, and where the faults are recorded.
+struct Injector<'a> {
+    server: &'a mut ServerProcess,
+    etcd: Option<&'a mut EtcdCluster>,
+    /// The etcd member killed and not restarted yet.
+    etcd_down: Option<usize>,
+    contenders: &'a [(String, Child)],
+    out_dir: &'a Path,
+    /// `faults.jsonl`.
+    log: HistoryWriter,
+    /// Pauses under way; each ends with its fault event, if its SIGSTOP was delivered.
+    pauses: Vec<std::thread::JoinHandle<Option<Event>>>,
+    /// The server's peak RSS seen so far, KiB.
+    peak_rss: u64,
+}
+
+impl Injector<'_> {
+    /// Sleeps until `at`, sampling the server's RSS every 50 ms meanwhile.
+    fn wait_until(&mut self, at: Instant) {
         while Instant::now() < at {
-            peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
+            self.sample_rss();
             std::thread::sleep(Duration::from_millis(50).min(at - Instant::now()));
         }
-        match fault.kind {
+    }
+
+    fn sample_rss(&mut self) {
+        self.peak_rss = self.peak_rss.max(self.server.rss_kib().unwrap_or(0));
+    }
+
+    fn inject(&mut self, kind: FaultKind, rng: &mut StdRng) -> std::io::Result<()> {
+        match kind {
             FaultKind::Pause(length) => {
-                let target = pick_holder(&config.out_dir, &children, &mut rng);
-                let pid = children[target].1.id();
-                let name = children[target].0.clone();
-                pause_threads.push(std::thread::spawn(move || pause(pid, name, length)));
+                let target = pick_holder(self.out_dir, self.contenders, rng);
+                let pid = self.contenders[target].1.id();
+                let name = self.contenders[target].0.clone();
+                self.pauses
+                    .push(std::thread::spawn(move || pause(pid, name, length)));
             }
             FaultKind::ServerKill => {
                 let sent = now_micros();
-                server.restart()?;
-                faults.record(&Event::Fault {
-                    kind: "server_kill".into(),
-                    target: "server".into(),
-                    window: Window::since(sent),
-                })?;
+                self.server.restart()?;
+                self.record("server_kill", "server".into(), sent)?;
             }
             FaultKind::EtcdKill => {
-                let cluster = etcd.as_mut().expect("etcd faults need an etcd cluster");
+                let cluster = self
+                    .etcd
+                    .as_mut()
+                    .expect("etcd faults need an etcd cluster");
                 // The leader: its loss forces an election, the window in which replicas
                 // answer 503 NOT_LEADER and clients must retry within their budget.
                 let victim = cluster.leader().unwrap_or(0);
                 let sent = now_micros();
                 cluster.kill(victim);
-                etcd_down = Some(victim);
-                faults.record(&Event::Fault {
-                    kind: "etcd_kill".into(),
-                    target: format!("etcd-{victim}"),
-                    window: Window::since(sent),
-                })?;
+                self.etcd_down = Some(victim);
+                self.record("etcd_kill", format!("etcd-{victim}"), sent)?;
             }
             FaultKind::EtcdRestart => {
-                if let (Some(cluster), Some(victim)) = (etcd.as_mut(), etcd_down.take()) {
+                if let (Some(cluster), Some(victim)) = (self.etcd.as_mut(), self.etcd_down.take()) {
                     cluster.restart(victim);
                 }
             }
         }
+        Ok(())
     }
-    for t in pause_threads {
-        if let Ok(Some(event)) = t.join() {
-            faults.record(&event)?;
-        }
-    }
-    wait_for_contenders(&mut children, config.duration + Duration::from_secs(60));
-    peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
-    stop.store(true, Ordering::SeqCst);
-    let _ = sampler.join();
-    snapshot_ledger(&url, &keys, &config.out_dir)?;
-    drop(server);
-    drop(etcd);
 
-    let merged = merge(&config.out_dir, &children)?;
-    let report = check(&merged, CheckerConfig::default());
-    Ok(ChaosOutcome {
-        report,
-        history: config.out_dir.join("history.jsonl"),
-        server_peak_rss_kib: peak_rss,
-    })
+    /// Records a fault of `kind` on `target`, sent at `sent` and done now.
+    fn record(&mut self, kind: &str, target: String, sent: u64) -> std::io::Result<()> {
+        self.log.record(&Event::Fault {
+            kind: kind.into(),
+            target,
+            window: Window::since(sent),
+        })
+    }
+
+    /// Waits for every pause to end and records it; the server's peak RSS seen.
+    fn finish(mut self) -> std::io::Result<u64> {
+        for t in std::mem::take(&mut self.pauses) {
+            if let Ok(Some(event)) = t.join() {
+                self.log.record(&event)?;
+            }
+        }
+        Ok(self.peak_rss)
+    }
 }
 
 fn history_path(dir: &Path, name: &str) -> PathBuf {
@@ -237,9 +315,8 @@ struct Fault {
     kind: FaultKind,
 }
 
-/// Faults spread over 10%–85% of the run (so contenders are busy before, and every pause
-/// ends before they stop), sorted by time.
-/// When faults may start, ms into the run: from 10 % to 85 % of it.
+/// When faults may start, ms into the run: from 10 % to 85 % of it (so contenders are busy
+/// before, and every pause ends before they stop).
 fn fault_window_ms(config: &ChaosConfig) -> (u64, u64) {
     let span = config.duration.as_millis() as u64;
     (span / 10, span * 85 / 100)
@@ -251,6 +328,7 @@ fn etcd_slot_ms(config: &ChaosConfig) -> u64 {
     (hi - lo) / config.etcd_kills.max(1) as u64
 }
 
+/// The run's faults, drawn from `rng` over the fault window, sorted by time.
 fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
     let (lo, hi) = fault_window_ms(config);
     let mut faults: Vec<Fault> = (0..config.pauses)
