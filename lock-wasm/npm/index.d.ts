@@ -259,6 +259,9 @@ export declare class LockHandle implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** The work `using` runs under a lock: `signal` is the handle's, aborted when the lock is lost. */
+export type WorkUnderLock<T> = (handle: LockHandle, signal: AbortSignal) => Promise<T> | T;
+
 /** A session: the lease that keeps its locks alive through heartbeats. */
 export declare class Session implements AsyncDisposable {
   private constructor();
@@ -292,12 +295,8 @@ export declare class Session implements AsyncDisposable {
    * (a `releaseFailed` event), its error when it threw. Rejects with a `NotGrantedError`
    * when the key was not granted within the budget (`fn` did not run).
    */
-  using<T>(
-    key: string,
-    options: AcquireOptions | undefined,
-    fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T,
-  ): Promise<T>;
-  using<T>(key: string, fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: AcquireOptions | undefined, fn: WorkUnderLock<T>): Promise<T>;
+  using<T>(key: string, fn: WorkUnderLock<T>): Promise<T>;
   /** Adds a listener; returns its remover. */
   onEvent(listener: (event: LockEvent) => void): () => void;
   /** Stops heartbeats and closes the session; its locks are released server-side. */
@@ -325,12 +324,8 @@ export declare class LockClient {
   /** `acquire` on the client's own session; made once more on a new session if it was lost. */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
   /** `using` on the client's own session; its acquire made once more on a new session if it was lost. */
-  using<T>(
-    key: string,
-    options: AcquireOptions | undefined,
-    fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T,
-  ): Promise<T>;
-  using<T>(key: string, fn: (handle: LockHandle, signal: AbortSignal) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: AcquireOptions | undefined, fn: WorkUnderLock<T>): Promise<T>;
+  using<T>(key: string, fn: WorkUnderLock<T>): Promise<T>;
   /** Closes the client's own session, if one was opened (graceful shutdown). */
   close(): Promise<void>;
 }
