@@ -147,6 +147,14 @@ pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
     settled_lock(db, key).map(drop)
 }
 
+/// [`settle`] for every key a transaction freed (a closed session's, the reaper's), in order.
+pub(super) fn settle_all(db: &mut Db, keys: &[String]) -> Result<(), StoreError> {
+    for key in keys {
+        settle(db, key)?;
+    }
+    Ok(())
+}
+
 /// The key's live lock after [`settle`]: one lock read when the key is held or nobody
 /// queues, the common case.
 fn settled_lock(db: &mut Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
