@@ -8,14 +8,12 @@
 //! it, the ticket's when the lock was handed to a queued ticket (`queue`).
 
 use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
-use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
 use super::creating::Turn;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::queue::{grant_of, Joined, KeyView, PassedOn};
-use super::records::LockRecord;
-use super::session::{LiveSession, Whose};
+use super::queue::{Joined, PassedOn};
+use super::records::{KeyView, LiveSession, LockRecord, Whose};
 use super::{encode, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
 use crate::store::queue::Attempt;
@@ -363,7 +361,7 @@ impl EtcdStore {
         ) else {
             return Err(StoreError::Internal("written lock not read back".into()));
         };
-        let granted = grant(&written, lock)?;
+        let granted = lock.grant(lock.token(&written))?;
         self.hints.remember_holder(
             &lock.key,
             granted.fencing_token,
@@ -388,20 +386,4 @@ enum Hinted {
     Released(Result<(), StoreError>),
     /// The hint was stale or someone queues: the key as read by the same transaction.
     Read(KeyView),
-}
-
-/// The grant for a lock record; refuses a token a JavaScript number cannot hold exactly.
-fn grant(kv: &KeyValue, lock: &LockRecord) -> Result<LockGrant, StoreError> {
-    checked(grant_of(lock, lock.token(kv)))
-}
-
-/// Refuses a grant whose token is 0 or past what a JavaScript number holds exactly.
-pub(super) fn checked(grant: LockGrant) -> Result<LockGrant, StoreError> {
-    let token = grant.fencing_token;
-    if token == 0 || token > MAX_FENCING_TOKEN {
-        return Err(StoreError::Internal(format!(
-            "etcd revision {token} is not a valid fencing token"
-        )));
-    }
-    Ok(grant)
 }

@@ -26,67 +26,11 @@ use lock_api::LockGrant;
 
 use super::cache::OpenTicket;
 use super::error::from_etcd;
-use super::lock::checked;
-use super::records::{LockRecord, TicketRecord};
-use super::session::{LiveSession, Whose};
+use super::records::{KeyView, LiveSession, LockRecord, TicketRecord, Whose};
 use super::{decode, encode, range_results, EtcdStore};
 use crate::store::lease::now_millis;
 use crate::store::queue::Queueing;
 use crate::store::StoreError;
-
-/// A key's lock and wait queue, read at one revision.
-pub(super) struct KeyView {
-    /// `l/<key>`, live or not.
-    pub lock: Option<(KeyValue, LockRecord)>,
-    /// The tickets, oldest first, live or not.
-    pub tickets: Vec<(KeyValue, TicketRecord)>,
-    /// The revision the view was read at.
-    pub revision: i64,
-}
-
-impl KeyView {
-    /// Builds the view from the reads of [`EtcdStore::key_reads`], in order.
-    pub(super) fn decode(
-        lock: Vec<KeyValue>,
-        tickets: Vec<KeyValue>,
-        revision: i64,
-    ) -> Result<KeyView, StoreError> {
-        let lock = match lock.into_iter().next() {
-            Some(kv) => {
-                let record = decode(&kv)?;
-                Some((kv, record))
-            }
-            None => None,
-        };
-        let tickets = tickets
-            .into_iter()
-            .map(|kv| decode(&kv).map(|ticket| (kv, ticket)))
-            .collect::<Result<_, _>>()?;
-        Ok(KeyView {
-            lock,
-            tickets,
-            revision,
-        })
-    }
-
-    /// The lock, if it is live at `now`.
-    pub(super) fn live_lock(&self, now: u64) -> Option<&(KeyValue, LockRecord)> {
-        self.lock
-            .as_ref()
-            .filter(|(_, lock)| lock.remaining(now).is_some())
-    }
-
-    /// Live tickets: L7's `waiterCount`, and what the cap counts.
-    pub(super) fn waiters(&self, now: u64) -> u32 {
-        self.tickets.iter().filter(|(_, t)| t.live(now)).count() as u32
-    }
-
-    fn ticket_of(&self, session_id: &str) -> Option<&(KeyValue, TicketRecord)> {
-        self.tickets
-            .iter()
-            .find(|(_, t)| t.session_id == session_id)
-    }
-}
 
 /// What [`EtcdStore::pass_on`] did.
 pub(super) enum PassedOn {
@@ -197,7 +141,7 @@ impl EtcdStore {
         }
         Ok(match handed {
             None => PassedOn::Freed,
-            Some(lock) => PassedOn::Handed(checked(grant_of(&lock, lock.token.unwrap_or(0)))?),
+            Some(lock) => PassedOn::Handed(lock.grant(lock.token.unwrap_or(0))?),
         })
     }
 
@@ -439,7 +383,7 @@ impl EtcdStore {
         if lock.claim_by_ms.is_some() || lock.session_id != session_id {
             return None;
         }
-        let grant = checked(grant_of(&lock, lock.token(kv))).ok()?;
+        let grant = lock.grant(lock.token(kv)).ok()?;
         self.hints
             .remember_holder(key, grant.fencing_token, session_id, kv.create_revision());
         let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
@@ -510,15 +454,4 @@ fn open_ticket(kv: &KeyValue, ticket: &TicketRecord) -> OpenTicket {
 /// Holds while the key in `kv` is still the version read.
 fn unchanged(kv: &KeyValue) -> Compare {
     Compare::mod_revision(kv.key(), CompareOp::Equal, kv.mod_revision())
-}
-
-/// The L4 answer for a lock record with its token.
-pub(super) fn grant_of(lock: &LockRecord, token: u64) -> LockGrant {
-    LockGrant {
-        key: lock.key.clone(),
-        session_id: lock.session_id.clone(),
-        fencing_token: token,
-        ttl_millis: lock.ttl_millis,
-        waited_millis: 0,
-    }
 }
