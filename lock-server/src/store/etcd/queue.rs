@@ -26,7 +26,7 @@ use lock_api::LockGrant;
 
 use super::cache::OpenTicket;
 use super::error::from_etcd;
-use super::records::{KeyView, LiveSession, LockRecord, TicketRecord, Whose};
+use super::records::{unchanged, KeyView, LiveSession, LockRecord, TicketRecord, Whose};
 use super::{decode, encode, range_results, EtcdStore};
 use crate::store::lease::now_millis;
 use crate::store::queue::Queueing;
@@ -449,9 +449,4 @@ fn open_ticket(kv: &KeyValue, ticket: &TicketRecord) -> OpenTicket {
         mod_revision: kv.mod_revision(),
         record: ticket.clone(),
     }
-}
-
-/// Holds while the key in `kv` is still the version read.
-fn unchanged(kv: &KeyValue) -> Compare {
-    Compare::mod_revision(kv.key(), CompareOp::Equal, kv.mod_revision())
 }

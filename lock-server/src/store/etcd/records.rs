@@ -9,7 +9,7 @@
 //! a second. Deadlines are wall-clock milliseconds (`store::lease`) of the replica that wrote
 //! them: replicas are assumed to run NTP-synchronised clocks (ASSUMPTION, see docs/etcd.md).
 
-use etcd_client::KeyValue;
+use etcd_client::{Compare, CompareOp, KeyValue};
 use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::LockGrant;
 use serde::{Deserialize, Serialize};
@@ -220,6 +220,11 @@ pub(super) struct LedgerHead {
 /// that minimum, which only makes the backstop later, never the reported expiry.
 pub(super) fn lease_seconds(ttl_millis: u64) -> i64 {
     ttl_millis.div_ceil(1000).max(1) as i64
+}
+
+/// Holds while the key in `kv` is still the version read.
+pub(super) fn unchanged(kv: &KeyValue) -> Compare {
+    Compare::mod_revision(kv.key(), CompareOp::Equal, kv.mod_revision())
 }
 
 /// Refuses a grant whose token is 0 or past what a JavaScript number holds exactly.
