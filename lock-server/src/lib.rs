@@ -9,12 +9,12 @@
 //!   head size caps).
 //! - [`tls`]: the rustls configuration (ring, ALPN `h2`/`http/1.1`), the self-signed
 //!   certificate of `--tls-self-signed`.
-//! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`.
+//! - [`routes`]: the route table and router; `sessions`, `locks`, `admin`, `ledger`, `ops`;
+//!   `openapi`, the `/openapi.json` document.
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
 //! - [`state`]: what handlers share.
 //! - [`metrics`]: `/metrics` (C4).
-//! - [`openapi`]: the `/openapi.json` document.
 //! - [`trace_context`]: a request's W3C `traceparent` → the `traceId` of its log lines.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
 //!   heartbeat cadence, wall-clock lease time, the wait queue's rules, waking waiters) and
@@ -28,7 +28,6 @@ pub mod connections;
 pub mod error;
 pub mod extract;
 pub mod metrics;
-pub mod openapi;
 pub mod routes;
 pub mod server;
 pub mod state;

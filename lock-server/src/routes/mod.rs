@@ -3,11 +3,13 @@
 //! the layers that keep every error a JSON contract body.
 //!
 //! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `admin` (R1), `ledger` (demo
-//! fenced resource), `ops` (healthz, metrics, openapi).
+//! fenced resource), `ops` (healthz, metrics, openapi), `openapi` (the document, from this
+//! table).
 
 pub mod admin;
 pub mod ledger;
 pub mod locks;
+pub mod openapi;
 pub mod ops;
 pub mod sessions;
 

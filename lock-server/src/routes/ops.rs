@@ -25,7 +25,10 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
-/// `GET /openapi.json`.
-pub async fn openapi() -> Json<serde_json::Value> {
-    Json(crate::openapi::document())
+/// `GET /openapi.json`: the document as built once.
+pub async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        super::openapi::json_text(),
+    )
 }

@@ -52,6 +52,18 @@ pub struct Grant {
     pub attempts: u32,
 }
 
+/// The grant a backend answers for `key`'s lock of `session_id` with its token and TTL,
+/// built here once for both backends (`waitedMillis` 0: the route fills it in).
+pub fn lock_grant(key: &str, session_id: &str, fencing_token: u64, ttl_millis: u64) -> LockGrant {
+    LockGrant {
+        key: key.to_owned(),
+        session_id: session_id.to_owned(),
+        fencing_token,
+        ttl_millis,
+        waited_millis: 0,
+    }
+}
+
 /// L7's view of a key, read at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyState {

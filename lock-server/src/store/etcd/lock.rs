@@ -8,14 +8,12 @@
 //! it, the ticket's when the lock was handed to a queued ticket (`queue`).
 
 use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
-use lock_api::limits::MAX_FENCING_TOKEN;
 use lock_api::{Holder, LockGrant};
 
 use super::creating::Turn;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::queue::{grant_of, Joined, KeyView, PassedOn};
-use super::records::LockRecord;
-use super::session::{LiveSession, Whose};
+use super::queue::{Joined, PassedOn};
+use super::records::{unchanged, KeyView, LiveSession, LockRecord, Whose};
 use super::{encode, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
 use crate::store::queue::Attempt;
@@ -27,146 +25,205 @@ impl EtcdStore {
     /// else read the session, the lock and the queue back (a key this replica knows to be
     /// held or queued for is read first). From that view it renews the
     /// holder's own lock, queues (or answers contended), or hands on a lock that ended
-    /// unnoticed, and loops after a lost race.
+    /// unnoticed, and goes round again after a lost race.
     pub(super) async fn attempt(&self, call: AcquireCall<'_>) -> Result<Attempt, StoreError> {
-        let AcquireCall {
-            key,
-            session_id,
-            client,
-            ttl_millis,
-            queue,
-        } = call;
-        if !session::is_id(session_id) {
+        if !session::is_id(call.session_id) {
             return Err(StoreError::SessionNotFound);
         }
-        let whose = Whose::Client(client);
         // A key this replica saw granted or queued for is most likely still held: it is read
         // first rather than sent a create that would fail (a write all the same, so an etcd
         // consensus round, on the key a crowd waits for).
-        let mut session = self
-            .hinted_session(session_id, whose)
-            .filter(|_| !self.hints.contended(key));
-        let mut view: Option<KeyView> = None;
+        let hinted = self
+            .hinted_session(call.session_id, Whose::Client(call.client))
+            .filter(|_| !self.hints.contended(call.key));
+        let mut round = match hinted {
+            Some(live) => Round::Create(live),
+            None => Round::Read,
+        };
         for _ in 0..CAS_ATTEMPTS {
-            let live = match session.take() {
-                Some(live) => live,
-                None => {
-                    let (live, read) = self.read_session_and_key(session_id, client, key).await?;
-                    view = Some(read);
-                    live
-                }
-            };
-            let now = now_millis();
-            let Some(current) = view.take() else {
-                // One create of a free key at a time from this replica: the others wait for
-                // it, then read the key (most likely held now) and queue or answer contended.
-                let _turn = match self.creating.turn(key) {
-                    Turn::Create(turn) => turn,
-                    Turn::Wait(create) => {
-                        self.creating.wait(key, create).await;
-                        let (live, read) =
-                            self.read_session_and_key(session_id, client, key).await?;
-                        session = Some(live);
-                        view = Some(read);
-                        continue;
-                    }
-                };
-                let lock = LockRecord {
-                    key: key.to_owned(),
-                    session_id: session_id.to_owned(),
-                    ttl_millis,
-                    deadline_ms: now + ttl_millis,
-                    session_deadline_ms: live.record.deadline_ms,
-                    owner: live.record.owner.clone(),
-                    token: None,
-                    claim_by_ms: None,
-                };
-                let free = vec![
-                    Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
-                    self.queue_empty(key),
-                ];
-                match self.write_lock(&lock, &live, free, Vec::new()).await? {
-                    Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
-                    Written::Conflict(kv, read) => {
-                        session = Some(self.live_session(session_id, whose, kv.as_ref())?);
-                        view = Some(*read);
-                    }
-                }
-                continue;
-            };
-            match current.live_lock(now) {
-                Some((kv, lock)) if lock.session_id == session_id => {
-                    // Idempotent L4: the same grant (same token, the lock's own TTL), renewed
-                    // from now and claimed, so every answered L4 is a lease from its arrival.
-                    let renewed = LockRecord {
-                        deadline_ms: now + lock.ttl_millis,
-                        session_deadline_ms: live.record.deadline_ms,
-                        claim_by_ms: None,
-                        ..lock.clone()
-                    };
-                    let unchanged = vec![Compare::mod_revision(
-                        self.keys.lock(key),
-                        CompareOp::Equal,
-                        kv.mod_revision(),
-                    )];
-                    let claim = vec![TxnOp::delete(self.keys.ticket(key, session_id), None)];
-                    match self.write_lock(&renewed, &live, unchanged, claim).await? {
-                        Written::Granted(grant) => return Ok(Attempt::Granted { grant, at: now }),
-                        Written::Conflict(kv, read) => {
-                            session = Some(self.live_session(session_id, whose, kv.as_ref())?);
-                            view = Some(*read);
-                        }
-                    }
-                }
-                Some((_, lock)) => {
-                    let Some(queue) = queue else {
-                        return Ok(Attempt::Contended);
-                    };
-                    let remaining = lock.remaining(now).unwrap_or(0);
-                    let joined = self
-                        .join_queue(
-                            key, session_id, ttl_millis, queue, &live, &current, remaining,
-                        )
+            let flow = match round {
+                Round::Read => {
+                    let (live, view) = self
+                        .read_session_and_key(call.session_id, call.client, call.key)
                         .await?;
-                    if let Joined::Queued {
-                        revision,
-                        ticket,
-                        holder_remaining,
-                    } = joined
-                    {
-                        self.hints.remember_ticket(key, ticket);
-                        return Ok(Attempt::Queued {
-                            holder_remaining,
-                            seen: revision,
-                        });
-                    }
+                    self.decide(call, live, &view).await?
                 }
-                None if current.lock.is_none() && current.tickets.is_empty() => {
-                    // Free and nobody queues: the optimistic create.
-                    session = Some(live);
-                }
-                None => {
-                    // The lock ended unnoticed, or tickets wait on a free key: hand it on,
-                    // maybe to this very session.
-                    let guard = match &current.lock {
-                        Some((kv, _)) => Compare::mod_revision(
-                            self.keys.lock(key),
-                            CompareOp::Equal,
-                            kv.mod_revision(),
-                        ),
-                        None => Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
-                    };
-                    match self.pass_on(key, &current, guard).await? {
-                        PassedOn::Handed(grant) if grant.session_id == session_id => {
-                            return Ok(Attempt::Granted { grant, at: now })
-                        }
-                        PassedOn::Freed => session = Some(live),
-                        PassedOn::Handed(_) | PassedOn::Conflict => {}
-                    }
-                }
+                Round::Create(live) => self.create_free(call, live).await?,
+                Round::Decide(live, view) => self.decide(call, live, &view).await?,
+            };
+            match flow {
+                Flow::Done(attempt) => return Ok(attempt),
+                Flow::Again(next) => round = next,
             }
         }
         Err(unavailable("acquire lost too many races; retry"))
+    }
+
+    /// The optimistic create of a free key. One create of a free key at a time from this
+    /// replica: the others wait for it, then read the key (most likely held now) and queue or
+    /// answer contended.
+    async fn create_free(
+        &self,
+        call: AcquireCall<'_>,
+        live: LiveSession,
+    ) -> Result<Flow, StoreError> {
+        let (key, now) = (call.key, now_millis());
+        let _turn = match self.creating.turn(key) {
+            Turn::Create(turn) => turn,
+            Turn::Wait(create) => {
+                self.creating.wait(key, create).await;
+                let (live, read) = self
+                    .read_session_and_key(call.session_id, call.client, key)
+                    .await?;
+                return Ok(Flow::Again(Round::Decide(live, Box::new(read))));
+            }
+        };
+        let lock = LockRecord {
+            key: key.to_owned(),
+            session_id: call.session_id.to_owned(),
+            ttl_millis: call.ttl_millis,
+            deadline_ms: now + call.ttl_millis,
+            session_deadline_ms: live.record.deadline_ms,
+            owner: live.record.owner.clone(),
+            token: None,
+            claim_by_ms: None,
+        };
+        let free = vec![
+            Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
+            self.queue_empty(key),
+        ];
+        let written = self.write_lock(&lock, &live, free, Vec::new()).await?;
+        self.after_write(call, written, now)
+    }
+
+    /// A round from the session and the key as read at one revision.
+    async fn decide(
+        &self,
+        call: AcquireCall<'_>,
+        live: LiveSession,
+        view: &KeyView,
+    ) -> Result<Flow, StoreError> {
+        let now = now_millis();
+        match view.live_lock(now) {
+            Some((kv, lock)) if lock.session_id == call.session_id => {
+                self.renew_own(call, live, kv, lock, now).await
+            }
+            Some((_, lock)) => {
+                let holder_remaining = lock.remaining(now).unwrap_or(0);
+                self.queue_behind(call, &live, view, holder_remaining).await
+            }
+            // Free and nobody queues: the optimistic create.
+            None if view.lock.is_none() && view.tickets.is_empty() => {
+                Ok(Flow::Again(Round::Create(live)))
+            }
+            None => self.hand_on(call, live, view, now).await,
+        }
+    }
+
+    /// Idempotent L4: the same grant (same token, the lock's own TTL), renewed from now and
+    /// claimed, so every answered L4 is a lease from its arrival.
+    async fn renew_own(
+        &self,
+        call: AcquireCall<'_>,
+        live: LiveSession,
+        kv: &KeyValue,
+        lock: &LockRecord,
+        now: u64,
+    ) -> Result<Flow, StoreError> {
+        let renewed = LockRecord {
+            deadline_ms: now + lock.ttl_millis,
+            session_deadline_ms: live.record.deadline_ms,
+            claim_by_ms: None,
+            ..lock.clone()
+        };
+        let claim = vec![TxnOp::delete(
+            self.keys.ticket(call.key, call.session_id),
+            None,
+        )];
+        let written = self
+            .write_lock(&renewed, &live, vec![unchanged(kv)], claim)
+            .await?;
+        self.after_write(call, written, now)
+    }
+
+    /// Another session holds the key: without a queue the answer is contended; with one the
+    /// session's ticket joins the queue or stays open, and a lost race reads again.
+    async fn queue_behind(
+        &self,
+        call: AcquireCall<'_>,
+        live: &LiveSession,
+        view: &KeyView,
+        holder_remaining: u64,
+    ) -> Result<Flow, StoreError> {
+        let Some(queue) = call.queue else {
+            return Ok(Flow::Done(Attempt::Contended));
+        };
+        let (key, session_id) = (call.key, call.session_id);
+        let joined = self
+            .join_queue(
+                key,
+                session_id,
+                call.ttl_millis,
+                queue,
+                live,
+                view,
+                holder_remaining,
+            )
+            .await?;
+        match joined {
+            Joined::Queued {
+                revision,
+                ticket,
+                holder_remaining,
+            } => {
+                self.hints.remember_ticket(key, ticket);
+                Ok(Flow::Done(Attempt::Queued {
+                    holder_remaining,
+                    seen: revision,
+                }))
+            }
+            Joined::Retry => Ok(Flow::Again(Round::Read)),
+        }
+    }
+
+    /// The lock ended unnoticed, or tickets wait on a free key: hand it on, maybe to this very
+    /// session.
+    async fn hand_on(
+        &self,
+        call: AcquireCall<'_>,
+        live: LiveSession,
+        view: &KeyView,
+        now: u64,
+    ) -> Result<Flow, StoreError> {
+        let guard = match &view.lock {
+            Some((kv, _)) => unchanged(kv),
+            None => Compare::create_revision(self.keys.lock(call.key), CompareOp::Equal, 0),
+        };
+        Ok(match self.pass_on(call.key, view, guard).await? {
+            PassedOn::Handed(grant) if grant.session_id == call.session_id => {
+                Flow::Done(Attempt::Granted { grant, at: now })
+            }
+            PassedOn::Freed => Flow::Again(Round::Create(live)),
+            PassedOn::Handed(_) | PassedOn::Conflict => Flow::Again(Round::Read),
+        })
+    }
+
+    /// After a lock write: the grant, or the next round from the session and the key as the
+    /// conflicting transaction read them.
+    fn after_write(
+        &self,
+        call: AcquireCall<'_>,
+        written: Written,
+        now: u64,
+    ) -> Result<Flow, StoreError> {
+        match written {
+            Written::Granted(grant) => Ok(Flow::Done(Attempt::Granted { grant, at: now })),
+            Written::Conflict(kv, read) => {
+                let whose = Whose::Client(call.client);
+                let live = self.live_session(call.session_id, whose, kv.as_ref())?;
+                Ok(Flow::Again(Round::Decide(live, read)))
+            }
+        }
     }
 
     /// L6: compare-and-delete on `(key, token)`, handing the key to its queue in the same
@@ -271,9 +328,7 @@ impl EtcdStore {
                 return Ok(None);
             };
             let ended = (lock.token(kv), lock.remaining(now_millis()).is_some());
-            let guard =
-                Compare::mod_revision(self.keys.lock(key), CompareOp::Equal, kv.mod_revision());
-            match self.pass_on(key, &view, guard).await? {
+            match self.pass_on(key, &view, unchanged(kv)).await? {
                 PassedOn::Conflict => view = self.read_key(key).await?,
                 PassedOn::Freed | PassedOn::Handed(_) => return Ok(Some(ended)),
             }
@@ -363,7 +418,7 @@ impl EtcdStore {
         ) else {
             return Err(StoreError::Internal("written lock not read back".into()));
         };
-        let granted = grant(&written, lock)?;
+        let granted = lock.grant(lock.token(&written))?;
         self.hints.remember_holder(
             &lock.key,
             granted.fencing_token,
@@ -372,6 +427,22 @@ impl EtcdStore {
         );
         Ok(Written::Granted(granted))
     }
+}
+
+/// Where the next round of an L4 attempt starts.
+enum Round {
+    /// Nothing is known: read the session and the key.
+    Read,
+    /// The session is live and the key was free with nobody queueing: create the lock.
+    Create(LiveSession),
+    /// The session and the key as read at one revision.
+    Decide(LiveSession, Box<KeyView>),
+}
+
+/// How a round of an L4 attempt ended.
+enum Flow {
+    Done(Attempt),
+    Again(Round),
 }
 
 /// What a lock write transaction found.
@@ -388,20 +459,4 @@ enum Hinted {
     Released(Result<(), StoreError>),
     /// The hint was stale or someone queues: the key as read by the same transaction.
     Read(KeyView),
-}
-
-/// The grant for a lock record; refuses a token a JavaScript number cannot hold exactly.
-fn grant(kv: &KeyValue, lock: &LockRecord) -> Result<LockGrant, StoreError> {
-    checked(grant_of(lock, lock.token(kv)))
-}
-
-/// Refuses a grant whose token is 0 or past what a JavaScript number holds exactly.
-pub(super) fn checked(grant: LockGrant) -> Result<LockGrant, StoreError> {
-    let token = grant.fencing_token;
-    if token == 0 || token > MAX_FENCING_TOKEN {
-        return Err(StoreError::Internal(format!(
-            "etcd revision {token} is not a valid fencing token"
-        )));
-    }
-    Ok(grant)
 }

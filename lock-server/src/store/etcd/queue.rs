@@ -20,73 +20,17 @@ use std::time::Duration;
 
 use etcd_client::{
     Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn,
-    TxnOp, WatchFilterType, WatchOptions,
+    TxnOp, TxnResponse, WatchFilterType, WatchOptions,
 };
 use lock_api::LockGrant;
 
 use super::cache::OpenTicket;
 use super::error::from_etcd;
-use super::lock::checked;
-use super::records::{LockRecord, TicketRecord};
-use super::session::{LiveSession, Whose};
+use super::records::{unchanged, KeyView, LiveSession, LockRecord, TicketRecord, Whose};
 use super::{decode, encode, range_results, EtcdStore};
 use crate::store::lease::now_millis;
 use crate::store::queue::Queueing;
 use crate::store::StoreError;
-
-/// A key's lock and wait queue, read at one revision.
-pub(super) struct KeyView {
-    /// `l/<key>`, live or not.
-    pub lock: Option<(KeyValue, LockRecord)>,
-    /// The tickets, oldest first, live or not.
-    pub tickets: Vec<(KeyValue, TicketRecord)>,
-    /// The revision the view was read at.
-    pub revision: i64,
-}
-
-impl KeyView {
-    /// Builds the view from the reads of [`EtcdStore::key_reads`], in order.
-    pub(super) fn decode(
-        lock: Vec<KeyValue>,
-        tickets: Vec<KeyValue>,
-        revision: i64,
-    ) -> Result<KeyView, StoreError> {
-        let lock = match lock.into_iter().next() {
-            Some(kv) => {
-                let record = decode(&kv)?;
-                Some((kv, record))
-            }
-            None => None,
-        };
-        let tickets = tickets
-            .into_iter()
-            .map(|kv| decode(&kv).map(|ticket| (kv, ticket)))
-            .collect::<Result<_, _>>()?;
-        Ok(KeyView {
-            lock,
-            tickets,
-            revision,
-        })
-    }
-
-    /// The lock, if it is live at `now`.
-    pub(super) fn live_lock(&self, now: u64) -> Option<&(KeyValue, LockRecord)> {
-        self.lock
-            .as_ref()
-            .filter(|(_, lock)| lock.remaining(now).is_some())
-    }
-
-    /// Live tickets: L7's `waiterCount`, and what the cap counts.
-    pub(super) fn waiters(&self, now: u64) -> u32 {
-        self.tickets.iter().filter(|(_, t)| t.live(now)).count() as u32
-    }
-
-    fn ticket_of(&self, session_id: &str) -> Option<&(KeyValue, TicketRecord)> {
-        self.tickets
-            .iter()
-            .find(|(_, t)| t.session_id == session_id)
-    }
-}
 
 /// What [`EtcdStore::pass_on`] did.
 pub(super) enum PassedOn {
@@ -110,6 +54,33 @@ pub(super) enum Joined {
     },
     /// Something changed since the view was read: read again.
     Retry,
+}
+
+/// A request joining a key's queue, or keeping its place there.
+#[derive(Clone, Copy)]
+struct Joining<'a> {
+    key: &'a str,
+    session_id: &'a str,
+    ttl_millis: u64,
+    queue: Queueing,
+    session: &'a LiveSession,
+}
+
+/// What joining the queue writes, given the session's ticket as read.
+enum TicketWrite {
+    /// The ticket is live and open at least until the request's end: nothing.
+    Open(OpenTicket),
+    /// The ticket is past its grace period: this transaction deletes it; then read again.
+    Expired(Txn),
+    /// No ticket, and a new one would be past the cap.
+    Full,
+    /// This transaction extends the ticket (`created`: its `create_revision`) or adds a new
+    /// one (`None`), whose value is `record`.
+    Put {
+        txn: Txn,
+        created: Option<i64>,
+        record: TicketRecord,
+    },
 }
 
 impl EtcdStore {
@@ -197,7 +168,7 @@ impl EtcdStore {
         }
         Ok(match handed {
             None => PassedOn::Freed,
-            Some(lock) => PassedOn::Handed(checked(grant_of(&lock, lock.token.unwrap_or(0)))?),
+            Some(lock) => PassedOn::Handed(lock.grant(lock.token.unwrap_or(0))?),
         })
     }
 
@@ -262,61 +233,33 @@ impl EtcdStore {
         holder_remaining: u64,
     ) -> Result<Joined, StoreError> {
         let now = now_millis();
-        let ticket_key = self.keys.ticket(key, session_id);
-        let session_unchanged = Compare::mod_revision(
-            self.keys.session(session_id),
-            CompareOp::Equal,
-            session.mod_revision,
-        );
-        let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
-        let record = TicketRecord {
-            session_id: session_id.to_owned(),
+        let joining = Joining {
+            key,
+            session_id,
             ttl_millis,
-            open_until_ms: queue.open_until,
-            grace_millis: queue.grace,
+            queue,
+            session,
         };
-        let (txn, written) = match view.ticket_of(session_id) {
-            Some((kv, ticket)) if ticket.live(now) && ticket.open_until_ms >= queue.open_until => {
+        let (txn, created, record) = match self.ticket_write(&joining, view, now) {
+            TicketWrite::Open(ticket) => {
                 return Ok(Joined::Queued {
                     revision: view.revision,
-                    ticket: open_ticket(kv, ticket),
+                    ticket,
                     holder_remaining,
                 });
             }
-            Some((kv, ticket)) if ticket.live(now) => {
-                let extended = TicketRecord {
-                    open_until_ms: queue.open_until,
-                    grace_millis: queue.grace,
-                    ..ticket.clone()
-                };
-                let txn = Txn::new()
-                    .when(vec![unchanged(kv), session_unchanged])
-                    .and_then(vec![TxnOp::put(ticket_key, encode(&extended), on_lease)]);
-                (txn, (Some(kv.create_revision()), extended))
-            }
-            Some((kv, _)) => {
-                // Past its grace period: it goes, and the request queues again at the end.
-                let txn = Txn::new()
-                    .when(vec![unchanged(kv)])
-                    .and_then(vec![TxnOp::delete(ticket_key, None)]);
+            TicketWrite::Expired(txn) => {
                 self.txn_grouped(self.keys.lock(key), txn)
                     .await
                     .map_err(from_etcd)?;
                 return Ok(Joined::Retry);
             }
-            None if view.waiters(now) >= queue.cap => return Err(StoreError::QueueFull),
-            None => {
-                let absent = Compare::create_revision(ticket_key.clone(), CompareOp::Equal, 0);
-                let held = Compare::create_revision(self.keys.lock(key), CompareOp::Greater, 0);
-                let not_ours =
-                    Compare::create_revision(self.keys.held(session_id, key), CompareOp::Equal, 0);
-                let mut ops = vec![TxnOp::put(ticket_key.clone(), encode(&record), on_lease)];
-                ops.extend(self.key_reads(key));
-                let txn = Txn::new()
-                    .when(vec![absent, session_unchanged, held, not_ours])
-                    .and_then(ops);
-                (txn, (None, record))
-            }
+            TicketWrite::Full => return Err(StoreError::QueueFull),
+            TicketWrite::Put {
+                txn,
+                created,
+                record,
+            } => (txn, created, record),
         };
         let response = match self.txn_grouped(self.keys.lock(key), txn).await {
             Ok(response) => response,
@@ -329,27 +272,10 @@ impl EtcdStore {
             return Ok(Joined::Retry);
         }
         let revision = response.header().map_or(0, |h| h.revision());
-        let mut holder_remaining = holder_remaining;
-        let mut reads = range_results(&response).into_iter();
-        // The reads of `key_reads`, in its order: the lock, then the queue.
-        if let (Some(lock), Some(tickets)) = (reads.next(), reads.next()) {
-            let queue_now = KeyView::decode(lock, tickets, revision)?;
-            holder_remaining = queue_now
-                .lock
-                .as_ref()
-                .map_or(0, |(_, lock)| lock.remaining(now).unwrap_or(0));
-            let ahead = queue_now
-                .tickets
-                .iter()
-                .take_while(|(_, t)| t.session_id != *session_id)
-                .filter(|(_, t)| t.live(now))
-                .count();
-            if ahead >= queue.cap as usize {
-                self.withdraw(key, session_id, revision).await?;
-                return Err(StoreError::QueueFull);
-            }
-        }
-        let (created, record) = written;
+        let holder_remaining = self
+            .place_in_queue(&joining, &response, revision, now)
+            .await?
+            .unwrap_or(holder_remaining);
         let ticket = OpenTicket {
             session_id: session_id.to_owned(),
             create_revision: created.unwrap_or(revision),
@@ -361,6 +287,125 @@ impl EtcdStore {
             ticket,
             holder_remaining,
         })
+    }
+
+    /// What joining the queue writes, from the session's ticket in `view`.
+    fn ticket_write(&self, joining: &Joining<'_>, view: &KeyView, now: u64) -> TicketWrite {
+        let Joining {
+            key,
+            session_id,
+            queue,
+            session,
+            ..
+        } = *joining;
+        let ticket_key = self.keys.ticket(key, session_id);
+        let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
+        match view.ticket_of(session_id) {
+            Some((kv, ticket)) if ticket.live(now) && ticket.open_until_ms >= queue.open_until => {
+                TicketWrite::Open(open_ticket(kv, ticket))
+            }
+            Some((kv, ticket)) if ticket.live(now) => {
+                let extended = TicketRecord {
+                    open_until_ms: queue.open_until,
+                    grace_millis: queue.grace,
+                    ..ticket.clone()
+                };
+                let txn = Txn::new()
+                    .when(vec![unchanged(kv), self.session_unchanged(joining)])
+                    .and_then(vec![TxnOp::put(ticket_key, encode(&extended), on_lease)]);
+                TicketWrite::Put {
+                    txn,
+                    created: Some(kv.create_revision()),
+                    record: extended,
+                }
+            }
+            // Past its grace period: it goes, and the request queues again at the end.
+            Some((kv, _)) => TicketWrite::Expired(
+                Txn::new()
+                    .when(vec![unchanged(kv)])
+                    .and_then(vec![TxnOp::delete(ticket_key, None)]),
+            ),
+            None if view.waiters(now) >= queue.cap => TicketWrite::Full,
+            None => self.new_ticket(joining),
+        }
+    }
+
+    /// A new ticket at the end of the queue, written only while the key is held by another
+    /// session; the transaction reads the key back.
+    fn new_ticket(&self, joining: &Joining<'_>) -> TicketWrite {
+        let Joining {
+            key, session_id, ..
+        } = *joining;
+        let record = TicketRecord {
+            session_id: session_id.to_owned(),
+            ttl_millis: joining.ttl_millis,
+            open_until_ms: joining.queue.open_until,
+            grace_millis: joining.queue.grace,
+        };
+        let ticket_key = self.keys.ticket(key, session_id);
+        let absent = Compare::create_revision(ticket_key.clone(), CompareOp::Equal, 0);
+        let held = Compare::create_revision(self.keys.lock(key), CompareOp::Greater, 0);
+        let not_ours =
+            Compare::create_revision(self.keys.held(session_id, key), CompareOp::Equal, 0);
+        let on_lease = Some(PutOptions::new().with_lease(joining.session.record.lease));
+        let mut ops = vec![TxnOp::put(ticket_key, encode(&record), on_lease)];
+        ops.extend(self.key_reads(key));
+        let txn = Txn::new()
+            .when(vec![
+                absent,
+                self.session_unchanged(joining),
+                held,
+                not_ours,
+            ])
+            .and_then(ops);
+        TicketWrite::Put {
+            txn,
+            created: None,
+            record,
+        }
+    }
+
+    /// Holds while the joining session's record is the one read.
+    fn session_unchanged(&self, joining: &Joining<'_>) -> Compare {
+        Compare::mod_revision(
+            self.keys.session(joining.session_id),
+            CompareOp::Equal,
+            joining.session.mod_revision,
+        )
+    }
+
+    /// After a new ticket's transaction: what is left of the lock it waits behind, as read
+    /// back; QUEUE_FULL, the ticket withdrawn, if as many live tickets as the cap are ahead of
+    /// it. `None` when the transaction read nothing back (an extended ticket).
+    async fn place_in_queue(
+        &self,
+        joining: &Joining<'_>,
+        response: &TxnResponse,
+        revision: i64,
+        now: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut reads = range_results(response).into_iter();
+        // The reads of `key_reads`, in its order: the lock, then the queue.
+        let (Some(lock), Some(tickets)) = (reads.next(), reads.next()) else {
+            return Ok(None);
+        };
+        let queue_now = KeyView::decode(lock, tickets, revision)?;
+        let holder_remaining = queue_now
+            .lock
+            .as_ref()
+            .map_or(0, |(_, lock)| lock.remaining(now).unwrap_or(0));
+        let ahead = queue_now
+            .tickets
+            .iter()
+            .take_while(|(_, t)| t.session_id != *joining.session_id)
+            .filter(|(_, t)| t.live(now))
+            .count();
+        if ahead >= joining.queue.cap as usize {
+            self.withdraw(joining.key, joining.session_id, revision)
+                .await?;
+            return Err(StoreError::QueueFull);
+        }
+        Ok(Some(holder_remaining))
     }
 
     /// Deletes the ticket this request just wrote at `revision` (it came past the cap).
@@ -439,7 +484,7 @@ impl EtcdStore {
         if lock.claim_by_ms.is_some() || lock.session_id != session_id {
             return None;
         }
-        let grant = checked(grant_of(&lock, lock.token(kv))).ok()?;
+        let grant = lock.grant(lock.token(kv)).ok()?;
         self.hints
             .remember_holder(key, grant.fencing_token, session_id, kv.create_revision());
         let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
@@ -504,21 +549,5 @@ fn open_ticket(kv: &KeyValue, ticket: &TicketRecord) -> OpenTicket {
         create_revision: kv.create_revision(),
         mod_revision: kv.mod_revision(),
         record: ticket.clone(),
-    }
-}
-
-/// Holds while the key in `kv` is still the version read.
-fn unchanged(kv: &KeyValue) -> Compare {
-    Compare::mod_revision(kv.key(), CompareOp::Equal, kv.mod_revision())
-}
-
-/// The L4 answer for a lock record with its token.
-pub(super) fn grant_of(lock: &LockRecord, token: u64) -> LockGrant {
-    LockGrant {
-        key: lock.key.clone(),
-        session_id: lock.session_id.clone(),
-        fencing_token: token,
-        ttl_millis: lock.ttl_millis,
-        waited_millis: 0,
     }
 }

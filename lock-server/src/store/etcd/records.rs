@@ -1,4 +1,6 @@
-//! The JSON values stored under the keys of [`super::keys`], and the time arithmetic on them.
+//! The JSON values stored under the keys of [`super::keys`], the time arithmetic on them, and
+//! how they are held once read: a key's lock and queue at one revision ([`KeyView`]), a live
+//! session with its revision ([`LiveSession`]), the grant a lock record answers.
 //!
 //! Expiry has two layers. The etcd lease of the session (whole seconds, rounded up) deletes
 //! the session, its locks and its index entries when no heartbeat renews it, even if every
@@ -7,11 +9,14 @@
 //! a second. Deadlines are wall-clock milliseconds (`store::lease`) of the replica that wrote
 //! them: replicas are assumed to run NTP-synchronised clocks (ASSUMPTION, see docs/etcd.md).
 
-use etcd_client::KeyValue;
+use etcd_client::{Compare, CompareOp, KeyValue};
+use lock_api::limits::MAX_FENCING_TOKEN;
+use lock_api::LockGrant;
 use serde::{Deserialize, Serialize};
 
-use crate::store::lease;
+use super::decode;
 use crate::store::queue::TicketTimes;
+use crate::store::{self, lease, StoreError};
 
 /// The value of `s/<sessionId>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +86,17 @@ impl LockRecord {
     pub(super) fn token(&self, kv: &KeyValue) -> u64 {
         self.token.unwrap_or(kv.create_revision() as u64)
     }
+
+    /// The L4 answer for this lock with its fencing token `token`; refuses a token a
+    /// JavaScript number cannot hold exactly.
+    pub(super) fn grant(&self, token: u64) -> Result<LockGrant, StoreError> {
+        checked(store::lock_grant(
+            &self.key,
+            &self.session_id,
+            token,
+            self.ttl_millis,
+        ))
+    }
 }
 
 /// The value of `q/<key>/<sessionId>`: a ticket in the key's wait queue.
@@ -111,6 +127,85 @@ impl TicketRecord {
     }
 }
 
+/// A session record that was live when read.
+pub(super) struct LiveSession {
+    pub record: SessionRecord,
+    /// `mod_revision` of `s/<id>`, for compare-and-swap.
+    pub mod_revision: i64,
+}
+
+/// Whose sessions a read may find.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Whose<'a> {
+    /// A request's: only those of the client it authenticated as (`None`: no auth file).
+    Client(Option<&'a str>),
+    /// The store's own, handing a lock to a queued ticket: any session.
+    Any,
+}
+
+impl Whose<'_> {
+    pub(super) fn admits(self, record: &SessionRecord) -> bool {
+        match self {
+            Whose::Client(client) => record.client.as_deref() == client,
+            Whose::Any => true,
+        }
+    }
+}
+
+/// A key's lock and wait queue, read at one revision.
+pub(super) struct KeyView {
+    /// `l/<key>`, live or not.
+    pub lock: Option<(KeyValue, LockRecord)>,
+    /// The tickets, oldest first, live or not.
+    pub tickets: Vec<(KeyValue, TicketRecord)>,
+    /// The revision the view was read at.
+    pub revision: i64,
+}
+
+impl KeyView {
+    /// Builds the view from the reads of `EtcdStore::key_reads`, in order.
+    pub(super) fn decode(
+        lock: Vec<KeyValue>,
+        tickets: Vec<KeyValue>,
+        revision: i64,
+    ) -> Result<KeyView, StoreError> {
+        let lock = match lock.into_iter().next() {
+            Some(kv) => {
+                let record = decode(&kv)?;
+                Some((kv, record))
+            }
+            None => None,
+        };
+        let tickets = tickets
+            .into_iter()
+            .map(|kv| decode(&kv).map(|ticket| (kv, ticket)))
+            .collect::<Result<_, _>>()?;
+        Ok(KeyView {
+            lock,
+            tickets,
+            revision,
+        })
+    }
+
+    /// The lock, if it is live at `now`.
+    pub(super) fn live_lock(&self, now: u64) -> Option<&(KeyValue, LockRecord)> {
+        self.lock
+            .as_ref()
+            .filter(|(_, lock)| lock.remaining(now).is_some())
+    }
+
+    /// Live tickets: L7's `waiterCount`, and what the cap counts.
+    pub(super) fn waiters(&self, now: u64) -> u32 {
+        self.tickets.iter().filter(|(_, t)| t.live(now)).count() as u32
+    }
+
+    pub(super) fn ticket_of(&self, session_id: &str) -> Option<&(KeyValue, TicketRecord)> {
+        self.tickets
+            .iter()
+            .find(|(_, t)| t.session_id == session_id)
+    }
+}
+
 /// The value of `g/<key>`: the ledger's fencing state for one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -125,6 +220,22 @@ pub(super) struct LedgerHead {
 /// that minimum, which only makes the backstop later, never the reported expiry.
 pub(super) fn lease_seconds(ttl_millis: u64) -> i64 {
     ttl_millis.div_ceil(1000).max(1) as i64
+}
+
+/// Holds while the key in `kv` is still the version read.
+pub(super) fn unchanged(kv: &KeyValue) -> Compare {
+    Compare::mod_revision(kv.key(), CompareOp::Equal, kv.mod_revision())
+}
+
+/// Refuses a grant whose token is 0 or past what a JavaScript number holds exactly.
+fn checked(grant: LockGrant) -> Result<LockGrant, StoreError> {
+    let token = grant.fencing_token;
+    if token == 0 || token > MAX_FENCING_TOKEN {
+        return Err(StoreError::Internal(format!(
+            "etcd revision {token} is not a valid fencing token"
+        )));
+    }
+    Ok(grant)
 }
 
 /// Milliseconds left, or `None` once the deadline is reached.

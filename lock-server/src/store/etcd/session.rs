@@ -15,8 +15,7 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 
 use super::cache::SessionHint;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::queue::KeyView;
-use super::records::{lease_seconds, LockRecord, SessionRecord};
+use super::records::{lease_seconds, KeyView, LiveSession, LockRecord, SessionRecord, Whose};
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
 use crate::store::{session, StoreError};
@@ -31,40 +30,6 @@ pub(super) struct SessionView {
     pub held: Vec<(KeyValue, LockRecord)>,
     /// The revision the view was read at.
     pub revision: i64,
-}
-
-/// A session record that was live when read.
-/// Whose sessions a read may find.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Whose<'a> {
-    /// A request's: only those of the client it authenticated as (`None`: no auth file).
-    Client(Option<&'a str>),
-    /// The store's own, handing a lock to a queued ticket: any session.
-    Any,
-}
-
-impl Whose<'_> {
-    fn admits(self, record: &SessionRecord) -> bool {
-        match self {
-            Whose::Client(client) => record.client.as_deref() == client,
-            Whose::Any => true,
-        }
-    }
-}
-
-pub(super) struct LiveSession {
-    pub record: SessionRecord,
-    /// `mod_revision` of `s/<id>`, for compare-and-swap.
-    pub mod_revision: i64,
-}
-
-impl LiveSession {
-    fn hint(&self) -> SessionHint {
-        SessionHint {
-            record: self.record.clone(),
-            mod_revision: self.mod_revision,
-        }
-    }
 }
 
 impl EtcdStore {
@@ -280,7 +245,7 @@ impl EtcdStore {
             record,
             mod_revision: session_kv.mod_revision(),
         };
-        self.hints.remember_session(session_id, session.hint());
+        self.hints.remember_session(session_id, hint(&session));
         Ok(session)
     }
 
@@ -414,5 +379,13 @@ impl EtcdStore {
         self.call(|mut client| async move { client.lease_revoke(lease).await })
             .await
             .map(|_| ())
+    }
+}
+
+/// What this replica remembers of a session it found live.
+fn hint(session: &LiveSession) -> SessionHint {
+    SessionHint {
+        record: session.record.clone(),
+        mod_revision: session.mod_revision,
     }
 }

@@ -4,14 +4,14 @@
 //! transaction that freed it or noticed it expired. A lock row lives while its own deadline,
 //! its session's and, for a hand-off nobody claimed yet, its `claim_by` all lie ahead.
 
-use lock_api::{Holder, LockGrant};
+use lock_api::Holder;
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{sql, Db};
 use super::sessions::{live_session, SessionOf};
 use crate::store::lease::remaining;
 use crate::store::queue::{Attempt, Queueing, TicketTimes};
-use crate::store::{KeyState, StoreError};
+use crate::store::{lock_grant, KeyState, StoreError};
 
 /// A live lock row.
 struct LiveLock {
@@ -147,6 +147,14 @@ pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
     settled_lock(db, key).map(drop)
 }
 
+/// [`settle`] for every key a transaction freed (a closed session's, the reaper's), in order.
+pub(super) fn settle_all(db: &mut Db, keys: &[String]) -> Result<(), StoreError> {
+    for key in keys {
+        settle(db, key)?;
+    }
+    Ok(())
+}
+
 /// The key's live lock after [`settle`]: one lock read when the key is held or nobody
 /// queues, the common case.
 fn settled_lock(db: &mut Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
@@ -187,16 +195,6 @@ fn granted(db: &Db, key: &str, session_id: &str, token: u64, ttl: u64) -> Attemp
     Attempt::Granted {
         grant: lock_grant(key, session_id, token, ttl),
         at: db.now,
-    }
-}
-
-fn lock_grant(key: &str, session_id: &str, token: u64, ttl: u64) -> LockGrant {
-    LockGrant {
-        key: key.to_string(),
-        session_id: session_id.to_string(),
-        fencing_token: token,
-        ttl_millis: ttl,
-        waited_millis: 0,
     }
 }
 

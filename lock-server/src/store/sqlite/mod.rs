@@ -143,7 +143,11 @@ impl Store for SqliteStore {
     async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError> {
         let session = SessionOf::new(session.id, session.client);
         self.writer
-            .run(move |db| sessions::close(db, &session))
+            .run(move |db| {
+                let freed = sessions::close(db, &session)?;
+                // Each freed key goes to its first live waiter in the closing transaction.
+                locks::settle_all(db, &freed)
+            })
             .await
     }
 

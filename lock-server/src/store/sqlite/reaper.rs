@@ -49,8 +49,5 @@ fn reap(db: &mut Db) -> Result<(), StoreError> {
         .map_err(sql)?;
     keys.sort_unstable();
     keys.dedup();
-    for key in keys {
-        locks::settle(db, &key)?;
-    }
-    Ok(())
+    locks::settle_all(db, &keys)
 }

@@ -5,7 +5,6 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{sql, Db};
-use super::locks;
 use crate::store::lease::remaining;
 use crate::store::StoreError;
 
@@ -79,8 +78,9 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
     })
 }
 
-/// L3: deletes the session, its tickets and its locks; each lock passes to its queue.
-pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<(), StoreError> {
+/// L3: deletes the session, its tickets and its locks; returns the keys of those locks, which
+/// the caller passes to their queues in the same transaction.
+pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<Vec<String>, StoreError> {
     live_session(db, session)?;
     let id = session.id.as_str();
     let freed = db.returning_keys(
@@ -97,10 +97,7 @@ pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<(), StoreError> 
         .map_err(sql)?
         .execute([id])
         .map_err(sql)?;
-    for key in freed {
-        locks::settle(db, &key)?;
-    }
-    Ok(())
+    Ok(freed)
 }
 
 /// L5.

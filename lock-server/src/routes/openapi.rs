@@ -1,8 +1,12 @@
 //! The OpenAPI 3.0 description of every route, written by hand in this one place, except
 //! what a route's access adds (security requirement, 401 and 403 answers), which comes from
-//! `routes::table()` itself. A unit test checks that its paths and methods are exactly the
-//! table's.
+//! [`super::table()`] itself, and the error codes, which are `lock_api::ErrorCode`'s own. A
+//! unit test checks that its paths and methods are exactly the table's. Nothing in it changes
+//! while the server runs, so it is built and serialised once.
 
+use std::sync::OnceLock;
+
+use lock_api::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::auth::guard::Access;
@@ -35,9 +39,10 @@ fn id_param() -> Value {
 
 fn schemas() -> Value {
     let int = json!({ "type": "integer", "format": "int64", "minimum": 0 });
+    let codes: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     json!({
         "Error": { "type": "object", "required": ["code", "message"], "properties": {
-            "code": { "type": "string", "enum": ["LOCK_CONTENDED","CONTENTION_EXCEEDED","NOT_LEADER","VALIDATION_FAILED","SESSION_NOT_FOUND","LOCK_LOST","FENCED_OUT","PAYLOAD_TOO_LARGE","UNAUTHORIZED","FORBIDDEN","NOT_FOUND","METHOD_NOT_ALLOWED","INTERNAL"] },
+            "code": { "type": "string", "enum": codes },
             "message": { "type": "string" }, "field": { "type": "string" }, "leader": { "type": "string" },
             "retryAfterMillis": int, "highestToken": int } },
         "OpenSessionRequest": { "type": "object", "additionalProperties": false, "properties": {
@@ -76,19 +81,28 @@ fn traceparent_param() -> Value {
             "schema": { "type": "string" } })
 }
 
-/// The document served at `/openapi.json`.
-pub fn document() -> Value {
-    let mut doc = described();
-    add_access(&mut doc);
-    add_traceparent(&mut doc);
-    doc
+/// The document served at `/openapi.json`, built on first use.
+pub fn document() -> &'static Value {
+    static DOCUMENT: OnceLock<Value> = OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        let mut doc = described();
+        add_access(&mut doc);
+        add_traceparent(&mut doc);
+        doc
+    })
+}
+
+/// [`document`] as JSON text, serialised on first use.
+pub fn json_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| document().to_string())
 }
 
 /// What each route's access adds to its operation, from the route table, so the document
 /// cannot disagree with the guard.
 fn add_access(doc: &mut Value) {
     let anyone_or_bearer = json!([{}, { "bearer": [] }]);
-    for route in crate::routes::table() {
+    for route in super::table() {
         let op = &mut doc["paths"][route.path][route.method.as_str().to_lowercase()];
         match route.access {
             Access::Public => {}
@@ -195,7 +209,7 @@ mod tests {
                 described.insert((method.to_uppercase(), path.clone()));
             }
         }
-        let routed: BTreeSet<_> = crate::routes::table()
+        let routed: BTreeSet<_> = super::super::table()
             .into_iter()
             .map(|r| (r.method.to_string(), r.path.to_string()))
             .collect();
@@ -215,10 +229,23 @@ mod tests {
     }
 
     #[test]
+    fn the_error_codes_are_the_apis_own() {
+        let doc = super::document();
+        let listed = &doc["components"]["schemas"]["Error"]["properties"]["code"]["enum"];
+        let codes: Vec<&str> = lock_api::ErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(listed, &serde_json::json!(codes));
+        let text: serde_json::Value = serde_json::from_str(super::json_text()).unwrap();
+        assert_eq!(&text, doc);
+    }
+
+    #[test]
     fn guarded_operations_declare_their_refusals() {
         use crate::auth::guard::Access;
         let doc = super::document();
-        for route in crate::routes::table() {
+        for route in super::super::table() {
             let op = &doc["paths"][route.path][route.method.as_str().to_lowercase()];
             let declares = |status: &str| op["responses"].get(status).is_some();
             let (unauthorized, forbidden) = match route.access {
