@@ -11,8 +11,9 @@ use lock_lab::comparison::{Acquired, Comparison, ComparisonSession, Observer};
 
 use crate::model::record::Sleep;
 
-use super::contender::{describe, Setup};
+use super::failure::describe;
 use super::recorder::Recorder;
+use super::setup::Setup;
 use super::Held;
 
 /// Records what the loop reports for contender `index`.

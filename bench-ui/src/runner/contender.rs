@@ -4,57 +4,20 @@
 //! `lock_lab`'s loop ([`super::comparison`]); the rounds are the same for all.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{select, Either};
 use lock_api::{ErrorCode, LedgerAppend};
-use lock_wasm::error::TransportError;
-use lock_wasm::{AcquirePolicy, SeededRngSource};
 
 use crate::model::config::{key_name, ExperimentConfig};
 use crate::model::record::Hold;
 
 use super::comparison::ComparisonContender;
+use super::failure::describe;
 use super::recorder::Recorder;
 use super::sdk::SdkContender;
+use super::setup::Setup;
 use super::{CancelFlag, Env, Held};
-
-/// What a contender is set up with: the run's seams and record, the experiment, and the
-/// contender's index.
-pub struct Setup<'a> {
-    /// The run's seams.
-    pub env: &'a Env,
-    /// The run's record.
-    pub recorder: &'a Recorder,
-    /// The experiment.
-    pub config: &'a ExperimentConfig,
-    /// Which contender, from 0.
-    pub index: u32,
-}
-
-impl Setup<'_> {
-    /// The SDK's acquire policy of the experiment.
-    pub fn policy(&self) -> Result<AcquirePolicy, String> {
-        AcquirePolicy::new(self.config.policy.settings(self.config.strategy))
-            .map_err(|e| e.to_string())
-    }
-
-    /// The contender's random draws, seeded per contender so a run replays.
-    pub fn rng(&self) -> Arc<SeededRngSource> {
-        Arc::new(SeededRngSource::new(self.config.contender_seed(self.index)))
-    }
-
-    /// The owner label of the contender's session.
-    pub fn owner(&self) -> String {
-        format!("bench-ui s{}", self.index)
-    }
-
-    /// The lock and session TTL.
-    pub fn ttl(&self) -> Duration {
-        Duration::from_millis(self.config.ttl_millis)
-    }
-}
 
 /// A contender's session: the SDK's, or the comparison loop's.
 enum Contender {
@@ -212,24 +175,4 @@ async fn on_granted(
 fn mark_released(recorder: &Recorder, slot: usize) {
     let at = recorder.elapsed_millis();
     recorder.lock().holds[slot].released_at = Some(at);
-}
-
-/// What a lost session most likely means in the browser, and what to do about it.
-pub const SESSION_EXPIRED: &str = "a session expired before its heartbeat got through \
-    (SESSION_NOT_FOUND): with many sessions over HTTP/1.1 the browser queues requests (6 \
-    connections per server), so heartbeats arrive late; run the server over TLS for HTTP/2 \
-    (LOCK_TLS=self-signed scripts/run.sh), raise the TTL or lower the number of sessions";
-
-/// A transport error in words a newcomer can act on.
-pub fn describe(err: &TransportError) -> String {
-    match err {
-        TransportError::Network(detail) => format!(
-            "cannot reach the lock server (is it running, and does it allow this origin?): {detail}"
-        ),
-        TransportError::Timeout(after) => {
-            format!("the lock server did not answer within {after:?}")
-        }
-        other if other.code() == Some(ErrorCode::SessionNotFound) => SESSION_EXPIRED.to_string(),
-        other => other.to_string(),
-    }
 }

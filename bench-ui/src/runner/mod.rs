@@ -14,12 +14,14 @@
 pub mod browser;
 pub mod comparison;
 pub mod contender;
+pub mod failure;
 pub mod lanes;
 pub mod ledger;
 pub mod messages;
 pub mod recorder;
 pub mod sampler;
 pub mod sdk;
+pub mod setup;
 pub mod simulated;
 pub mod sweep;
 

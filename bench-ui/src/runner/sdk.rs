@@ -14,8 +14,8 @@ use lock_wasm::{
 
 use crate::model::record::Sleep;
 
-use super::contender::Setup;
 use super::recorder::Recorder;
+use super::setup::Setup;
 use super::Held;
 
 /// Records what the SDK reports about one contender.
@@ -157,7 +157,7 @@ fn describe(err: &LockError) -> String {
         LockError::Network(detail) => format!(
             "cannot reach the lock server (is it running, and does it allow this origin?): {detail}"
         ),
-        LockError::SessionLost => super::contender::SESSION_EXPIRED.to_string(),
+        LockError::SessionLost => super::failure::SESSION_EXPIRED.to_string(),
         other => other.to_string(),
     }
 }

@@ -233,5 +233,5 @@ fn an_expired_session_is_explained_and_counted_as_an_error() {
         record.counters.l4_calls, 1,
         "SESSION_NOT_FOUND is never retried"
     );
-    assert_eq!(record.error.as_deref(), Some(contender::SESSION_EXPIRED));
+    assert_eq!(record.error.as_deref(), Some(failure::SESSION_EXPIRED));
 }
