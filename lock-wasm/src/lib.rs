@@ -7,7 +7,7 @@
 //! runs natively (tokio + reqwest), in WebAssembly (fetch + JS timers, `src/wasm/`) and in a
 //! seeded deterministic simulation.
 //!
-//! Layout, bottom to top (no module imports one above it; `tests/source_rules.rs` checks
+//! Layout, bottom to top (no module imports one above it; the workspace's `tests/tests/module_graph.rs` checks
 //! that the modules form no cycle):
 //! - Seams and leaves: [`spawn`] (the `Spawner` seam, the `Send`-or-not future types),
 //!   [`signal`] (`Signal`, `Notify`), `spans` (the `tracing` spans `lock.acquire` and
