@@ -7,8 +7,8 @@
 //! runs natively (tokio + reqwest), in WebAssembly (fetch + JS timers, `src/wasm/`) and in a
 //! seeded deterministic simulation.
 //!
-//! Layout, bottom to top (no module imports one above it; the workspace's `tests/tests/module_graph.rs` checks
-//! that the modules form no cycle):
+//! Layout, bottom to top (no module imports one above it; the workspace's
+//! `tests/tests/module_graph.rs` checks that the modules form no cycle):
 //! - Seams and leaves: [`spawn`] (the `Spawner` seam, the `Send`-or-not future types),
 //!   [`signal`] (`Signal`, `Notify`), `spans` (the `tracing` spans `lock.acquire` and
 //!   `lock.hold`, feature `native`; nothing without it), [`clock`] (the `Clock` seam,
