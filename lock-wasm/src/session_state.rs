@@ -49,9 +49,11 @@ struct Inner {
     deadline: Duration,
     /// Send time of the last L2 (L1's at first): the schedule counts from it.
     last_heartbeat: Duration,
-    /// Heartbeats failed in a row since the last answered one, and when the next re-send is
-    /// due (see `crate::heartbeat`).
-    heartbeat_retry: Option<(u32, Duration)>,
+    /// Heartbeats failed in a row since the last answered one (the re-send's backoff grows
+    /// with them).
+    heartbeat_failures: u32,
+    /// When the re-send of a failed heartbeat is due, until it is sent (see `crate::heartbeat`).
+    heartbeat_retry_at: Option<Duration>,
     /// Next handle sequence number (see `LockHandle::seq`).
     next_seq: u64,
     /// Round-trip estimate of L4 (EWMA, weight 1/4 per sample).
@@ -93,7 +95,8 @@ impl SessionState {
                 status: Status::Open,
                 deadline: (sent_at + ttl).saturating_sub(parts.config.margin(ttl)),
                 last_heartbeat: sent_at,
-                heartbeat_retry: None,
+                heartbeat_failures: 0,
+                heartbeat_retry_at: None,
                 next_seq: 0,
                 rtt: parts.config.initial_rtt,
                 suspects: BTreeMap::new(),
@@ -387,10 +390,7 @@ impl SessionState {
     pub(crate) fn next_heartbeat(&self) -> Duration {
         let (last, retry) = {
             let inner = self.inner.lock().unwrap();
-            (
-                inner.last_heartbeat,
-                inner.heartbeat_retry.map(|(_, at)| at),
-            )
+            (inner.last_heartbeat, inner.heartbeat_retry_at)
         };
         let due = self
             .turns
@@ -410,9 +410,9 @@ impl SessionState {
     pub(crate) fn heartbeat_failed(&self, now: Duration) {
         let backoff = Backoff::new(renewal::RETRY_BASE, renewal::RETRY_CAP);
         let mut inner = self.inner.lock().unwrap();
-        let failures = inner.heartbeat_retry.map_or(0, |(n, _)| n);
-        let delay = backoff.delay(failures, &mut self.parts.rng.rng());
-        inner.heartbeat_retry = Some((failures + 1, now + delay));
+        let delay = backoff.delay(inner.heartbeat_failures, &mut self.parts.rng.rng());
+        inner.heartbeat_failures += 1;
+        inner.heartbeat_retry_at = Some(now + delay);
         drop(inner);
         self.schedule.notify();
     }
@@ -422,6 +422,9 @@ impl SessionState {
     pub(crate) fn heartbeat_sent(&self, now: Duration) -> u64 {
         let mut inner = self.inner.lock().unwrap();
         inner.last_heartbeat = now;
+        // The re-send is on its way: its time must not stay the next one due, or this very
+        // call's timeout (never past the next due heartbeat) would be zero.
+        inner.heartbeat_retry_at = None;
         inner.next_seq
     }
 
@@ -437,7 +440,7 @@ impl SessionState {
         let ttl = Duration::from_millis(answer.ttl_millis);
         {
             let mut inner = self.inner.lock().unwrap();
-            inner.heartbeat_retry = None;
+            inner.heartbeat_failures = 0;
             let renewed = (sent_at + ttl).saturating_sub(self.parts.config.margin(ttl));
             inner.deadline = inner.deadline.max(renewed);
             // A suspect recorded before this heartbeat was sent and not listed by it is not

@@ -15,8 +15,10 @@ use lock_wasm::error::TransportError;
 use lock_wasm::events::ClientEvent;
 use lock_wasm::handle::LostReason;
 use lock_wasm::test_support::Fixture;
-use lock_wasm::transport::{Call, ScriptedTransport};
-use lock_wasm::{AcquirePolicy, ClientConfig, LockClient, LockError};
+use lock_wasm::transport::{Call, Reply, Request, ScriptedTransport, Transport};
+use lock_wasm::{
+    AcquirePolicy, ClientConfig, LockClient, LockClientSession, LockError, SeededRngSource,
+};
 
 fn grant(key: &str, token: u64) -> Result<LockGrant, TransportError> {
     Ok(ScriptedTransport::grant(key, "s1", token, 10_000))
@@ -556,31 +558,77 @@ fn a_failed_release_is_retried_in_the_background() {
     assert!(!session.is_lost());
 }
 
-/// C2 ct2-renewal, *Heartbeats ride out outages*: heartbeats failing from 1 s to 12 s of a
-/// 15 s session (valid 13.5 s) are re-sent with jittered delays, one is answered before the
-/// deadline, and the session and its lock live on. Heartbeats only at the period (5 s, 10 s,
-/// 15 s) would have lost both.
-#[test]
-fn failed_heartbeats_are_retried_until_one_is_answered() {
-    let f = Fixture::new();
-    let session = f.session();
+/// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
+/// gets no answer, as over a real network.
+struct TenMsAway {
+    server: ScriptedTransport,
+    clock: ManualClock,
+}
+
+#[async_trait::async_trait]
+impl Transport for TenMsAway {
+    async fn send(&self, request: Request<'_>, timeout: Duration) -> Result<Reply, TransportError> {
+        let away = Duration::from_millis(10);
+        if timeout < away {
+            self.clock.sleep(timeout).await;
+            return Err(TransportError::Timeout(timeout));
+        }
+        self.clock.sleep(away).await;
+        self.server.send(request, timeout).await
+    }
+}
+
+/// Heartbeats failing from 1 s to 12 s of a 15 s session (valid 13.5 s) holding a 15 s
+/// lock: they are re-sent with jittered delays, one is answered before the deadline, and
+/// the session and its lock live on. Heartbeats only at the period (5 s, 10 s, 15 s) would
+/// have lost both.
+fn ride_out_an_outage(f: &Fixture, session: LockClientSession) {
     f.transport
         .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 15_000)));
     let s = session.clone();
     let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
-    pass(&f, Duration::from_secs(1));
+    pass(f, Duration::from_secs(1));
     for _ in 0..1_000 {
         f.transport
             .push_heartbeat(Err(TransportError::Network("balancer down".into())));
     }
-    pass(&f, Duration::from_secs(11));
-    let during = heartbeat_calls(&f);
+    pass(f, Duration::from_secs(11));
+    let during = heartbeat_calls(f);
     f.transport.clear_heartbeats();
-    pass(&f, Duration::from_secs(8));
+    pass(f, Duration::from_secs(8));
     assert!(during >= 8, "{during} heartbeats in an 11 s outage");
     assert!(!session.is_lost(), "the session outlived the outage");
     assert!(!handle.is_lost(), "and so did its lock");
     assert!(!f.event_names().contains(&"session_lost"));
+}
+
+/// C2 ct2-pinned, *Heartbeats ride out outages*, on a server that answers at once.
+#[test]
+fn failed_heartbeats_are_retried_until_one_is_answered() {
+    let f = Fixture::new();
+    let session = f.session();
+    ride_out_an_outage(&f, session);
+}
+
+/// The same over a network that takes time: each re-send has a whole request timeout for
+/// its answer (a re-send timed out at the instant it was due would never be answered).
+#[test]
+fn a_re_sent_heartbeat_has_time_for_its_answer() {
+    let f = Fixture::new();
+    let away = TenMsAway {
+        server: f.transport.clone(),
+        clock: f.clock.clone(),
+    };
+    let client = LockClient::new(
+        Arc::new(away),
+        Arc::new(f.clock.clone()),
+        f.exec.spawner(1),
+        Arc::new(SeededRngSource::new(1)),
+    )
+    .with_config(f.client.config().clone());
+    let session = f.run(async move { client.open_session().await.unwrap() });
+    f.run(async {});
+    ride_out_an_outage(&f, session);
 }
 
 /// The client's own session is opened once for every caller and replaced after a loss.

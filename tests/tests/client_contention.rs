@@ -141,7 +141,7 @@ async fn sample_l7(
     samples
 }
 
-/// Nested acquire, release and key encoding against the real server.
+/// A hold nested through the handle, release and key encoding against the real server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nested_holds_release_once_and_keys_are_encoded() {
     let server = TestServer::start(ServerOptions::new());
@@ -154,7 +154,7 @@ async fn nested_holds_release_once_and_keys_are_encoded() {
         .await
         .unwrap()
         .expect("free key");
-    let inner = session.acquire_default(key).await.unwrap().expect("nested");
+    let inner = outer.nest().expect("nested through the handle");
     assert_eq!(inner.fencing_token(), outer.fencing_token());
     session.release(&inner).await.unwrap();
     let held = api
