@@ -213,3 +213,260 @@ pub(crate) fn retry_release(session: &Arc<SessionState>, handle: &LockHandle) {
     };
     session.parts().spawner.spawn(Box::pin(task));
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use futures::FutureExt;
+
+    use super::*;
+    use crate::backoff::SeededRngSource;
+    use crate::clock::ManualClock;
+    use crate::config::ClientConfig;
+    use crate::error::TransportError;
+    use crate::events::NoEvents;
+    use crate::parts::ClientParts;
+    use crate::spawn::Spawner;
+    use crate::transport::ScriptedTransport;
+
+    const TIMEOUT: Duration = Duration::from_millis(500);
+    /// The session's heartbeat period: long, so a held lock's renewal comes first.
+    const PERIOD: Duration = Duration::from_secs(10);
+
+    /// Keeps what the session spawns, for the test to poll by hand: the simulated executor
+    /// sits above this module.
+    #[derive(Default)]
+    struct Tasks(Mutex<Vec<BoxFuture<'static, ()>>>);
+
+    impl Spawner for Tasks {
+        fn spawn(&self, task: BoxFuture<'static, ()>) {
+            self.0.lock().unwrap().push(task);
+        }
+    }
+
+    impl Tasks {
+        /// Runs the tasks to their end on `clock`, from timer to timer.
+        fn run(&self, clock: &ManualClock) {
+            loop {
+                let tasks = std::mem::take(&mut *self.0.lock().unwrap());
+                let pending: Vec<_> = tasks
+                    .into_iter()
+                    .filter_map(|mut task| (&mut task).now_or_never().is_none().then_some(task))
+                    .collect();
+                if pending.is_empty() {
+                    return;
+                }
+                self.0.lock().unwrap().extend(pending);
+                assert!(clock.advance_to_next_timer(), "a task waits on no timer");
+            }
+        }
+    }
+
+    struct Setup {
+        session: Arc<SessionState>,
+        clock: ManualClock,
+        transport: ScriptedTransport,
+        tasks: Arc<Tasks>,
+    }
+
+    /// An open session `s1` (TTL 30 s, heartbeat period [`PERIOD`]) opened at time zero, on
+    /// a scripted transport and a manual clock.
+    fn setup() -> Setup {
+        let (clock, transport) = (ManualClock::new(), ScriptedTransport::new());
+        let tasks = Arc::new(Tasks::default());
+        let parts = ClientParts {
+            transport: Arc::new(transport.clone()),
+            clock: Arc::new(clock.clone()),
+            spawner: tasks.clone(),
+            rng: Arc::new(SeededRngSource::new(7)),
+            events: Arc::new(NoEvents),
+            config: ClientConfig {
+                request_timeout: TIMEOUT,
+                ..ClientConfig::default()
+            },
+            sessions_lost: Arc::default(),
+        };
+        let (id, holder, ttl) = ("s1".to_owned(), "h1".to_owned(), Duration::from_secs(30));
+        let session = SessionState::new(id, holder, ttl, PERIOD, Duration::ZERO, Arc::new(parts));
+        Setup {
+            session: Arc::new(session),
+            clock,
+            transport,
+            tasks,
+        }
+    }
+
+    /// A handle of `key` with `ttl`, granted now and registered in `session`.
+    fn grant(session: &SessionState, key: &str, ttl: Duration) -> LockHandle {
+        let now = session.parts().clock.now();
+        let claim = session.claim(key, now + TIMEOUT).now_or_never();
+        let claim = claim
+            .expect("a free key's turn comes at once")
+            .unwrap()
+            .unwrap();
+        let ttl_millis = ttl.as_millis() as u64;
+        claim.grant(
+            ScriptedTransport::grant(key, "s1", 1, ttl_millis),
+            now,
+            None,
+        )
+    }
+
+    /// A handle whose release failed: its hold ended, its L6 is to be re-sent.
+    fn released(session: &SessionState, ttl: Duration) -> LockHandle {
+        let handle = grant(session, "k", ttl);
+        drop(session.release_hold(&handle));
+        handle
+    }
+
+    #[test]
+    fn a_background_call_waits_the_request_timeout_when_nothing_is_nearer() {
+        let s = setup();
+        assert_eq!(round_hop(&s.session, &s.clock, Duration::MAX), TIMEOUT);
+    }
+
+    #[test]
+    fn a_background_call_never_waits_past_its_limit() {
+        let s = setup();
+        let limit = TIMEOUT / 5;
+        assert_eq!(round_hop(&s.session, &s.clock, limit), limit);
+    }
+
+    #[test]
+    fn a_background_call_never_waits_past_the_next_heartbeat() {
+        let s = setup();
+        let next = s.session.next_heartbeat();
+        s.clock.advance_to(next - TIMEOUT / 5);
+        assert_eq!(round_hop(&s.session, &s.clock, Duration::MAX), TIMEOUT / 5);
+        s.clock.advance_to(next + TIMEOUT);
+        assert_eq!(
+            round_hop(&s.session, &s.clock, Duration::MAX),
+            Duration::ZERO
+        );
+    }
+
+    /// Starts a wait for the next heartbeat, applies `change` to the schedule, and lets the
+    /// wait run to its timer. Returns the instants it was armed for before and after the
+    /// change.
+    fn armed_around(s: &Setup, change: impl FnOnce()) -> (Duration, Duration) {
+        let weak = Arc::downgrade(&s.session);
+        let mut wait = Box::pin(wait_until(&weak, &s.clock, SessionState::next_heartbeat));
+        assert!(wait.as_mut().now_or_never().is_none());
+        let before = s.clock.next_timer().expect("the wait sleeps");
+        change();
+        assert!(wait.as_mut().now_or_never().is_none());
+        let after = s.clock.next_timer().expect("the wait sleeps");
+        s.clock.advance_to(after);
+        assert!(matches!(wait.as_mut().now_or_never(), Some(Wake::Due)));
+        (before, after)
+    }
+
+    /// A grant whose renewal is due before the armed wake-up moves the wait to it at once.
+    #[test]
+    fn a_schedule_moved_earlier_re_arms_the_wait_at_once() {
+        let s = setup();
+        let acquire = || drop(grant(&s.session, "k", Duration::from_secs(1)));
+        let (before, after) = armed_around(&s, acquire);
+        assert_eq!(before, PERIOD);
+        assert!(after < PERIOD, "{after:?}");
+        assert_eq!(after, s.session.next_heartbeat());
+    }
+
+    /// A release moves the next heartbeat later: the armed timer stays and wakes early (the
+    /// loop then finds nothing due), rather than being replaced on every release.
+    #[test]
+    fn a_schedule_moved_later_keeps_the_armed_timer() {
+        let s = setup();
+        let handle = grant(&s.session, "k", Duration::from_secs(1));
+        let due = s.session.next_heartbeat();
+        let release = || drop(s.session.release_hold(&handle));
+        assert_eq!(armed_around(&s, release), (due, due));
+        assert_eq!(s.session.next_heartbeat(), PERIOD);
+    }
+
+    #[test]
+    fn a_wait_ends_with_its_session() {
+        let s = setup();
+        let weak = Arc::downgrade(&s.session);
+        let mut wait = Box::pin(wait_until(&weak, &s.clock, SessionState::next_deadline));
+        assert!(wait.as_mut().now_or_never().is_none());
+        assert!(s.session.mark_closed());
+        assert!(matches!(wait.as_mut().now_or_never(), Some(Wake::Ended)));
+
+        let s = setup();
+        let weak = Arc::downgrade(&s.session);
+        drop(s.session);
+        let wait = wait_until(&weak, &s.clock, SessionState::next_deadline);
+        assert!(matches!(wait.now_or_never(), Some(Wake::Ended)));
+    }
+
+    /// Runs the re-sends of the failed release of a lock with `ttl` to their end, the server
+    /// answering `answers` (then the scripted default: released).
+    fn retried(ttl: Duration, answers: Vec<Result<(), TransportError>>) -> (Setup, LockHandle) {
+        let s = setup();
+        let handle = released(&s.session, ttl);
+        for answer in answers {
+            s.transport.push_release(answer);
+        }
+        retry_release(&s.session, &handle);
+        s.tasks.run(&s.clock);
+        (s, handle)
+    }
+
+    #[test]
+    fn a_failed_release_is_re_sent_until_answered() {
+        let failures = vec![
+            Err(TransportError::Network("reset".into())),
+            Err(TransportError::Timeout(TIMEOUT)),
+        ];
+        let (s, _) = retried(Duration::from_secs(30), failures);
+        assert_eq!(s.transport.release_calls(), 3);
+        assert!(s.session.is_open());
+    }
+
+    /// LOCK_LOST answers the release too: the lock is gone either way.
+    #[test]
+    fn a_release_answered_lock_lost_is_not_re_sent() {
+        let lost = ScriptedTransport::error(ErrorCode::LockLost);
+        let (s, _) = retried(Duration::from_secs(30), vec![Err(lost)]);
+        assert_eq!(s.transport.release_calls(), 1);
+        assert!(s.session.is_open());
+    }
+
+    #[test]
+    fn a_release_answered_session_not_found_loses_the_session() {
+        let gone = ScriptedTransport::error(ErrorCode::SessionNotFound);
+        let (s, _) = retried(Duration::from_secs(30), vec![Err(gone)]);
+        assert_eq!(s.transport.release_calls(), 1);
+        assert!(!s.session.is_open() && !s.session.is_closed());
+    }
+
+    /// Past the lock's TTL from its last renewal the server has dropped it: the re-sends stop
+    /// before it, without a timer beyond it.
+    #[test]
+    fn re_sends_stop_before_the_lock_would_have_lapsed() {
+        let down = || Err(TransportError::Network("down".into()));
+        let (s, handle) = retried(Duration::from_secs(1), (0..100).map(|_| down()).collect());
+        let sent = s.transport.release_calls();
+        assert!((1..100).contains(&sent), "{sent} re-sends");
+        assert!(s.clock.now() < handle.anchor() + handle.ttl());
+    }
+
+    #[test]
+    fn nothing_is_re_sent_for_a_session_that_ended_or_was_dropped() {
+        let s = setup();
+        let handle = released(&s.session, Duration::from_secs(30));
+        retry_release(&s.session, &handle);
+        s.session.mark_closed();
+        s.tasks.run(&s.clock);
+        assert_eq!(s.transport.release_calls(), 0);
+
+        let s = setup();
+        let handle = released(&s.session, Duration::from_secs(30));
+        retry_release(&s.session, &handle);
+        drop(s.session);
+        s.tasks.run(&s.clock);
+        assert_eq!(s.transport.release_calls(), 0);
+    }
+}

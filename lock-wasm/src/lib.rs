@@ -34,7 +34,8 @@
 //!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
 //! - The seeded simulation (feature `sim`, which the dashboard's in-page sweeps use; never in
 //!   the npm package or a native build): `sim` (deterministic executor, simulated lock
-//!   service with its wait queue, injectable faults) and `clock::ManualClock`.
+//!   service with its wait queue, injectable faults; the run's record, scenario, invariants,
+//!   simulated client processes and seed runners, a file each) and `clock::ManualClock`.
 //! - Test helpers (feature `test-util`, never in a shipped build): the simulation plus
 //!   `transport::ScriptedTransport` and `test_support::Fixture`.
 
