@@ -11,22 +11,7 @@
 // by rewriting its `import` and `export` statements, so there is one source for both
 // module systems.
 
-import {
-  ErrorCode,
-  LockError,
-  ContentionError,
-  NotLeaderError,
-  ValidationError,
-  SessionLostError,
-  LockLostError,
-  FencedOutError,
-  UnauthorizedError,
-  ForbiddenError,
-  NotGrantedError,
-  isLockError,
-  lockError,
-  adoptError,
-} from "./errors.js";
+import { ErrorCode, lockError, adoptError, errorExports } from "./errors.js";
 
 // `Symbol.asyncDispose` exists in Node ≥ 20.4, Deno and current browsers; older engines get
 // the well-known registry symbol that TypeScript's downlevel helpers also look for.
@@ -451,28 +436,13 @@ const CLIENT_OVER = Symbol.for("lock-wasm.clientOver");
 
 /**
  * Builds the public API over an initialised wasm-bindgen module. The keys of the returned
- * object are the package's exports, the only list of them: the CommonJS entry exports this
- * object, and scripts/build-npm.sh writes the ESM entries' named exports from its keys.
+ * object are the package's exports, the only list of them (the adapter's classes, then
+ * errors.js's): the CommonJS entry exports this object, and scripts/build-npm.sh writes the
+ * ESM entries' named exports from its keys.
  */
 export function createApi(raw) {
   RawClient = raw.RawClient;
-  const api = {
-    LockClient,
-    Session,
-    LockHandle,
-    LockError,
-    ContentionError,
-    NotLeaderError,
-    ValidationError,
-    SessionLostError,
-    LockLostError,
-    FencedOutError,
-    UnauthorizedError,
-    ForbiddenError,
-    NotGrantedError,
-    ErrorCode,
-    isLockError,
-  };
+  const api = { LockClient, Session, LockHandle, ...errorExports };
   Object.defineProperty(api, CLIENT_OVER, { value: clientOver });
   return api;
 }

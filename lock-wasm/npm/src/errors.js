@@ -119,8 +119,10 @@ function adoptError(err) {
   return err;
 }
 
-export {
-  ErrorCode,
+// The package's exports that are this file's, in their order there: createApi's object
+// spreads them in after the adapter's classes, so the keys of that object stay the one
+// list of the package's exports.
+const errorExports = {
   LockError,
   ContentionError,
   NotLeaderError,
@@ -131,7 +133,8 @@ export {
   UnauthorizedError,
   ForbiddenError,
   NotGrantedError,
+  ErrorCode,
   isLockError,
-  lockError,
-  adoptError,
 };
+
+export { ErrorCode, lockError, adoptError, errorExports };
