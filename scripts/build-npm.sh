@@ -52,30 +52,61 @@ bindgen() {
     "$dir/${name}_bg.wasm" -o "$dir/${name}_bg.wasm"
 }
 
-# The CommonJS copy of an ESM layer file: its single `export function` line made plain and
-# the function exported through module.exports.
+# The CommonJS copy of an ES module, line for line (a stack trace's line numbers hold in
+# both), so that each JS file has one source for both module systems and no bundler is
+# needed. Its static imports, each `import { names } from "./file.js"`, become
+# `const { names } = require("./file.cjs")` (that file's copy, built beside it). Its exports
+# become module.exports: either its `export function` lines, made plain, or its one
+# `export { names }` statement. Any other import or export form fails the build instead of
+# shipping a copy that differs.
 to_cjs() {
-  local src="$1" name="$2"
-  grep -q "^export function $name" "$src" || { log "no 'export function $name' in $src"; return 1; }
-  sed -e "s/^export function $name/function $name/" "$src"
-  printf '\nmodule.exports = { %s };\n' "$name"
+  node -e '
+    const fs = require("fs");
+    const file = process.argv[1];
+    const fail = (message) => {
+      console.error(`== build-npm: ${file}: ${message}`);
+      process.exit(1);
+    };
+    // The inside of a `{ a, b }` list, kept as written (line breaks too); renaming is refused.
+    const plain = (names) => {
+      const each = names.split(",").map((n) => n.trim()).filter(Boolean);
+      if (each.length === 0 || !each.every((n) => /^[A-Za-z_$][\w$]*$/.test(n))) {
+        fail(`only plain names convert: {${names}}`);
+      }
+      return names;
+    };
+    const functions = [];
+    let lists = 0;
+    const text = fs
+      .readFileSync(file, "utf8")
+      .replace(/^import \{([^}]*)\} from "(\.\/[^"]+)\.js";$/gm,
+        (_, names, path) => `const {${plain(names)}} = require("${path}.cjs");`)
+      .replace(/^export \{([^}]*)\};$/gm, (_, names) => {
+        lists += 1;
+        return `module.exports = {${plain(names)}};`;
+      })
+      .replace(/^export function ([A-Za-z_$][\w$]*)/gm, (_, name) => {
+        functions.push(name);
+        return `function ${name}`;
+      });
+    if (lists + Math.sign(functions.length) !== 1) {
+      fail("exports through either `export function` lines or one `export { ... }`");
+    }
+    // What is left has no CommonJS spelling here (a dynamic import() stays as it is).
+    const left = text.match(/^\s*(?:import|export)\b(?!\s*\().*$/m);
+    if (left) fail(`cannot convert: ${left[0]}`);
+    const tail = functions.length ? `\nmodule.exports = { ${functions.join(", ")} };\n` : "";
+    process.stdout.write(text + tail);' "$1"
 }
 
 # The nodejs glue `require`s the module's JS snippets (lock-wasm/src/wasm/*.js, ES modules):
-# each becomes a CommonJS `.cjs` file next to it, its `export function` lines made plain and
-# exported through module.exports, and the glue requires that instead. Node before 20.19
-# cannot `require` an ES module, and later ones would warn.
+# each becomes a CommonJS `.cjs` file next to it (to_cjs), and the glue requires that
+# instead. Node before 20.19 cannot `require` an ES module, and later ones would warn.
 snippets_to_cjs() {
-  local dir="$1" glue="$2" file rel names
+  local dir="$1" glue="$2" file rel
   [ -d "$dir/snippets" ] || return 0
   while IFS= read -r file; do
-    if grep '^export ' "$file" | grep -qv '^export function '; then
-      log "only 'export function' lines are converted: $file"; return 1
-    fi
-    names="$(sed -n 's/^export function \([A-Za-z_$][A-Za-z0-9_$]*\).*/\1/p' "$file" | paste -sd, -)"
-    [ -n "$names" ] || { log "no 'export function' in $file"; return 1; }
-    { sed -e 's/^export function /function /' "$file"; printf '\nmodule.exports = { %s };\n' "$names"; } \
-      >"${file%.js}.cjs"
+    to_cjs "$file" >"${file%.js}.cjs" || return 1
     rm "$file"
     rel="${file#"$dir"/}"
     # The glue spells it require(String.raw`./snippets/...`).
@@ -125,11 +156,15 @@ assemble() {
   bindgen "$kit" nodejs "$pkg/testing/node" lock_wasm_testkit
   snippets_to_cjs "$pkg/testing/node" "$pkg/testing/node/lock_wasm_testkit.js"
   bindgen "$kit" web "$pkg/testing/web" lock_wasm_testkit
-  # One source for each JS layer file: the CommonJS copy differs only in its export line.
-  cp "$src/src/api.js" "$pkg/web/api.js"
-  to_cjs "$src/src/api.js" createApi >"$pkg/node/api.cjs"
+  # One source for each JS layer file: the CommonJS copy differs only in its import and
+  # export statements. api.js imports errors.js, so each build gets both.
+  local file
+  for file in errors api; do
+    cp "$src/src/$file.js" "$pkg/web/$file.js"
+    to_cjs "$src/src/$file.js" >"$pkg/node/$file.cjs"
+  done
   cp "$src/src/testing.js" "$pkg/testing/web/testing.js"
-  to_cjs "$src/src/testing.js" createTestKitApi >"$pkg/testing/node/testing.cjs"
+  to_cjs "$src/src/testing.js" >"$pkg/testing/node/testing.cjs"
   cp "$src/src/node.cjs" "$pkg/node/index.cjs"
   # The OpenTelemetry layer, loaded by dynamic import (ESM in both builds).
   cp "$src/src/tracing.js" "$pkg/node/tracing.js"

@@ -1,7 +1,7 @@
 //! One list of error codes and retry verdicts: the contract's `lock_api::ErrorCode::ALL`
 //! (with `retry_safe`) plus the SDK's `lock_wasm::error::SDK_CODES`. Everything else that
 //! names codes is written by hand for its language or reader and checked here against that
-//! list: the npm package's `ErrorCode` object and `RETRY_SAFE` set (api.js), its TypeScript
+//! list: the npm package's `ErrorCode` object and `RETRY_SAFE` set (errors.js), its TypeScript
 //! union (index.d.ts), the table of contract C3 and the npm README's table. A code added to
 //! `ErrorCode` fails this test until every one of them has it.
 
@@ -85,17 +85,17 @@ fn codes_in_cell(cell: &str) -> Vec<String> {
 
 #[test]
 fn the_npm_package_lists_every_code_and_verdict() {
-    let api = read("npm/src/api.js");
-    let object = between(&api, "const ErrorCode = Object.freeze({", "});");
+    let errors = read("npm/src/errors.js");
+    let object = between(&errors, "const ErrorCode = Object.freeze({", "});");
     let keys: BTreeSet<String> = object
         .lines()
         .filter_map(|l| l.trim().split_once(':'))
         .map(|(key, _)| key.trim().to_owned())
         .collect();
-    assert_eq!(keys, all_codes(), "api.js ErrorCode keys");
-    assert_eq!(quoted_codes(object), all_codes(), "api.js ErrorCode values");
-    let retry = between(&api, "const RETRY_SAFE = new Set([", "]);");
-    assert_eq!(quoted_codes(retry), retry_safe_codes(), "api.js RETRY_SAFE");
+    assert_eq!(keys, all_codes(), "errors.js ErrorCode keys");
+    assert_eq!(quoted_codes(object), all_codes(), "errors.js ErrorCode values");
+    let retry = between(&errors, "const RETRY_SAFE = new Set([", "]);");
+    assert_eq!(quoted_codes(retry), retry_safe_codes(), "errors.js RETRY_SAFE");
 }
 
 #[test]

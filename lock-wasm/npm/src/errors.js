@@ -1,0 +1,140 @@
+// The errors of the `lock-wasm` npm package: the stable codes, `LockError` and its
+// subclasses, and the adoption of the plain errors the wasm side rejects with.
+//
+// Why JS classes at all: wasm-bindgen cannot declare `Error` subclasses, and `instanceof`
+// on a class per failure is what users of node-redlock and etcd3 expect. Which code an
+// error of the Rust side carries, and whether it may be retried, is decided there; this
+// file only gives it its class.
+//
+// This file is ESM; `scripts/build-npm.sh` derives the CommonJS copy (`errors.cjs`) from it
+// by rewriting its `export` statement, so there is one source for both module systems.
+
+/**
+ * Stable error codes: the contract's (lock_api::ErrorCode::ALL) plus the SDK's own
+ * (lock_wasm::error::SDK_CODES). lock-wasm/tests/error_codes.rs checks this list, RETRY_SAFE
+ * and the TypeScript union against those, so none of them can drift.
+ */
+const ErrorCode = Object.freeze({
+  LOCK_CONTENDED: "LOCK_CONTENDED",
+  CONTENTION_EXCEEDED: "CONTENTION_EXCEEDED",
+  NOT_LEADER: "NOT_LEADER",
+  VALIDATION_FAILED: "VALIDATION_FAILED",
+  SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
+  LOCK_LOST: "LOCK_LOST",
+  FENCED_OUT: "FENCED_OUT",
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  UNAUTHORIZED: "UNAUTHORIZED",
+  FORBIDDEN: "FORBIDDEN",
+  NOT_FOUND: "NOT_FOUND",
+  METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
+  INTERNAL: "INTERNAL",
+  TRANSPORT: "TRANSPORT",
+  UNEXPECTED_ANSWER: "UNEXPECTED_ANSWER",
+  NOT_GRANTED: "NOT_GRANTED",
+});
+
+// The codes after which a retry of the acquire can succeed (never of the side effect). Errors
+// from the Rust side carry their verdict; this set serves errors built in JS.
+const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER", "TRANSPORT", "NOT_GRANTED"]);
+
+/** Every error the SDK throws. `code` is stable; `retryable`: may the acquire be retried? */
+class LockError extends Error {
+  // A subclass built without a code carries its own (`new ContentionError(m)`: LOCK_CONTENDED).
+  constructor(message, { code = DEFAULT_CODES.get(new.target) ?? ErrorCode.INTERNAL, retryable, field, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = retryable ?? RETRY_SAFE.has(code);
+    if (field !== undefined) this.field = field;
+  }
+}
+/** LOCK_CONTENDED or CONTENTION_EXCEEDED. */
+class ContentionError extends LockError {}
+/** NOT_LEADER: the replica cannot accept writes now. */
+class NotLeaderError extends LockError {}
+/** VALIDATION_FAILED: bad options or input; `field` names the offender. */
+class ValidationError extends LockError {}
+/** SESSION_NOT_FOUND: the session is gone and so are its locks. */
+class SessionLostError extends LockError {}
+/**
+ * LOCK_LOST: the handle's lock is gone. On a handle's `signal`, `reason` says why:
+ * `deadlinePassed`, `notInHeartbeat` (expired, revoked or released server-side),
+ * `sessionLost`, `sessionClosed` or `released`.
+ */
+class LockLostError extends LockError {}
+/**
+ * FENCED_OUT: a fenced resource saw a higher token. Never retry the side effect. The code
+ * guarding a resource throws it too, so `new FencedOutError(message)` carries FENCED_OUT.
+ */
+class FencedOutError extends LockError {}
+/** NOT_GRANTED: `using` could not get the key within the acquire budget; its callback did not run. */
+class NotGrantedError extends LockError {}
+
+const DEFAULT_CODES = new Map([
+  [ContentionError, ErrorCode.LOCK_CONTENDED],
+  [NotLeaderError, ErrorCode.NOT_LEADER],
+  [ValidationError, ErrorCode.VALIDATION_FAILED],
+  [SessionLostError, ErrorCode.SESSION_NOT_FOUND],
+  [LockLostError, ErrorCode.LOCK_LOST],
+  [FencedOutError, ErrorCode.FENCED_OUT],
+  [NotGrantedError, ErrorCode.NOT_GRANTED],
+]);
+
+/** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
+class UnauthorizedError extends LockError {}
+/** FORBIDDEN: the token does not cover the request (a key outside the client's prefixes). */
+class ForbiddenError extends LockError {}
+
+const ERROR_CLASSES = {
+  LOCK_CONTENDED: ContentionError,
+  CONTENTION_EXCEEDED: ContentionError,
+  NOT_LEADER: NotLeaderError,
+  VALIDATION_FAILED: ValidationError,
+  SESSION_NOT_FOUND: SessionLostError,
+  LOCK_LOST: LockLostError,
+  FENCED_OUT: FencedOutError,
+  UNAUTHORIZED: UnauthorizedError,
+  FORBIDDEN: ForbiddenError,
+  NOT_GRANTED: NotGrantedError,
+};
+
+/** Whether `err` is an error of this package (for TypeScript, narrows to the union on `code`). */
+function isLockError(err) {
+  return err instanceof LockError;
+}
+
+function lockError(code, message, extra = {}) {
+  const Class = ERROR_CLASSES[code] ?? LockError;
+  return new Class(message, { code, ...extra });
+}
+
+// The Rust side rejects with plain `Error`s carrying `code`/`retryable`/`field`; turn them
+// into the classes above. Anything else (an AbortSignal's reason, a user callback's error)
+// passes through untouched.
+function adoptError(err) {
+  if (err instanceof LockError) return err;
+  if (err && typeof err === "object" && err.name === "LockError" && typeof err.code === "string") {
+    return lockError(err.code, err.message, { retryable: err.retryable, field: err.field });
+  }
+  return err;
+}
+
+// The package's exports that are this file's, in their order there: createApi's object
+// spreads them in after the adapter's classes, so the keys of that object stay the one
+// list of the package's exports.
+const errorExports = {
+  LockError,
+  ContentionError,
+  NotLeaderError,
+  ValidationError,
+  SessionLostError,
+  LockLostError,
+  FencedOutError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotGrantedError,
+  ErrorCode,
+  isLockError,
+};
+
+export { ErrorCode, lockError, adoptError, errorExports };
