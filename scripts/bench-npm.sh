@@ -9,7 +9,10 @@
 # API alone (no provider registered), with the API and the SDK's tracer provider (no
 # exporter); three long-lived child processes taking turns by blocks of 50 cycles
 # (tests/node/bench-otel.mjs: 20 warm-up blocks, then 100 measured); then
-# the test kit's cost per simulated cycle in Node (tests/node/bench-kit.mjs).
+# the test kit's cost per simulated cycle in Node (tests/node/bench-kit.mjs); then the
+# service pattern (tests/node/bench-service.mjs): an in-process node:http server whose
+# handler takes `acct/<k>` with `using` and writes the fenced ledger, 20 concurrent requests,
+# with 20 keys and with 1, one long-lived session vs a session per request, side by side.
 #
 #   scripts/bench-npm.sh [CYCLES_PER_BLOCK] [BLOCKS]     # defaults 200 5
 #
@@ -42,7 +45,7 @@ done
 
 mkdir -p "$work/project" "$work/project-otel" "$work/project-api"
 cp tests/node/bench.mjs tests/node/bench-otel.mjs tests/node/bench-kit.mjs tests/node/bench-stats.mjs \
-  "$work/project/"
+  tests/node/bench-service.mjs "$work/project/"
 for p in project-otel project-api; do cp tests/node/bench-otel.mjs tests/node/bench-stats.mjs "$work/$p/"; done
 printf '{ "name": "lock-wasm-bench", "private": true, "type": "module" }\n' >"$work/project/package.json"
 cp "$work/project/package.json" "$work/project-otel/"
@@ -80,3 +83,6 @@ echo "== OpenTelemetry installed vs not, node (load average $(load))"
 echo
 echo "== test kit, node (load average $(load))"
 (cd "$work/project" && node bench-kit.mjs "${cycles[@]}")
+echo
+echo "== service pattern, node (load average $(load))"
+(cd "$work/project" && LOCK_URL="$url" node bench-service.mjs)

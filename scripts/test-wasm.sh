@@ -116,6 +116,9 @@ launch() {
 start_servers() {
   log "cargo build -p lock-server"
   cargo build -q -p lock-server || return 1
+  # The binary itself, for suites that start (and kill -9) servers of their own
+  # (tests/node/service.test.mjs, through startServer in tests/node/helpers.mjs).
+  export LOCK_SERVER_BIN="$CARGO_TARGET_DIR/debug/lock-server"
   local runner_port origin
   runner_port="$(free_port)"
   export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"

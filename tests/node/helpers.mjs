@@ -173,3 +173,148 @@ export async function startProxy() {
     },
   };
 }
+
+/**
+ * A lock-server of the test's own, for tests that kill it: the binary the runner built
+ * (LOCK_SERVER_BIN, exported by scripts/test-wasm.sh) on 127.0.0.1 with `dataDir` (a new temp
+ * directory when omitted). Resolves once it printed its `listening` line. `kill9()` kills it
+ * with SIGKILL (no graceful shutdown: SQLite keeps what it had committed) and `restart()`
+ * starts it again on the same port and data dir; `stop()` kills it for good (call it in
+ * `t.after`).
+ */
+export async function startServer({ dataDir } = {}) {
+  const { spawn } = await import("node:child_process");
+  const { mkdtemp } = await import("node:fs/promises");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const bin = process.env.LOCK_SERVER_BIN;
+  assert.ok(bin, "LOCK_SERVER_BIN must name the lock-server binary (scripts/test-wasm.sh sets it)");
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "lock-server-test-")));
+  let child;
+  let output = "";
+  const launch = (listen) =>
+    new Promise((resolve, reject) => {
+      output = "";
+      const proc = spawn(bin, ["--listen", listen, "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+      child = proc;
+      let buffered = "";
+      const onData = (chunk) => {
+        buffered += chunk;
+        output += chunk;
+        for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          if (!line.startsWith("{")) continue;
+          let parsed;
+          try {
+            parsed = JSON.parse(line);
+          } catch {
+            continue;
+          }
+          if (parsed.event === "listening") resolve(parsed.addr);
+        }
+      };
+      proc.stdout.setEncoding("utf8").on("data", onData);
+      proc.stderr.setEncoding("utf8").on("data", (chunk) => (output += chunk));
+      proc.on("error", reject);
+      proc.on("exit", (code, signal) =>
+        reject(new Error(`lock-server exited (${code ?? signal}) before listening:\n${output}`)),
+      );
+    });
+  const addr = await launch("127.0.0.1:0");
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const kill = async () => {
+    if (exited()) return;
+    const gone = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await gone;
+  };
+  return {
+    url: `http://${addr}`,
+    dataDir: dir,
+    /** The server's output so far (its JSON log), for failure messages. */
+    get output() {
+      return output;
+    },
+    /** SIGKILL, resolved once the process is gone. */
+    kill9: kill,
+    /**
+     * Starts it again on the same address and data dir. The port was just freed; binding it
+     * again is retried for a few seconds in case the kernel still holds it.
+     */
+    async restart() {
+      await kill();
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          await launch(addr);
+          return;
+        } catch (err) {
+          if (attempt >= 50 || !/cannot listen|in use/i.test(err.message)) throw err;
+          await sleep(100);
+        }
+      }
+    },
+    stop: kill,
+  };
+}
+
+/**
+ * A TCP proxy in front of `targetUrl` (the main server by default) with three modes: `allow()`
+ * (pass through), `block()` (connections accepted but never answered, like `startProxy`'s) and
+ * `refuse()`: every open connection and every new one is reset at once (TCP RST), as a
+ * server restarting or a balancer without a backend would. `refused` counts the connections
+ * reset since it started.
+ */
+export async function startGateProxy(targetUrl = baseUrl) {
+  const target = new URL(targetUrl);
+  const sockets = new Set();
+  const stalled = new Set();
+  let mode = "allow";
+  let refused = 0;
+  const reset = (socket) => (socket.resetAndDestroy ? socket.resetAndDestroy() : socket.destroy());
+  const track = (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (mode === "refuse") {
+      refused += 1;
+      reset(client);
+      return;
+    }
+    if (mode === "block") {
+      stalled.add(client);
+      return;
+    }
+    const upstream = net.connect(Number(target.port), target.hostname);
+    track(upstream);
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const cut = (next) => {
+    mode = next;
+    for (const socket of sockets) reset(socket);
+  };
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    get refused() {
+      return refused;
+    },
+    refuse: () => cut("refuse"),
+    block: () => cut("block"),
+    allow() {
+      mode = "allow";
+      for (const socket of stalled) socket.destroy();
+      stalled.clear();
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,6 +1,14 @@
 // Type-checked with a plain `lib` (ES2022 + DOM, no disposable lib): the package's types
 // must not demand extra compiler settings from projects that do not use `await using`.
-import { LockClient, ForbiddenError, UnauthorizedError, ErrorCode, type LockHandle } from "lock-wasm";
+import {
+  LockClient,
+  ForbiddenError,
+  UnauthorizedError,
+  ErrorCode,
+  isLockError,
+  type LockHandle,
+  type LostReason,
+} from "lock-wasm";
 
 const client = new LockClient({ baseUrl: "http://127.0.0.1:7878" });
 
@@ -29,4 +37,15 @@ export async function holderOf(baseUrl: string, bearer: string, key: string): Pr
   } finally {
     await session.close();
   }
+}
+
+// `isLockError` narrows to a union discriminated on `code`: LOCK_LOST makes the error a
+// LockLostError (with its `reason`), and NOT_GRANTED one without.
+export function lostReason(err: unknown): LostReason | undefined {
+  if (!isLockError(err)) return undefined;
+  if (err.code === "NOT_GRANTED") {
+    // @ts-expect-error a NotGrantedError has no `reason`
+    return err.reason;
+  }
+  return err.code === "LOCK_LOST" ? err.reason : undefined;
 }
