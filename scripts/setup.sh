@@ -57,7 +57,7 @@ ensure_wasm_bindgen() {
   want="$(lock_version wasm-bindgen)"
   have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
   if [ "$have" != "$want" ]; then
-    log "cargo install wasm-bindgen-cli $want (about 12 minutes on 2 cores, once per machine)"
+    log "cargo install wasm-bindgen-cli $want (about 2.5 minutes on 2 cores, once per machine)"
     # Not --locked: the CLI's own lock file pins a webpki-roots release the registry mirror
     # does not serve; the exact CLI version is what matters for compatibility.
     cargo install wasm-bindgen-cli --version "$want"
