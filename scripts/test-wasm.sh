@@ -3,7 +3,8 @@
 #
 #   scripts/test-wasm.sh
 #
-#   1. builds lock-server and starts it on 127.0.0.1 (random port, temp data dir) with CORS
+#   1. builds lock-server and lock-wasm's wasm32 test targets, then starts lock-server on
+#      127.0.0.1 (random port, temp data dir) with CORS
 #      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
 #      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
 #      NOT_LEADER) for the rest of the run, a third with an auth file (the SDK's `token`
@@ -120,6 +121,12 @@ launch() {
 start_servers() {
   log "cargo build -p lock-server"
   cargo build -q -p lock-server || return 1
+  # lock-wasm's wasm32 test targets and their dependencies, before any server starts: the
+  # held-back server holds back for 5 minutes from its start, which a cold build of these on
+  # a busy two-core machine can outlast. Once the servers are up, wasm-pack only rebuilds
+  # the test crates, which read the servers' addresses at compile time.
+  log "cargo build --tests --target wasm32-unknown-unknown (lock-wasm)"
+  (cd lock-wasm && cargo build -q --tests --target wasm32-unknown-unknown) || return 1
   local runner_port origin
   runner_port="$(free_port)"
   export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"
@@ -173,7 +180,8 @@ start_auth_server() {
 # every test target of lock-wasm for wasm32 and runs them through wasm-bindgen-test-runner:
 # the Node command runs the suites not configured for a browser (src/ unit tests,
 # tests/wasm_node.rs), the Chromium command those that are (tests/web_browser.rs); the
-# native-only test files have no wasm-bindgen tests ("no tests to run!").
+# native-only test files have no wasm-bindgen tests ("no tests to run!"), and the one doc
+# test (src/spawn.rs) is compiled for wasm32, which is all it checks there.
 wasm_pack_node="wasm-pack test --mode no-install --node"
 wasm_pack_chrome="wasm-pack test --mode no-install --headless --chrome --chromedriver /usr/bin/chromedriver"
 readme_wasm_pack() {
@@ -298,7 +306,7 @@ ensure_tools
 : >"$summary"
 start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
 start_auth_server || { echo "test-wasm: lock-server with an auth file did not start" >&2; exit 1; }
-step "wasm-pack test (Node + headless Chromium)" '^ *Running (unittests|tests/)|^test result:' wasm_bindgen_tests
+step "wasm-pack test (Node + headless Chromium)" '^ *(Running (unittests|tests/)|Doc-tests)|^test result:' wasm_bindgen_tests
 step "build npm package (the README's command)" '^wasm size|\.tgz$' readme_build
 tarball="$(ls "$root"/target/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"
 if [ -n "$tarball" ] && project="$(install_package)"; then
