@@ -199,9 +199,9 @@ readme_wasm_pack() {
 wasm_bindgen_tests() {
   readme_wasm_pack || return 1
   # LOCK_TEST_URL and LOCK_TEST_HOLDBACK_URL are read at compile time (option_env!) by the
-  # test crates, the same for both commands (so the second only links); the browser page's
-  # address, WASM_BINDGEN_TEST_ADDRESS, is exported by start_servers.
-  # Both run, whatever the first gave.
+  # test crates, the same for both commands (so the second builds nothing new); the
+  # held-back server's URL and the browser page's address, WASM_BINDGEN_TEST_ADDRESS, are
+  # exported by start_servers. Both commands run, whatever the first gave.
   (
     cd lock-wasm || exit 1
     export LOCK_TEST_URL="$LOCK_URL" WASM_BINDGEN_TEST_TIMEOUT=120
