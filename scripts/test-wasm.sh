@@ -185,9 +185,12 @@ start_auth_server() {
 wasm_pack_node="wasm-pack test --mode no-install --node"
 wasm_pack_chrome="wasm-pack test --mode no-install --headless --chrome --chromedriver /usr/bin/chromedriver"
 readme_wasm_pack() {
-  local readme=lock-wasm/README.md command var ok=0
+  local readme=lock-wasm/README.md lines command var ok=0
+  # The README's lines without their indent, read whole first: `sed | grep -q` under
+  # pipefail fails when grep's early exit cuts sed's write short.
+  lines="$(sed 's/^ *//' "$readme")" || return 1
   for command in "$wasm_pack_node" "$wasm_pack_chrome"; do
-    sed 's/^ *//' "$readme" | grep -qxF -- "$command" \
+    grep -qxF -- "$command" <<<"$lines" \
       || { echo "$readme does not show: $command" >&2; ok=1; }
   done
   for var in LOCK_TEST_URL LOCK_TEST_HOLDBACK_URL WASM_BINDGEN_TEST_ADDRESS WASM_BINDGEN_TEST_TIMEOUT; do
