@@ -4,8 +4,9 @@
 #
 #   scripts/setup.sh run    # what the run command needs: wasm target, wasm-bindgen CLI,
 #                           # wasm-opt (npm binaryen@132, into .tools/), protoc (Debian)
-#   scripts/setup.sh test   # everything the test suite needs (adds Chromium, etcd,
-#                           # PostgreSQL, Redis, and Bun and workerd from npm into .tools/)
+#   scripts/setup.sh test   # everything the test suite needs (adds wasm-pack from crates.io,
+#                           # Chromium, etcd, PostgreSQL, Redis, and Bun and workerd from npm
+#                           # into .tools/)
 #
 # protoc is in run mode because lock-server always links etcd-client, whose build compiles
 # etcd's .proto files: the binary the run command starts keeps both backends, so a user who
@@ -56,11 +57,24 @@ ensure_wasm_bindgen() {
   want="$(lock_version wasm-bindgen)"
   have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
   if [ "$have" != "$want" ]; then
-    log "cargo install wasm-bindgen-cli $want (about 12 minutes on 2 cores, once per machine)"
+    log "cargo install wasm-bindgen-cli $want (about 2.5 minutes on 2 cores, once per machine)"
     # Not --locked: the CLI's own lock file pins a webpki-roots release the registry mirror
     # does not serve; the exact CLI version is what matters for compatibility.
     cargo install wasm-bindgen-cli --version "$want"
   fi
+}
+
+# wasm-pack runs the SDK's wasm-bindgen-test suites (scripts/test-wasm.sh, as
+# lock-wasm/README.md gives them). From crates.io, pinned: the npm package `wasm-pack` fetches
+# its binary from GitHub, which is unreachable here. It downloads nothing at test time either:
+# the tests call it with `--mode no-install`, so it uses the wasm-bindgen CLI above (on PATH,
+# the exact Cargo.lock version, or it stops) and `--chromedriver /usr/bin/chromedriver`
+# (Debian's chromium-driver, below), and never adds a rustup target.
+WASM_PACK_VERSION=0.15.1
+ensure_wasm_pack() {
+  [ "$(wasm-pack --version 2>/dev/null)" = "wasm-pack $WASM_PACK_VERSION" ] && return 0
+  log "cargo install wasm-pack $WASM_PACK_VERSION (about 4-10 minutes on 2 cores, once per machine)"
+  cargo install wasm-pack --version "$WASM_PACK_VERSION"
 }
 
 ensure_rust() {
@@ -109,6 +123,7 @@ if [ "$mode" = "test" ]; then
   # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh);
   # curl (HTTP/2) and openssl (certificate fingerprints) check the TLS server independently.
   apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server curl openssl
+  ensure_wasm_pack
   ensure_js_runtimes
 fi
 log "ready ($mode)"

@@ -3,15 +3,19 @@
 #
 #   scripts/test-wasm.sh
 #
-#   1. builds lock-server and starts it on 127.0.0.1 (random port, temp data dir) with CORS
+#   1. builds lock-server and lock-wasm's wasm32 test targets, then starts lock-server on
+#      127.0.0.1 (random port, temp data dir) with CORS
 #      allowing the origin of the wasm-bindgen-test-runner's browser page, plus a second one
 #      killed -9 and restarted with a faked new boot id, so it holds back grants (L4 → 503
 #      NOT_LEADER) for the rest of the run, a third with an auth file (the SDK's `token`
 #      option, UNAUTHORIZED/FORBIDDEN) and a fourth serving https with a self-signed
 #      certificate (--tls-self-signed);
-#   2. wasm-bindgen-test suites of lock-wasm: its unit tests (the wire decoder) and tests/wasm_node.rs in Node, and in headless
-#      Chromium (tests/web_browser.rs), through `cargo test --target wasm32-unknown-unknown`
-#      with wasm-bindgen-test-runner as the target runner;
+#   2. wasm-bindgen-test suites of lock-wasm, with the two `wasm-pack test` commands of
+#      lock-wasm/README.md (checked to be there as written): `--node` runs the unit tests in
+#      src/ (the wire decoder, the trace context) and tests/wasm_node.rs in Node, and skips the
+#      browser suite; `--headless --chrome` runs tests/web_browser.rs in headless Chromium and
+#      skips the Node ones. `--mode no-install` and `--chromedriver` keep wasm-pack from
+#      downloading anything: it uses the wasm-bindgen CLI and chromedriver setup installed;
 #   3. builds and packs the npm package with the package README's own build command
 #      (scripts/build-npm.sh, into target/npm), installs the tarball into a temp project and
 #      runs the node:test suites (tests/node/*.test.*: among them the test kit's suite, its
@@ -74,7 +78,8 @@ ensure_tools() {
   rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
   command -v wasm-bindgen-test-runner >/dev/null || bash scripts/setup.sh run
   [ -x /usr/bin/chromedriver ] && [ -x "$tools/node_modules/.bin/bun" ] \
-    && [ -x "$tools/node_modules/.bin/workerd" ] || bash scripts/setup.sh test
+    && [ -x "$tools/node_modules/.bin/workerd" ] && command -v wasm-pack >/dev/null \
+    || bash scripts/setup.sh test
   if [ ! -x "$tools/node_modules/.bin/tsc" ] || [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
     log "npm install typescript@5 binaryen@132 into .tools/"
     npm install --silent --no-audit --no-fund --prefix "$tools" typescript@5 binaryen@132 >/dev/null
@@ -119,6 +124,12 @@ start_servers() {
   # The binary itself, for suites that start (and kill -9) servers of their own
   # (tests/node/service.test.mjs, through startServer in tests/node/helpers.mjs).
   export LOCK_SERVER_BIN="$CARGO_TARGET_DIR/debug/lock-server"
+  # lock-wasm's wasm32 test targets and their dependencies, before any server starts: the
+  # held-back server holds back for 5 minutes from its start, which a cold build of these on
+  # a busy two-core machine can outlast. Once the servers are up, wasm-pack only rebuilds
+  # the test crates, which read the servers' addresses at compile time.
+  log "cargo build --tests --target wasm32-unknown-unknown (lock-wasm)"
+  (cd lock-wasm && cargo build -q --tests --target wasm32-unknown-unknown) || return 1
   local runner_port origin
   runner_port="$(free_port)"
   export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"
@@ -166,12 +177,45 @@ start_auth_server() {
   log "lock-server with an auth file at $LOCK_AUTH_URL"
 }
 
+# The wasm-bindgen-test suites, with lock-wasm/README.md's two commands ("By hand"). Each is
+# one line there, and the environment variables it needs are named there too; both are
+# checked before anything runs, so the README cannot drift from what runs. wasm-pack builds
+# every test target of lock-wasm for wasm32 and runs them through wasm-bindgen-test-runner:
+# the Node command runs the suites not configured for a browser (src/ unit tests,
+# tests/wasm_node.rs), the Chromium command those that are (tests/web_browser.rs); the
+# native-only test files have no wasm-bindgen tests ("no tests to run!"), and the one doc
+# test (src/spawn.rs) is compiled for wasm32, which is all it checks there.
+wasm_pack_node="wasm-pack test --mode no-install --node"
+wasm_pack_chrome="wasm-pack test --mode no-install --headless --chrome --chromedriver /usr/bin/chromedriver"
+readme_wasm_pack() {
+  local readme=lock-wasm/README.md lines command var ok=0
+  # The README's lines without their indent, read whole first: `sed | grep -q` under
+  # pipefail fails when grep's early exit cuts sed's write short.
+  lines="$(sed 's/^ *//' "$readme")" || return 1
+  for command in "$wasm_pack_node" "$wasm_pack_chrome"; do
+    grep -qxF -- "$command" <<<"$lines" \
+      || { echo "$readme does not show: $command" >&2; ok=1; }
+  done
+  for var in LOCK_TEST_URL LOCK_TEST_HOLDBACK_URL WASM_BINDGEN_TEST_ADDRESS WASM_BINDGEN_TEST_TIMEOUT; do
+    grep -q "$var" "$readme" || { echo "$readme does not name $var" >&2; ok=1; }
+  done
+  return "$ok"
+}
+
 wasm_bindgen_tests() {
-  # LOCK_TEST_URL is read at compile time (option_env!) by the test crates.
-  LOCK_TEST_URL="$LOCK_URL" CHROMEDRIVER=/usr/bin/chromedriver \
-    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-    WASM_BINDGEN_TEST_TIMEOUT=120 \
-    cargo test -p lock-wasm --target wasm32-unknown-unknown --lib --test wasm_node --test web_browser
+  readme_wasm_pack || return 1
+  # LOCK_TEST_URL and LOCK_TEST_HOLDBACK_URL are read at compile time (option_env!) by the
+  # test crates, the same for both commands (so the second builds nothing new); the
+  # held-back server's URL and the browser page's address, WASM_BINDGEN_TEST_ADDRESS, are
+  # exported by start_servers. Both commands run, whatever the first gave.
+  (
+    cd lock-wasm || exit 1
+    export LOCK_TEST_URL="$LOCK_URL" WASM_BINDGEN_TEST_TIMEOUT=120
+    rc=0
+    $wasm_pack_node || rc=1
+    $wasm_pack_chrome || rc=1
+    exit "$rc"
+  )
 }
 
 # A temp project with the packed tarball installed, the way a user installs it.
@@ -268,7 +312,7 @@ ensure_tools
 : >"$summary"
 start_servers || { echo "test-wasm: lock-server did not start" >&2; exit 1; }
 start_auth_server || { echo "test-wasm: lock-server with an auth file did not start" >&2; exit 1; }
-step "wasm-bindgen-test (Node + headless Chromium)" '^ *Running tests/|^test result:' wasm_bindgen_tests
+step "wasm-pack test (Node + headless Chromium)" '^ *(Running (unittests|tests/)|Doc-tests)|^test result:' wasm_bindgen_tests
 step "build npm package (the README's command)" '^wasm size|\.tgz$' readme_build
 tarball="$(ls "$root"/target/npm/lock-wasm-*.tgz 2>/dev/null | head -1)"
 if [ -n "$tarball" ] && project="$(install_package)"; then
