@@ -93,9 +93,17 @@ fn the_npm_package_lists_every_code_and_verdict() {
         .map(|(key, _)| key.trim().to_owned())
         .collect();
     assert_eq!(keys, all_codes(), "errors.js ErrorCode keys");
-    assert_eq!(quoted_codes(object), all_codes(), "errors.js ErrorCode values");
+    assert_eq!(
+        quoted_codes(object),
+        all_codes(),
+        "errors.js ErrorCode values"
+    );
     let retry = between(&errors, "const RETRY_SAFE = new Set([", "]);");
-    assert_eq!(quoted_codes(retry), retry_safe_codes(), "errors.js RETRY_SAFE");
+    assert_eq!(
+        quoted_codes(retry),
+        retry_safe_codes(),
+        "errors.js RETRY_SAFE"
+    );
 }
 
 #[test]

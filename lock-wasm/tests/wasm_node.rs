@@ -2,7 +2,8 @@
 //! Node-only check that background timers do not keep the process alive.
 //!
 //! `scripts/test-wasm.sh` runs it against a real lock-server; by hand:
-//! `LOCK_TEST_URL=http://127.0.0.1:PORT wasm-pack test --node` (see `wasm_suite`).
+//! `LOCK_TEST_URL=http://127.0.0.1:PORT wasm-pack test --mode no-install --node` (see
+//! `wasm_suite`, and `lock-wasm/README.md` for the exact commands the suite runs).
 #![cfg(target_arch = "wasm32")]
 
 mod wasm_suite;

@@ -1,6 +1,6 @@
 //! The README's claims that a test can check, checked:
 //! - the "HTTP API" table: every row's method and path is an operation of the OpenAPI
-//!   document the server serves at `/openapi.json` (`lock_server::openapi::document()`,
+//!   document the server serves at `/openapi.json` (`lock_server::routes::openapi::document()`,
 //!   built in process), its success status is that operation's one 2xx answer, and every
 //!   `/v1` operation of the document has a row; the routes outside `/v1` are named in the
 //!   text;
@@ -259,7 +259,7 @@ fn http_api_table_matches_the_served_openapi_document() {
     let readme = readme();
     let rows = api_rows(&readme).unwrap();
     assert!(rows.len() >= 10, "only {} HTTP API rows", rows.len());
-    let problems = check_api(&rows, &lock_server::openapi::document());
+    let problems = check_api(&rows, lock_server::routes::openapi::document());
     assert!(
         problems.is_empty(),
         "README HTTP API table:\n{}",
@@ -309,7 +309,7 @@ mod checks_can_fail {
     fn api_problems(readme: &str) -> Vec<String> {
         check_api(
             &api_rows(readme).unwrap(),
-            &lock_server::openapi::document(),
+            lock_server::routes::openapi::document(),
         )
     }
 

@@ -1,6 +1,7 @@
 //! [`LockError`] → a JS `Error` with its stable `code` and `retryable` verdict
 //! ([`LockError::code`], [`LockError::retryable`]).
-//! The npm layer (`lock-wasm/npm/src/api.js`) turns it into the matching subclass.
+//! The npm layer (`adoptError` of `lock-wasm/npm/src/errors.js`) turns it into the matching
+//! subclass.
 
 use wasm_bindgen::JsValue;
 
