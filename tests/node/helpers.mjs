@@ -126,52 +126,11 @@ export function sleep(ms) {
 /**
  * A TCP proxy in front of the lock-server whose path can be cut, as a dead network would:
  * `block()` drops every open connection and leaves new ones accepted but never answered;
- * `unblock()` lets new connections through again.
+ * `unblock()` lets new connections through again (`startGateProxy`'s block and allow).
  */
 export async function startProxy() {
-  const target = new URL(baseUrl);
-  const sockets = new Set();
-  const track = (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-  };
-  let blocked = false;
-  // Connections accepted while blocked: dead ends that never answer.
-  const stalled = new Set();
-  const server = net.createServer((client) => {
-    track(client);
-    if (blocked) {
-      stalled.add(client);
-      return;
-    }
-    const upstream = net.connect(Number(target.port), target.hostname);
-    track(upstream);
-    client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    block() {
-      blocked = true;
-      for (const socket of sockets) socket.destroy();
-    },
-    unblock() {
-      blocked = false;
-      // Reset the dead ends, so that a request still waiting on one (a heartbeat sent during
-      // the block) fails now instead of holding up the calls queued behind it until its
-      // timeout; a loaded machine can stretch that wait past the next call's own timeout.
-      for (const socket of stalled) socket.destroy();
-      stalled.clear();
-    },
-    close() {
-      for (const socket of sockets) socket.destroy();
-      return new Promise((resolve) => server.close(resolve));
-    },
-  };
+  const gate = await startGateProxy();
+  return { url: gate.url, block: gate.block, unblock: gate.allow, close: gate.close };
 }
 
 /**
@@ -309,6 +268,9 @@ export async function startGateProxy(targetUrl = baseUrl) {
     block: () => cut("block"),
     allow() {
       mode = "allow";
+      // Reset the dead ends, so that a request still waiting on one (a heartbeat sent during
+      // the block) fails now instead of holding up the calls queued behind it until its
+      // timeout; a loaded machine can stretch that wait past the next call's own timeout.
       for (const socket of stalled) socket.destroy();
       stalled.clear();
     },

@@ -168,14 +168,18 @@ test("a release that fails while the server is down never wedges the key", async
   await other.close();
 });
 
-test("using settles with the callback's value even when the release fails", async (t) => {
+/** A 15 s session whose requests go through a proxy of its own (1 s request timeout), and its events. */
+async function sessionBehindProxy(t) {
   const proxy = await startProxy();
   t.after(() => proxy.close());
-  const session = await new LockClient({ baseUrl: proxy.url, defaults: { requestTimeoutMs: 1000 } }).openSession({
-    ttlMs: 15_000,
-  });
+  const client = new LockClient({ baseUrl: proxy.url, defaults: { requestTimeoutMs: 1000 } });
+  const session = await client.openSession({ ttlMs: 15_000 });
   t.after(() => session.close().catch(() => {}));
-  const seen = recordEvents(session);
+  return { proxy, session, seen: recordEvents(session) };
+}
+
+test("using settles with the callback's value even when the release fails", async (t) => {
+  const { proxy, session, seen } = await sessionBehindProxy(t);
   const key = uniqueKey("outcome-value");
   let token;
   const value = await session.using(key, { ttlMs: 20_000 }, async (handle) => {
@@ -196,13 +200,7 @@ test("using settles with the callback's value even when the release fails", asyn
 });
 
 test("using rejects with the callback's own error even when the release fails too", async (t) => {
-  const proxy = await startProxy();
-  t.after(() => proxy.close());
-  const session = await new LockClient({ baseUrl: proxy.url, defaults: { requestTimeoutMs: 1000 } }).openSession({
-    ttlMs: 15_000,
-  });
-  t.after(() => session.close().catch(() => {}));
-  const seen = recordEvents(session);
+  const { proxy, session, seen } = await sessionBehindProxy(t);
   const key = uniqueKey("outcome-error");
   const boom = new Error("the callback's failure");
   await assert.rejects(
