@@ -10,7 +10,8 @@
 # set-up installs (run mode must ask for what it needs; this stage adds a release build),
 # checked in headless Chromium, stopped with SIGINT and restarted clean
 # (scripts/test-run.sh). Every stage runs even when an earlier one failed, so one run reports
-# everything; the exit code is non-zero if any stage failed.
+# everything (and inside the Rust stage every test binary runs, `--no-fail-fast`); the exit
+# code is non-zero if any stage failed.
 #
 # Time: CI gives the whole run 90 minutes. Each stage runs under a bound of its own (a hung
 # test fails its stage instead of the run), and no stage may run past 85 minutes from the
@@ -58,7 +59,7 @@ stage clippy-wasm32 20 cargo clippy --target wasm32-unknown-unknown "${wasm_crat
 # Every binary the tests spawn (lock-server; chaos's contender), built before the tests run:
 # a build from inside a running `cargo test` could rewrite artifacts it is using.
 stage build-bins 20 cargo build --locked -p lock-server -p lock-chaos --bins
-stage cargo-test 30 cargo test --workspace --locked
+stage cargo-test 30 cargo test --workspace --locked --no-fail-fast
 [ -x scripts/test-wasm.sh ] && stage wasm-sdk 20 scripts/test-wasm.sh
 stage examples 15 scripts/test-examples.sh
 [ -x scripts/test-ui.sh ] && stage bench-ui 20 scripts/test-ui.sh

@@ -45,7 +45,14 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 const WARM_UP: usize = 2_000;
-const CYCLES: usize = 20_000;
+/// Cycles measured: 20,000 in the suite; `LOCK_SOAK_CYCLES` sets another count (the soak
+/// benchmark in docs/BENCHMARKS.md runs 500,000 in a release build).
+fn measured_cycles() -> usize {
+    std::env::var("LOCK_SOAK_CYCLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000)
+}
 /// The target: at most 1 KB more per 1,000 cycles.
 const BOUND_PER_1000: i64 = 1_024;
 
@@ -95,10 +102,11 @@ fn a_long_lived_session_does_not_grow_with_its_acquires() {
     let session = rt.block_on(client.open_session()).unwrap();
     cycles(&rt, &session, WARM_UP);
     let before = LIVE.load(Ordering::Relaxed);
-    cycles(&rt, &session, CYCLES);
+    let count = measured_cycles();
+    cycles(&rt, &session, count);
     let grown = LIVE.load(Ordering::Relaxed) - before;
-    let per_1000 = grown * 1_000 / CYCLES as i64;
-    println!("{CYCLES} cycles on one session: {grown} bytes more ({per_1000} per 1,000)");
+    let per_1000 = grown * 1_000 / count as i64;
+    println!("{count} cycles on one session: {grown} bytes more ({per_1000} per 1,000)");
     assert!(
         per_1000 <= BOUND_PER_1000,
         "{per_1000} bytes per 1,000 cycles"

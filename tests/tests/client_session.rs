@@ -91,9 +91,19 @@ async fn a_lock_missing_from_the_heartbeat_is_lost_at_once() {
     .await;
     assert!(handle.remaining() == Duration::ZERO);
     assert!(!session.is_lost(), "only the lock is gone, not the session");
-    // Re-acquiring the lost key fails without a request until the handle is released.
-    let again = session.acquire_default("k").await;
-    assert_eq!(again.unwrap_err(), LockError::LockLost { key: "k".into() });
+    // Nesting into the lost handle fails without a request; another caller of the session
+    // waits for the lost hold's release (here its budget runs out first).
+    assert_eq!(
+        handle.nest().unwrap_err(),
+        LockError::LockLost { key: "k".into() }
+    );
+    let short = AcquirePolicy::new(PolicySettings {
+        total_budget: Duration::from_millis(300),
+        ..PolicySettings::default()
+    })
+    .unwrap();
+    let waited = session.acquire("k", Duration::from_secs(30), &short).await;
+    assert!(matches!(waited, Ok(None)), "{waited:?}");
     session.release(&handle).await.unwrap(); // LOCK_LOST from the server is benign
     let fresh = session
         .acquire_default("k")
