@@ -332,10 +332,22 @@ mod tests {
             fast_expiry: true,
             ..Faults::default()
         };
-        let caught = caught_in("fast expiry", 100, faults, 15);
-        assert!(caught
+        // 200 seeds: the bug shows only where a renewal came late, and since failed
+        // heartbeats are re-sent within a second few do (13 of the first 100 seeds, 65 of 400).
+        let caught = caught_in("fast expiry", 200, faults, 20);
+        // A lease cut short shows as a holder the server no longer has, a lock it expired, or
+        // (when the heartbeat that should have renewed it came after the cut) a renewal that
+        // never came although every heartbeat was answered.
+        let shows = [
+            "server holder",
+            "expired at the server",
+            "heartbeats were all answered",
+        ];
+        let other: Vec<_> = caught
             .iter()
-            .all(|e| e.contains("server holder") || e.contains("expired at the server")));
+            .filter(|e| !shows.iter().any(|s| e.contains(s)))
+            .collect();
+        assert!(other.is_empty(), "{other:?}");
     }
 
     /// Regression: seed 2 holds 1,178 ms locks on 3,963 ms sessions over a lossless network.
