@@ -246,15 +246,13 @@ impl SessionState {
         deadline: Duration,
     ) -> Result<Option<Claim<'a>>, LockError> {
         self.ensure_open()?;
-        let clock = &self.parts.clock;
-        let budget = clock.sleep(deadline.saturating_sub(clock.now()));
-        let ended = Box::pin(self.ended());
-        let turn = match select(Box::pin(self.turns.wait(key)), select(budget, ended)).await {
-            Either::Left((turn, _)) => turn,
-            Either::Right((Either::Left(_), _)) => return Ok(None),
-            Either::Right((Either::Right(_), _)) => {
-                return Err(self.ensure_open().err().unwrap_or(LockError::SessionLost))
-            }
+        // A free key is the common case: take it without arming a budget timer.
+        let turn = match self.turns.try_take(key) {
+            Some(turn) => turn,
+            None => match self.wait_for_turn(key, deadline).await? {
+                Some(turn) => turn,
+                None => return Ok(None),
+            },
         };
         self.ensure_open()?;
         Ok(Some(Claim {
@@ -263,6 +261,28 @@ impl SessionState {
             turn: Some(turn),
             unanswered_since: None,
         }))
+    }
+
+    /// Waits for `key`'s turn behind the callers before it, until `deadline` (`None`) or the
+    /// session's end (its error).
+    async fn wait_for_turn(
+        &self,
+        key: &str,
+        deadline: Duration,
+    ) -> Result<Option<Turn>, LockError> {
+        let clock = &self.parts.clock;
+        let budget = clock.sleep(deadline.saturating_sub(clock.now()));
+        let ended = Box::pin(self.ended());
+        match select(Box::pin(self.turns.wait(key)), select(budget, ended)).await {
+            Either::Left((turn, _)) => Ok(Some(turn)),
+            Either::Right((Either::Left(_), _)) => Ok(None),
+            Either::Right((Either::Right(_), _)) => Err(self.end_error()),
+        }
+    }
+
+    /// The error for a caller whose session ended under it.
+    fn end_error(&self) -> LockError {
+        self.ensure_open().err().unwrap_or(LockError::SessionLost)
     }
 
     /// Folds one measured L4 round trip into the estimate.
@@ -588,7 +608,7 @@ impl<'a> Claim<'a> {
 
     /// The error for a session that ended under the acquire.
     pub(crate) fn end_error(&self) -> LockError {
-        self.check_open().err().unwrap_or(LockError::SessionLost)
+        self.session.end_error()
     }
 
     /// The session's L4 round-trip estimate.

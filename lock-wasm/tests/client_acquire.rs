@@ -195,8 +195,8 @@ fn an_unanswered_attempt_is_retried_and_a_last_one_is_reported() {
 }
 
 /// The last attempt's hop cut short by the budget and timing out (a slow answer under
-/// load) tells nothing new: after a 503 the acquire is not granted, after another
-/// unanswered attempt it is that error. A connection failure on such a hop is reported.
+/// load) tells nothing new: after a 503 it is NOT_LEADER, after a 409 it is not granted,
+/// after another unanswered attempt it is that error. A connection failure on such a hop is reported.
 #[test]
 fn a_timeout_of_a_hop_the_budget_cut_short_leaves_the_verdict_to_the_attempt_before() {
     let f = Fixture::new();
