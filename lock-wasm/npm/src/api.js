@@ -263,8 +263,7 @@ class Session {
    * runs, the process stays alive (see `keepAlive`).
    */
   async using(key, opts, fn) {
-    if (typeof opts === "function") [opts, fn] = [undefined, opts];
-    if (typeof fn !== "function") throw invalid("fn", "must be a function");
+    [opts, fn] = usingArgs(opts, fn);
     return runUnder(granted(await this.acquire(key, opts), key), fn);
   }
   /** Stops heartbeats and closes the session server-side (its locks go with it). */
@@ -298,19 +297,23 @@ function granted(handle, key) {
 // Runs `fn` under `handle` and releases it; settles with `fn`'s outcome, never the
 // release's: the work is done (or failed) either way, and a client that retried on a release
 // failure would repeat committed work. The Rust side reports the failure as an event.
+// The `finally` cannot throw (the release's failure is caught), so it keeps `fn`'s result or
+// error.
 async function runUnder(handle, fn) {
   const stop = keepAlive();
-  let result;
   try {
-    result = await fn(handle, handle.signal);
-  } catch (err) {
+    return await fn(handle, handle.signal);
+  } finally {
     stop();
     await handle.release().catch(() => {});
-    throw err;
   }
-  stop();
-  await handle.release().catch(() => {});
-  return result;
+}
+
+// `using(key, fn)` or `using(key, opts, fn)`: the options and the callback, checked.
+function usingArgs(opts, fn) {
+  if (typeof opts === "function") [opts, fn] = [undefined, opts];
+  if (typeof fn !== "function") throw invalid("fn", "must be a function");
+  return [opts, fn];
 }
 
 /** Entry point: `new LockClient({ baseUrl, token, defaults })`. */
@@ -366,8 +369,7 @@ class LockClient {
   }
   /** `session.using` on the client's own session (see `acquire` for a lost session). */
   async using(key, opts, fn) {
-    if (typeof opts === "function") [opts, fn] = [undefined, opts];
-    if (typeof fn !== "function") throw invalid("fn", "must be a function");
+    [opts, fn] = usingArgs(opts, fn);
     const handle = await this.#onOwnSession((session) => session.acquire(key, opts));
     return runUnder(granted(handle, key), fn);
   }
