@@ -36,12 +36,20 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// 500: a bug or an unexpected store failure; never caused by client input.
     Internal,
+    /// 409 on L4: a shared hold asked for a `limit` other than the one the key's shared
+    /// holders and queued shared requests agreed on (the body's `limit`, absent for none).
+    /// Never retry: the caller's configuration disagrees with the others'.
+    LimitMismatch,
+    /// 409 on L4: an exclusive hold asked by a session that holds the key shared. Two
+    /// readers upgrading would wait for each other forever; release, then acquire. Never
+    /// retry.
+    UpgradeNotAllowed,
 }
 
 impl ErrorCode {
     /// Every code. Adding a variant breaks [`ErrorCode::status`]'s match until it is handled
     /// there; add it here too (`every_code_is_listed_once` checks the list has no repeats).
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::LockContended,
         ErrorCode::ContentionExceeded,
         ErrorCode::NotLeader,
@@ -55,6 +63,8 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::Internal,
+        ErrorCode::LimitMismatch,
+        ErrorCode::UpgradeNotAllowed,
     ];
 
     /// The code spelled `text` on the wire (`"LOCK_CONTENDED"`); `None` for an unknown one.
@@ -65,7 +75,11 @@ impl ErrorCode {
     /// The HTTP status this code travels with.
     pub fn status(self) -> u16 {
         match self {
-            ErrorCode::LockContended | ErrorCode::LockLost | ErrorCode::FencedOut => 409,
+            ErrorCode::LockContended
+            | ErrorCode::LockLost
+            | ErrorCode::FencedOut
+            | ErrorCode::LimitMismatch
+            | ErrorCode::UpgradeNotAllowed => 409,
             ErrorCode::ContentionExceeded => 429,
             ErrorCode::NotLeader => 503,
             ErrorCode::ValidationFailed => 400,
@@ -103,6 +117,8 @@ impl ErrorCode {
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::LimitMismatch => "LIMIT_MISMATCH",
+            ErrorCode::UpgradeNotAllowed => "UPGRADE_NOT_ALLOWED",
         }
     }
 }
@@ -132,6 +148,9 @@ pub struct ErrorBody {
     /// FENCED_OUT: the highest token the resource has seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub highest_token: Option<u64>,
+    /// LIMIT_MISMATCH: the limit in force for the key's shared holds (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -146,6 +165,7 @@ impl ErrorBody {
             leader: None,
             retry_after_millis: None,
             highest_token: None,
+            limit: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -192,6 +212,8 @@ mod tests {
         assert!(!ErrorCode::LockLost.retry_safe());
         assert!(!ErrorCode::Unauthorized.retry_safe());
         assert!(!ErrorCode::Forbidden.retry_safe());
+        assert!(!ErrorCode::LimitMismatch.retry_safe());
+        assert!(!ErrorCode::UpgradeNotAllowed.retry_safe());
     }
 
     #[test]

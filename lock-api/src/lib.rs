@@ -27,7 +27,7 @@ pub mod session;
 pub use admin::{LockOutcome, RevokeRequest};
 pub use error::{ErrorBody, ErrorCode};
 pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry};
-pub use lock::{AcquireRequest, Holder, LockGrant, LockState, ReleaseRequest};
+pub use lock::{AcquireRequest, HoldKind, Holder, LockGrant, LockMode, LockState, ReleaseRequest};
 pub use session::{
     HeartbeatResponse, HeldLock, LockStatus, OpenSessionRequest, SessionOpened, SessionStatus,
 };

@@ -21,6 +21,10 @@ pub const MAX_FENCING_TOKEN: u64 = (1 << 53) - 1;
 /// Longest bearer token, in bytes (ASSUMPTION: 1 KiB; `openssl rand -hex 32` gives 64).
 pub const TOKEN_MAX_BYTES: usize = 1024;
 
+/// Largest `limit` of a shared hold (ASSUMPTION: 10,000 — far more permits than any
+/// semaphore we know of needs, small enough that a key's holders list stays readable).
+pub const SHARED_LIMIT_MAX: u32 = 10_000;
+
 /// Why a key is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyError {
@@ -75,6 +79,23 @@ pub fn validate_wait(wait_millis: u64) -> Result<(), String> {
     }
 }
 
+/// The hold an L4 asks for from its `mode` and `limit` fields: a limit only with `"shared"`,
+/// 1…[`SHARED_LIMIT_MAX`]. The error names the field at fault (always `limit`).
+pub fn validate_hold(
+    mode: Option<crate::LockMode>,
+    limit: Option<u32>,
+) -> Result<crate::HoldKind, String> {
+    use crate::{HoldKind, LockMode};
+    match (mode.unwrap_or_default(), limit) {
+        (LockMode::Exclusive, None) => Ok(HoldKind::Exclusive),
+        (LockMode::Exclusive, Some(_)) => Err("is for shared holds only (mode \"shared\")".into()),
+        (LockMode::Shared, Some(limit)) if !(1..=SHARED_LIMIT_MAX).contains(&limit) => Err(
+            format!("must be between 1 and {SHARED_LIMIT_MAX}, got {limit}"),
+        ),
+        (LockMode::Shared, limit) => Ok(HoldKind::Shared { limit }),
+    }
+}
+
 /// A bearer token (`Authorization: Bearer <token>`) is 1–[`TOKEN_MAX_BYTES`] bytes of
 /// visible ASCII: no spaces, nothing a header could not carry as it is.
 pub fn validate_token(token: &str) -> Result<(), String> {
@@ -104,6 +125,26 @@ pub fn encode_key(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_goes_with_shared_holds_only_and_within_its_range() {
+        use crate::{HoldKind, LockMode};
+        assert_eq!(validate_hold(None, None), Ok(HoldKind::Exclusive));
+        assert_eq!(
+            validate_hold(Some(LockMode::Shared), None),
+            Ok(HoldKind::Shared { limit: None })
+        );
+        assert_eq!(
+            validate_hold(Some(LockMode::Shared), Some(SHARED_LIMIT_MAX)),
+            Ok(HoldKind::Shared {
+                limit: Some(SHARED_LIMIT_MAX)
+            })
+        );
+        assert!(validate_hold(Some(LockMode::Shared), Some(0)).is_err());
+        assert!(validate_hold(Some(LockMode::Shared), Some(SHARED_LIMIT_MAX + 1)).is_err());
+        assert!(validate_hold(Some(LockMode::Exclusive), Some(3)).is_err());
+        assert!(validate_hold(None, Some(3)).is_err());
+    }
 
     #[test]
     fn keys_follow_the_contract() {

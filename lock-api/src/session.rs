@@ -36,6 +36,9 @@ pub struct SessionOpened {
 pub struct HeldLock {
     pub key: String,
     pub fencing_token: u64,
+    /// The hold's mode (`exclusive` when absent, from a server before shared holds).
+    #[serde(default)]
+    pub mode: crate::LockMode,
 }
 
 /// L2 200 answer: the renewed TTL and every lock the session still holds. A key missing
@@ -54,6 +57,9 @@ pub struct LockStatus {
     pub key: String,
     pub fencing_token: u64,
     pub remaining_millis: u64,
+    /// The hold's mode (`exclusive` when absent, from a server before shared holds).
+    #[serde(default)]
+    pub mode: crate::LockMode,
 }
 
 /// L5 `GET /v1/sessions/{id}` answer.
