@@ -42,6 +42,22 @@ impl From<StoreError> for ApiError {
                 ErrorCode::LockLost,
                 "no lock with that key and fencing token (released, expired or revoked)",
             ),
+            StoreError::LimitMismatch { in_force } => {
+                let in_force_text = match in_force {
+                    Some(limit) => format!("a limit of {limit}"),
+                    None => "no limit".to_string(),
+                };
+                let mut body = ErrorBody::new(
+                    ErrorCode::LimitMismatch,
+                    format!("the key's shared holds are under {in_force_text}"),
+                );
+                body.limit = in_force;
+                ApiError(Box::new(body))
+            }
+            StoreError::UpgradeNotAllowed => ApiError::new(
+                ErrorCode::UpgradeNotAllowed,
+                "this session holds the key shared: release it before acquiring it exclusive",
+            ),
             StoreError::QueueFull => {
                 let mut body = ErrorBody::new(
                     ErrorCode::ContentionExceeded,

@@ -25,11 +25,15 @@ pub enum Outcome {
     ValidationFailed,
     /// The key is outside the client's `keyPrefixes` (403).
     Forbidden,
+    /// A shared hold under another limit than the key's (409 LIMIT_MISMATCH).
+    LimitMismatch,
+    /// An exclusive L4 of a shared holder (409 UPGRADE_NOT_ALLOWED).
+    UpgradeNotAllowed,
     Error,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 8] = [
+    const ALL: [Outcome; 10] = [
         Outcome::Granted,
         Outcome::Contended,
         Outcome::ContentionExceeded,
@@ -37,6 +41,8 @@ impl Outcome {
         Outcome::SessionNotFound,
         Outcome::ValidationFailed,
         Outcome::Forbidden,
+        Outcome::LimitMismatch,
+        Outcome::UpgradeNotAllowed,
         Outcome::Error,
     ];
 
@@ -49,6 +55,8 @@ impl Outcome {
             Outcome::SessionNotFound => "session_not_found",
             Outcome::ValidationFailed => "validation_failed",
             Outcome::Forbidden => "forbidden",
+            Outcome::LimitMismatch => "limit_mismatch",
+            Outcome::UpgradeNotAllowed => "upgrade_not_allowed",
             Outcome::Error => "error",
         }
     }
@@ -154,8 +162,12 @@ impl Metrics {
         if let Some(counts) = counts {
             out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
             let _ = writeln!(out, "lock_sessions {}", counts.sessions);
-            out.push_str("# HELP lock_locks Live locks.\n# TYPE lock_locks gauge\n");
+            out.push_str("# HELP lock_locks Live holds, every mode.\n# TYPE lock_locks gauge\n");
             let _ = writeln!(out, "lock_locks {}", counts.locks);
+            out.push_str("# HELP lock_holds Live holds by mode.\n# TYPE lock_holds gauge\n");
+            let exclusive = counts.locks.saturating_sub(counts.shared_holds);
+            let _ = writeln!(out, "lock_holds{{mode=\"exclusive\"}} {exclusive}");
+            let _ = writeln!(out, "lock_holds{{mode=\"shared\"}} {}", counts.shared_holds);
         }
         out
     }
@@ -173,7 +185,8 @@ mod tests {
         m.count_refusal(Refusal::Forbidden);
         let text = m.render(Some(StoreCounts {
             sessions: 3,
-            locks: 1,
+            locks: 4,
+            shared_holds: 3,
         }));
         assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.0005\"} 1\n"));
         assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.025\"} 2\n"));
@@ -183,6 +196,8 @@ mod tests {
         assert!(text.contains("lock_requests_refused_total{outcome=\"forbidden\"} 1\n"));
         assert!(text.contains("lock_requests_refused_total{outcome=\"unauthorized\"} 0\n"));
         assert!(text.contains("lock_sessions 3\n"));
-        assert!(text.contains("lock_locks 1\n"));
+        assert!(text.contains("lock_locks 4\n"));
+        assert!(text.contains("lock_holds{mode=\"exclusive\"} 1\n"));
+        assert!(text.contains("lock_holds{mode=\"shared\"} 3\n"));
     }
 }

@@ -36,17 +36,22 @@ pub async fn revoke(
             format!("reason must be at most {REASON_MAX_BYTES} bytes"),
         ));
     }
-    let revoked_token = state.store.revoke(&key).await?;
+    // A token no hold can carry (≥ 2^53) names nothing; the store is not asked.
+    let revoked_tokens = match req.fencing_token {
+        Some(token) if token > lock_api::limits::MAX_FENCING_TOKEN => Vec::new(),
+        only => state.store.revoke(&key, only).await?,
+    };
     tracing::warn!(
         event = "lock_revoked",
         key = %key,
-        revokedToken = revoked_token,
+        revokedTokens = ?revoked_tokens,
         client = caller.log_name(),
         reason = %req.reason,
     );
     Ok(Json(LockOutcome {
         key,
-        revoked_token,
+        revoked_token: revoked_tokens.first().copied(),
+        revoked_tokens,
         reason: req.reason,
     }))
 }

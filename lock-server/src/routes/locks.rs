@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lock_api::limits::{validate_ttl, validate_wait};
+use lock_api::limits::{validate_hold, validate_ttl, validate_wait};
 use lock_api::{AcquireRequest, ErrorBody, ErrorCode, LockGrant, LockState, ReleaseRequest};
 
 use crate::auth::Caller;
@@ -41,6 +41,8 @@ pub async fn acquire(
             ErrorCode::SessionNotFound => Outcome::SessionNotFound,
             ErrorCode::ValidationFailed | ErrorCode::PayloadTooLarge => Outcome::ValidationFailed,
             ErrorCode::Forbidden => Outcome::Forbidden,
+            ErrorCode::LimitMismatch => Outcome::LimitMismatch,
+            ErrorCode::UpgradeNotAllowed => Outcome::UpgradeNotAllowed,
             _ => Outcome::Error,
         },
     };
@@ -63,6 +65,8 @@ async fn acquire_validated(
     let wait = req.wait_millis.unwrap_or(0);
     validate_wait(wait)
         .map_err(|m| ApiError::validation("waitMillis", format!("waitMillis {m}")))?;
+    let hold = validate_hold(req.mode, req.limit)
+        .map_err(|m| ApiError::validation("limit", format!("limit {m}")))?;
     let arrival = now_millis();
     let queue = (wait > 0).then_some(Queueing {
         open_until: arrival + wait,
@@ -74,6 +78,7 @@ async fn acquire_validated(
         session_id: &req.session_id,
         client: caller.client(),
         ttl_millis: ttl,
+        hold,
         queue,
     };
     let mut shutdown = state.shutdown.clone();
@@ -99,13 +104,20 @@ async fn acquire_validated(
                 holderId = %holder_id.unwrap_or_default(),
                 client = caller.log_name(),
                 fencingToken = grant.fencing_token,
+                mode = grant.mode.as_str(),
                 attempts = granted.attempts,
                 waitedMillis = grant.waited_millis,
             );
             Ok(grant)
         }
         Acquired::Contended { attempts } => {
-            tracing::info!(event = "contention", key = %key, attempt = attempts, delayMillis = 0);
+            tracing::info!(
+                event = "contention",
+                key = %key,
+                mode = hold.mode().as_str(),
+                attempt = attempts,
+                delayMillis = 0
+            );
             Err(ApiError::new(
                 ErrorCode::LockContended,
                 "the lock is held by another session, or others queue for it",
@@ -167,8 +179,8 @@ async fn log_release(
     );
 }
 
-/// L7 `GET /v1/locks/{key}`: the holder (by holder id, never session id) and the queue's
-/// length at the instant of the read.
+/// L7 `GET /v1/locks/{key}`: the holders (by holder id, never session id), their mode and
+/// limit, and the queue's length at the instant of the read.
 pub async fn read(
     State(state): State<AppState>,
     caller: Caller,
@@ -178,7 +190,10 @@ pub async fn read(
     let current = state.store.lock_state(&key).await?;
     Ok(Json(LockState {
         key,
-        holder: current.holder,
+        mode: current.mode(),
+        holder: current.exclusive_holder().cloned(),
+        limit: current.hold.and_then(|hold| hold.limit()),
+        holders: current.holders,
         waiter_count: current.waiters,
     }))
 }

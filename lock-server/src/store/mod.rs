@@ -21,7 +21,10 @@ pub mod sqlite;
 pub mod wakeup;
 
 use async_trait::async_trait;
-use lock_api::{HeartbeatResponse, Holder, LedgerEntries, LockGrant, SessionOpened, SessionStatus};
+use lock_api::{
+    HeartbeatResponse, HoldKind, Holder, LedgerEntries, LockGrant, LockMode, SessionOpened,
+    SessionStatus,
+};
 
 /// The scale-out backend on etcd (`--backend etcd`), behind the default `etcd` feature.
 #[cfg(feature = "etcd")]
@@ -52,25 +55,52 @@ pub struct Grant {
     pub attempts: u32,
 }
 
-/// The grant a backend answers for `key`'s lock of `session_id` with its token and TTL,
-/// built here once for both backends (`waitedMillis` 0: the route fills it in).
-pub fn lock_grant(key: &str, session_id: &str, fencing_token: u64, ttl_millis: u64) -> LockGrant {
+/// The grant a backend answers for `key`'s hold of `session_id` of kind `hold` with its
+/// token and TTL, built here once for both backends (`waitedMillis` 0: the route fills it
+/// in).
+pub fn lock_grant(
+    key: &str,
+    session_id: &str,
+    hold: HoldKind,
+    fencing_token: u64,
+    ttl_millis: u64,
+) -> LockGrant {
     LockGrant {
         key: key.to_owned(),
         session_id: session_id.to_owned(),
         fencing_token,
         ttl_millis,
         waited_millis: 0,
+        mode: hold.mode(),
+        limit: hold.limit(),
     }
 }
 
 /// L7's view of a key, read at one instant.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KeyState {
-    /// The live holder, if any.
-    pub holder: Option<Holder>,
+    /// How the key is held: `None` when free, else the mode and (shared) limit every holder
+    /// holds it under.
+    pub hold: Option<HoldKind>,
+    /// Every live holder, in token order (one when exclusive).
+    pub holders: Vec<Holder>,
     /// Live tickets in the key's queue (every replica's, on a shared backend).
     pub waiters: u32,
+}
+
+impl KeyState {
+    /// L7's `mode`.
+    pub fn mode(&self) -> Option<LockMode> {
+        self.hold.map(HoldKind::mode)
+    }
+
+    /// L7's `holder`: the exclusive holder only, exactly the field from before shared holds.
+    pub fn exclusive_holder(&self) -> Option<&Holder> {
+        match self.hold {
+            Some(HoldKind::Exclusive) => self.holders.first(),
+            _ => None,
+        }
+    }
 }
 
 /// Failures a route maps to a contract error code.
@@ -85,6 +115,13 @@ pub enum StoreError {
     /// 409 FENCED_OUT from the demo ledger: a higher token was already accepted.
     #[error("fenced out: highest token seen is {highest}")]
     FencedOut { highest: u64 },
+    /// 409 LIMIT_MISMATCH: a shared L4's limit differs from `in_force`, the limit the key's
+    /// shared holders (or, when none hold it, its first queued shared request) agreed on.
+    #[error("the key's shared holds are under another limit")]
+    LimitMismatch { in_force: Option<u32> },
+    /// 409 UPGRADE_NOT_ALLOWED: an exclusive L4 of a session that holds the key shared.
+    #[error("a shared hold cannot be upgraded to exclusive")]
+    UpgradeNotAllowed,
     /// 429 CONTENTION_EXCEEDED: the key's queue already holds as many tickets as its cap.
     #[error("the key's wait queue is full")]
     QueueFull,
@@ -105,7 +142,10 @@ pub enum StoreError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreCounts {
     pub sessions: u64,
+    /// Live holds of every mode (a key held shared by three counts three).
     pub locks: u64,
+    /// Those of them that are shared.
+    pub shared_holds: u64,
 }
 
 /// An L1 as the store sees it: the session's TTL (validated), its owner label and the
@@ -160,6 +200,8 @@ pub struct AcquireCall<'a> {
     pub client: Option<&'a str>,
     /// The lock's TTL.
     pub ttl_millis: u64,
+    /// Exclusive, or shared under a limit (validated).
+    pub hold: HoldKind,
     /// `Some` when the request may wait in the key's queue.
     pub queue: Option<Queueing>,
 }
@@ -187,30 +229,34 @@ pub trait Store: Send + Sync + 'static {
     /// L5: the session's remaining TTL and its locks.
     async fn session_status(&self, session: SessionRef<'_>) -> Result<SessionStatus, StoreError>;
 
-    /// L4. If this session holds the key: the existing grant (same token, the lock's own
-    /// TTL), renewed to now + that TTL. Else, if the key is free and nobody queues: a grant
-    /// with a token strictly greater than every token ever issued for the key. Else, without
-    /// `queue`: [`Acquired::Contended`] at once. With `queue`: take (or keep) this session's
-    /// ticket and wait until a hand-off grants the lock to it or `queue.open_until` passes
-    /// (see [`queue`] for the rules). Dropping the future ends the request's part in the
-    /// ticket as if its wait had ended then.
+    /// L4. If this session holds the key: the existing grant (same token, mode and the
+    /// hold's own TTL), renewed to now + that TTL — except an exclusive L4 of a session that
+    /// holds the key shared: [`StoreError::UpgradeNotAllowed`]. Else a shared L4 whose limit
+    /// differs from the one in force is [`StoreError::LimitMismatch`]. Else, if the hold is
+    /// grantable now (see [`queue`]: exclusive on a free key, shared beside shared holders
+    /// under the limit) and no live ticket waits: a grant with a token strictly greater than
+    /// every token ever issued for the key. Else, without `queue`: [`Acquired::Contended`] at
+    /// once. With `queue`: take (or keep) this session's ticket and wait until a hand-off
+    /// grants the hold to it or `queue.open_until` passes. Dropping the future ends the
+    /// request's part in the ticket as if its wait had ended then.
     async fn acquire(&self, call: AcquireCall<'_>) -> Result<Acquired, StoreError>;
 
     /// The public holder id of `session_id` (see [`holder_id`]), for log lines. Any string
     /// has one; it says nothing about whether the session exists.
     async fn holder_id(&self, session_id: &str) -> Result<String, StoreError>;
 
-    /// L6: compare-and-delete on `(key, fencing_token)` and nothing else; in the same
-    /// transaction the lock passes to the queue's first live ticket, if any.
+    /// L6: compare-and-delete of the one hold `(key, fencing_token)` and nothing else; in the
+    /// same transaction the queue's head tickets that are grantable now get the key.
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError>;
 
-    /// L7: the live holder, if any, named by its holder id (never its session id), and the
-    /// queue's length, at one instant.
+    /// L7: the live holders, named by their holder ids (never session ids), their mode and
+    /// limit, and the queue's length, at one instant.
     async fn lock_state(&self, key: &str) -> Result<KeyState, StoreError>;
 
-    /// R1: deletes the key's lock whoever holds it (handing it to the queue's first live
-    /// ticket); returns the revoked token.
-    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError>;
+    /// R1: deletes every live hold of the key whoever holds it, or with `fencing_token` the
+    /// one hold with that token (then hands the key on as L6 does); returns the revoked
+    /// tokens in order (empty when nothing live matched).
+    async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError>;
 
     /// Demo ledger: appends if the fencing `token` ≥ the highest token seen for `key`.
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError>;

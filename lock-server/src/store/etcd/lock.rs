@@ -349,7 +349,8 @@ impl EtcdStore {
             remaining_millis: lock.remaining(now).unwrap_or(0),
         });
         Ok(KeyState {
-            holder,
+            hold: holder.as_ref().map(|_| lock_api::HoldKind::Exclusive),
+            holders: holder.into_iter().collect(),
             waiters: view.waiters(now),
         })
     }

@@ -388,8 +388,12 @@ impl Store for EtcdStore {
         self.read_state(key).await
     }
 
-    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        self.revoke_key(key).await
+    async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError> {
+        let revoked = self.revoke_key(key).await?;
+        Ok(revoked
+            .filter(|t| fencing_token.is_none_or(|only| only == *t))
+            .into_iter()
+            .collect())
     }
 
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
@@ -421,6 +425,7 @@ impl Store for EtcdStore {
         Ok(StoreCounts {
             sessions: counts.first().copied().unwrap_or(0),
             locks: counts.get(1).copied().unwrap_or(0),
+            shared_holds: 0,
         })
     }
 }

@@ -93,6 +93,7 @@ impl LockRecord {
         checked(store::lock_grant(
             &self.key,
             &self.session_id,
+            lock_api::HoldKind::Exclusive,
             token,
             self.ttl_millis,
         ))

@@ -151,6 +151,7 @@ impl EtcdStore {
                     key: lock.key.clone(),
                     fencing_token: lock.token(kv),
                     remaining_millis: lock.remaining(now)?.min(remaining_millis),
+                    mode: lock_api::LockMode::Exclusive,
                 })
             })
             .collect();
@@ -354,6 +355,7 @@ impl EtcdStore {
             locks.push(HeldLock {
                 key: lock.key.clone(),
                 fencing_token: lock.token(kv),
+                mode: lock_api::LockMode::Exclusive,
             });
         }
         match self.txn_raw(Txn::new().when(compares).and_then(ops)).await {

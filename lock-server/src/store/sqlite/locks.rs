@@ -127,16 +127,23 @@ pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
     } else {
         0
     };
-    Ok(KeyState { holder, waiters })
+    Ok(KeyState {
+        hold: holder.as_ref().map(|_| lock_api::HoldKind::Exclusive),
+        holders: holder.into_iter().collect(),
+        waiters,
+    })
 }
 
 /// R1: deletes whatever lock row is there (the token only if it was live) and hands the key
 /// to the queue.
-pub(super) fn revoke(db: &mut Db, key: &str) -> Result<Option<u64>, StoreError> {
+pub(super) fn revoke(db: &mut Db, key: &str, only: Option<u64>) -> Result<Vec<u64>, StoreError> {
     let token = live_lock(db, key)?.map(|lock| lock.token);
+    if only.is_some() && only != token {
+        return Ok(Vec::new());
+    }
     delete_lock(db, key)?;
     hand_off(db, key)?;
-    Ok(token)
+    Ok(token.into_iter().collect())
 }
 
 /// The hand-off: if `key` has no live lock, grants it to the first live ticket (dropping the
@@ -180,9 +187,18 @@ fn hand_off(db: &mut Db, key: &str) -> Result<bool, StoreError> {
             let claim_by = head.times.claim_by(db.now);
             let token = grant_lock(db, key, &head.session_id, head.ttl, claim_by)?;
             // An open request answers this grant as it is; an unclaimed one must be claimed.
-            let handed = claim_by
-                .is_none()
-                .then(|| (lock_grant(key, &head.session_id, token, head.ttl), db.now));
+            let handed = claim_by.is_none().then(|| {
+                (
+                    lock_grant(
+                        key,
+                        &head.session_id,
+                        lock_api::HoldKind::Exclusive,
+                        token,
+                        head.ttl,
+                    ),
+                    db.now,
+                )
+            });
             db.granted.push((key.to_string(), head.session_id, handed));
             return Ok(true);
         }
@@ -193,7 +209,7 @@ fn hand_off(db: &mut Db, key: &str) -> Result<bool, StoreError> {
 
 fn granted(db: &Db, key: &str, session_id: &str, token: u64, ttl: u64) -> Attempt {
     Attempt::Granted {
-        grant: lock_grant(key, session_id, token, ttl),
+        grant: lock_grant(key, session_id, lock_api::HoldKind::Exclusive, token, ttl),
         at: db.now,
     }
 }

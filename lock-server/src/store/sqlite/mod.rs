@@ -206,9 +206,11 @@ impl Store for SqliteStore {
         self.writer.run(move |db| locks::state(db, &key)).await
     }
 
-    async fn revoke(&self, key: &str) -> Result<Option<u64>, StoreError> {
+    async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError> {
         let key = key.to_string();
-        self.writer.run(move |db| locks::revoke(db, &key)).await
+        self.writer
+            .run(move |db| locks::revoke(db, &key, fencing_token))
+            .await
     }
 
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
@@ -250,5 +252,9 @@ fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
         .map_err(sql)?
         .query_row([db.now], |r| r.get(0))
         .map_err(sql)?;
-    Ok(StoreCounts { sessions, locks })
+    Ok(StoreCounts {
+        sessions,
+        locks,
+        shared_holds: 0,
+    })
 }

@@ -70,7 +70,11 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
         .map_err(sql)?;
     let locks = session_locks(db, id)?
         .into_iter()
-        .map(|(key, fencing_token, _)| HeldLock { key, fencing_token })
+        .map(|(key, fencing_token, _)| HeldLock {
+            key,
+            fencing_token,
+            mode: lock_api::LockMode::Exclusive,
+        })
         .collect();
     Ok(HeartbeatResponse {
         ttl_millis: ttl,
@@ -107,6 +111,7 @@ pub(super) fn status(db: &mut Db, session: &SessionOf) -> Result<SessionStatus, 
     let locks = session_locks(db, id)?
         .into_iter()
         .map(|(key, fencing_token, deadline)| LockStatus {
+            mode: lock_api::LockMode::Exclusive,
             key,
             fencing_token,
             remaining_millis: remaining(deadline.min(session_deadline), db.now),
