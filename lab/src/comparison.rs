@@ -130,6 +130,8 @@ impl ComparisonSession {
             session_id: self.id.clone(),
             ttl_millis: Some(whole_millis(ttl)),
             wait_millis: Some(0),
+            mode: None,
+            limit: None,
         };
         let mut delays = Delays::new(c.strategy, c.policy.base_backoff(), c.policy.max_backoff());
         let mut rng = c.rng.rng();

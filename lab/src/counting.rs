@@ -70,6 +70,8 @@ mod tests {
                 .await;
             assert_eq!(opened.unwrap().session_id, "s1");
             let request = AcquireRequest {
+                mode: None,
+                limit: None,
                 session_id: "s1".into(),
                 ttl_millis: None,
                 wait_millis: None,

@@ -70,6 +70,7 @@ fn ask<'a>(
         session_id,
         client,
         ttl_millis,
+        hold: lock_api::HoldKind::Exclusive,
         queue,
     }
 }
@@ -85,7 +86,7 @@ impl<S: Store> TryAcquire for S {
     }
 
     async fn holder(&self, key: &str) -> Result<Option<lock_api::Holder>, StoreError> {
-        Ok(self.lock_state(key).await?.holder)
+        Ok(self.lock_state(key).await?.exclusive_holder().cloned())
     }
 }
 
@@ -322,8 +323,11 @@ async fn a_release_hands_the_lock_to_the_waiter(store: &EtcdStore) {
 async fn revoke_and_ledger(store: &EtcdStore) {
     let a = open(store, 10_000).await;
     let grant = granted(store.try_acquire("r", &a.session_id, 10_000).await.unwrap());
-    assert_eq!(store.revoke("r").await.unwrap(), Some(grant.fencing_token));
-    assert_eq!(store.revoke("r").await.unwrap(), None);
+    assert_eq!(
+        store.revoke("r", None).await.unwrap(),
+        vec![grant.fencing_token]
+    );
+    assert_eq!(store.revoke("r", None).await.unwrap(), Vec::<u64>::new());
     assert!(store
         .heartbeat(SessionRef::new(&a.session_id, None))
         .await

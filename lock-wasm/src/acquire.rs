@@ -162,6 +162,8 @@ impl<'a> Attempts<'a> {
                 session_id: claim.session_id().to_owned(),
                 ttl_millis: Some(millis(ttl)),
                 wait_millis: Some(policy.wait_millis()),
+                mode: None,
+                limit: None,
             },
             parts,
             claim,

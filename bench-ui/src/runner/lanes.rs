@@ -185,6 +185,8 @@ mod tests {
 
     fn request(wait: u64) -> AcquireRequest {
         AcquireRequest {
+            mode: None,
+            limit: None,
             session_id: "s".into(),
             ttl_millis: None,
             wait_millis: Some(wait),

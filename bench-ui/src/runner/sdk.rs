@@ -125,6 +125,8 @@ impl SdkContender {
     /// The grant a handle stands for, in wire shape.
     fn grant_of(&self, handle: &LockHandle) -> LockGrant {
         LockGrant {
+            mode: Default::default(),
+            limit: None,
             key: handle.key().to_string(),
             session_id: self.session_id(),
             fencing_token: handle.fencing_token(),

@@ -286,6 +286,7 @@ impl SimService {
         for (key, lock) in s.locks.iter_mut().filter(|(_, l)| l.session == id) {
             lock.expires = now + lock.ttl;
             locks.push(HeldLock {
+                mode: Default::default(),
                 key: key.clone(),
                 fencing_token: lock.token,
             });
@@ -454,6 +455,7 @@ impl SimService {
             .iter()
             .filter(|(_, l)| l.session == id)
             .map(|(key, l)| LockStatus {
+                mode: Default::default(),
                 key: key.clone(),
                 fencing_token: l.token,
                 remaining_millis: (l.end() - now).as_millis() as u64,
@@ -471,6 +473,9 @@ impl SimService {
         self.expire(&mut s);
         let now = self.clock.now();
         LockState {
+            mode: None,
+            holders: Vec::new(),
+            limit: None,
             key: key.to_owned(),
             holder: s.locks.get(key).map(|l| Holder {
                 holder_id: sim_holder_id(&l.session),
@@ -503,6 +508,8 @@ fn sim_holder_id(session_id: &str) -> String {
 
 fn grant(key: &str, lock: &SimLock) -> LockGrant {
     LockGrant {
+        mode: Default::default(),
+        limit: None,
         key: key.to_owned(),
         session_id: lock.session.clone(),
         fencing_token: lock.token,
