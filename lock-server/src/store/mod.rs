@@ -7,13 +7,15 @@
 //! out, whether or not a reaper has deleted it yet.
 //!
 //! Layout: this file (the trait, its outcomes and errors), what every backend shares
-//! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session; `lease`:
+//! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session; `holds`:
+//! exclusive and shared holds and when each is granted; `lease`:
 //! wall-clock deadlines; `queue`: the rules of the wait queue per key; `wakeup`: waking
 //! server-side waiters), and one folder per backend with its private modules (`sqlite/`,
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
 pub mod holder_id;
+pub mod holds;
 pub mod lease;
 pub mod queue;
 pub mod session;
