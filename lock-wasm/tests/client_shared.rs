@@ -30,8 +30,8 @@ fn shared(token: u64, limit: Option<u32>) -> Result<LockGrant, TransportError> {
     })
 }
 
-/// The L4 bodies sent so far, as JSON (serde's: what the native HTTP transport sends; the
-/// wasm transport's body is checked against serde's in `src/wasm/transport.rs`).
+/// The L4 bodies sent so far, as JSON (serde's: what the native HTTP transport sends; the wasm
+/// transport's body is checked against serde's in `src/wasm/transport.rs`).
 fn l4_bodies(f: &Fixture) -> Vec<String> {
     f.transport
         .calls()
@@ -43,9 +43,9 @@ fn l4_bodies(f: &Fixture) -> Vec<String> {
         .collect()
 }
 
-/// An exclusive acquire's L4 body is byte for byte what it was before shared holds; a read
-/// lock's carries `"mode":"shared"` and no limit; a semaphore's carries its permits as the
-/// limit. Each handle reports the mode and limit it was granted.
+/// C2 ct2-pinned, *Exclusive body unchanged*: an exclusive acquire's L4 body is byte for byte what
+/// it was before shared holds; a read lock's carries `"mode":"shared"` and no limit; a semaphore's
+/// carries its permits as the limit. Each handle reports the mode and limit it was granted.
 #[test]
 fn each_mode_puts_its_own_body_on_the_wire() {
     let f = Fixture::new();
@@ -81,7 +81,8 @@ fn each_mode_puts_its_own_body_on_the_wire() {
     );
 }
 
-/// `write` is `acquire`; `acquire_hold` with `HoldKind::Exclusive` too: one body for all.
+/// C2 ct2-pinned, *Exclusive body unchanged*: `write` is `acquire`; `acquire_hold` with
+/// `HoldKind::Exclusive` too: one body for all.
 #[test]
 fn write_and_an_exclusive_hold_send_the_exclusive_body() {
     let f = Fixture::new();
@@ -106,8 +107,8 @@ fn write_and_an_exclusive_hold_send_the_exclusive_body() {
     }
 }
 
-/// A limit outside 1…10,000 is refused as `Validation` on `limit` before any request, on
-/// `acquire_hold` and through the semaphore alike.
+/// C2 ct2-pinned, *Limits checked first*: a limit outside 1…10,000 is refused as `Validation` on
+/// `limit` before any request, on `acquire_hold` and through the semaphore alike.
 #[test]
 fn a_limit_out_of_range_is_refused_before_anything_is_sent() {
     let f = Fixture::new();
@@ -134,8 +135,9 @@ fn a_limit_out_of_range_is_refused_before_anything_is_sent() {
     assert_eq!(f.transport.acquire_calls(), 0, "nothing was sent");
 }
 
-/// An exclusive nest under a shared handle is refused with `UpgradeNotAllowed` (not
-/// retryable) and sends nothing; the shared hold is untouched and releases with one L6.
+/// C2 ct2-pinned, *No upgrade*: an exclusive nest under a shared handle is refused with
+/// `UpgradeNotAllowed` (not retryable) and sends nothing; the shared hold is untouched and releases
+/// with one L6.
 #[test]
 fn an_upgrade_by_nesting_is_refused_without_a_request() {
     let f = Fixture::new();
@@ -166,8 +168,8 @@ fn an_upgrade_by_nesting_is_refused_without_a_request() {
     assert_eq!(f.transport.release_calls(), 1);
 }
 
-/// A shared hold nested under an exclusive one is the same handle and token, and sends
-/// nothing; the lock goes with the outermost release.
+/// C2 ct2-pinned, *No upgrade*: a shared hold nested under an exclusive one is the same handle and
+/// token, and sends nothing; the lock goes with the outermost release.
 #[test]
 fn a_shared_nest_under_an_exclusive_hold_is_the_same_grant() {
     let f = Fixture::new();
@@ -189,7 +191,8 @@ fn a_shared_nest_under_an_exclusive_hold_is_the_same_grant() {
     assert_eq!(f.transport.release_calls(), 1);
 }
 
-/// 409 LIMIT_MISMATCH ends the acquire at once, never retried, with the limit in force.
+/// C2 ct2-pinned, *Shared refusals are final*: 409 LIMIT_MISMATCH ends the acquire at once, never
+/// retried, with the limit in force.
 #[test]
 fn a_limit_mismatch_ends_the_acquire_at_once_with_the_limit_in_force() {
     let f = Fixture::new();
@@ -215,8 +218,8 @@ fn a_limit_mismatch_ends_the_acquire_at_once_with_the_limit_in_force() {
     assert!(!f.event_names().contains(&"contention"));
 }
 
-/// 409 UPGRADE_NOT_ALLOWED (an exclusive L4 by a session the server sees holding the key
-/// shared) ends the acquire at once, never retried.
+/// C2 ct2-pinned, *Shared refusals are final*: 409 UPGRADE_NOT_ALLOWED (an exclusive L4 by a
+/// session the server sees holding the key shared) ends the acquire at once, never retried.
 #[test]
 fn an_upgrade_refused_by_the_server_ends_the_acquire_at_once() {
     let f = Fixture::new();
@@ -250,8 +253,9 @@ fn a_shared_acquire_answered_with_an_exclusive_grant_is_an_exclusive_handle() {
     );
 }
 
-/// Two readers of one session take turns on the key, as writers do: the second sends
-/// nothing until the first's release was answered, then gets a token of its own.
+/// C2 ct2-pinned, *Readers take turns too*: two readers of one session take turns on the key, as
+/// writers do: the second sends nothing until the first's release was answered, then gets a token
+/// of its own.
 #[test]
 fn readers_of_one_session_take_turns_and_each_gets_its_own_token() {
     let f = Fixture::new();
@@ -276,8 +280,8 @@ fn readers_of_one_session_take_turns_and_each_gets_its_own_token() {
     assert_eq!(f.transport.acquire_calls(), 2);
 }
 
-/// `LockClient::semaphore` takes its permits on the client's own session (one L1 for
-/// both), and `Semaphore::release` gives a permit back through it.
+/// `LockClient::semaphore` takes its permits on the client's own session (one L1 for both), and
+/// `Semaphore::release` gives a permit back through it.
 #[test]
 fn the_clients_semaphore_uses_its_own_session() {
     let f = Fixture::new();
