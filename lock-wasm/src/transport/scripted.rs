@@ -112,6 +112,8 @@ impl ScriptedTransport {
             fencing_token: token,
             ttl_millis,
             waited_millis: 0,
+            mode: Default::default(),
+            limit: None,
         }
     }
 
@@ -147,6 +149,7 @@ impl Script {
             .map(|(key, token)| lock_api::HeldLock {
                 key: key.clone(),
                 fencing_token: *token,
+                mode: Default::default(),
             })
             .collect();
         self.heartbeat.pop_front().unwrap_or(Ok(HeartbeatResponse {
