@@ -42,7 +42,7 @@ fn main() {
         std::process::exit(1);
     }
     println!(
-        "{seeds} seeds from {start} passed: {} acquires, {} grants, {} sessions lost",
-        totals.acquires, totals.grants, totals.sessions_lost
+        "{seeds} seeds from {start} passed: {} acquires, {} grants ({} shared), {} sessions lost",
+        totals.acquires, totals.grants, totals.shared_grants, totals.sessions_lost
     );
 }
