@@ -2,8 +2,9 @@
 //!
 //! `cargo run -p lock-wasm --example simulate -- --seeds 10000 --start 0 [--double-grant]
 //! [--fast-expiry] [--lifo-queue] [--shared-beside-exclusive] [--ignore-limit]
-//! [--readers-barge] [--faults]` (the flags but the last plant deliberate bugs: the run must
-//! then fail; `--faults` injects infrastructure faults, as lock-chaos's `sim-faults` does).
+//! [--readers-barge] [--faults] [--keep-going]` (the first six flags plant deliberate bugs: the run must
+//! then fail; `--faults` injects infrastructure faults, as lock-chaos's `sim-faults` does;
+//! `--keep-going` reports every failing seed instead of stopping at the first).
 
 use lock_wasm::sim::{run_seeds, Faults, Injection};
 
@@ -34,15 +35,22 @@ fn main() {
     } else {
         Injection::None
     };
+    // Stop at the first failing seed, or (`--keep-going`) report every one, as sim-faults does.
+    let keep_going = args.iter().any(|a| a == "--keep-going");
     let totals = run_seeds(start..start + seeds, faults, injection, |e| {
         eprintln!("FAILED {e}");
-        false // stop at the first failing seed
+        keep_going
     });
     if !totals.failed.is_empty() {
+        eprintln!(
+            "{} of {seeds} seeds failed: {:?}",
+            totals.failed.len(),
+            totals.failed
+        );
         std::process::exit(1);
     }
     println!(
-        "{seeds} seeds from {start} passed: {} acquires, {} grants, {} sessions lost",
-        totals.acquires, totals.grants, totals.sessions_lost
+        "{seeds} seeds from {start} passed: {} acquires, {} grants ({} shared), {} sessions lost",
+        totals.acquires, totals.grants, totals.shared_grants, totals.sessions_lost
     );
 }

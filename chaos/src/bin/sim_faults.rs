@@ -33,10 +33,11 @@ fn main() {
     );
     let faults = totals.faults;
     println!(
-        "{seeds} seeds from {start}: {} failed; {} acquires, {} grants, {} sessions lost",
+        "{seeds} seeds from {start}: {} failed; {} acquires, {} grants ({} shared), {} sessions lost",
         totals.failed.len(),
         totals.acquires,
         totals.grants,
+        totals.shared_grants,
         totals.sessions_lost
     );
     println!(

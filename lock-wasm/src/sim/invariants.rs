@@ -1,45 +1,162 @@
 //! The checks of the invariants the module docs of [`super`] list: invariant 1 after every
 //! poll ([`check_holders`]), 4 to 6 over the whole run ([`check_renewals`],
-//! [`check_reports`]). Each writes what it finds into the run's [`World`]. The others are
-//! checked where they happen: 2 by the worker around each acquire, 3 by the network (or the
-//! fault injector) at each send, 7 by the modelled server's queue.
+//! [`check_reports`]), 8 and 9 over the modelled server's history ([`check_history`]). Each
+//! writes what it finds into the run's [`World`]. The others are checked where they happen:
+//! 2 by the worker around each acquire, 3 by the network (or the fault injector) at each
+//! send, 7 by the modelled server's queue.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use lock_api::{HoldKind, LockMode};
 
 use crate::clock::{Clock, ManualClock};
 use crate::config::ClientConfig;
 use crate::handle::LostReason;
 use crate::renewal::{self, RENEWAL_RESERVE};
 
-use super::service::SimService;
+use super::service::{Event, LiveHold, SimService, Step};
 use super::watch::HeartbeatWatch;
 use super::world::{grant_of, Granted, World};
 
 /// Invariant 1, checked after every poll.
 pub(super) fn check_holders(world: &World, service: &SimService, clock: &ManualClock) {
     let held = world.held.lock().unwrap().clone();
-    let mut valid: BTreeSet<(String, String, u64)> = BTreeSet::new();
+    // Per key, one entry per grant: two handles may share one.
+    let mut valid: BTreeMap<String, BTreeMap<Grantee, ModeLimit>> = BTreeMap::new();
     for (client, handle) in held.iter().filter(|(_, h)| !h.is_lost()) {
-        let key = handle.key().to_owned();
-        let grant = (
-            key.clone(),
-            handle.session_id().to_owned(),
-            handle.fencing_token(),
-        );
-        valid.insert(grant.clone());
-        let actual = service.holder(&key);
-        if actual != Some((grant.1.clone(), grant.2)) {
+        let key = handle.key();
+        let (session, token, mode) = (handle.session_id(), handle.fencing_token(), handle.mode());
+        let holds = service.holds(key);
+        let is_held = |h: &LiveHold| h.session == session && h.token == token;
+        if !holds.iter().any(|h| is_held(h) && h.kind.mode() == mode) {
             world.violate(format!(
-                "client {client} believes it holds {key} with token {} at {:?}, server holder is {actual:?}",
-                grant.2,
+                "client {client} believes it holds {key} {} with token {token} at {:?}, server holds are {holds:?}",
+                mode.as_str(),
                 clock.now()
             ));
         }
+        let holds = valid.entry(key.to_owned()).or_default();
+        holds.insert((token, session.to_owned()), (mode, handle.limit()));
     }
-    let keys: BTreeSet<&String> = valid.iter().map(|(k, _, _)| k).collect();
-    if keys.len() < valid.len() {
-        world.violate(format!("two holders at {:?}: {valid:?}", clock.now()));
+    for (key, holds) in &valid {
+        let modes: Vec<ModeLimit> = holds.values().copied().collect();
+        if let Some(wrong) = crowded(&modes) {
+            world.violate(format!("{wrong} of {key} at {:?}: {holds:?}", clock.now()));
+        }
+    }
+}
+
+/// Whose a grant is: its token and session.
+type Grantee = (u64, String);
+/// How a grant holds its key: its mode and (shared) limit.
+type ModeLimit = (LockMode, Option<u32>);
+
+/// What is wrong with holds of one key held at once, if anything: an exclusive holder beside
+/// any other holder, or more shared holders than their limit.
+fn crowded(holds: &[ModeLimit]) -> Option<&'static str> {
+    let exclusive = holds
+        .iter()
+        .filter(|(m, _)| *m == LockMode::Exclusive)
+        .count();
+    let shared = holds.len() - exclusive;
+    let limit = holds.iter().filter_map(|(_, limit)| *limit).min();
+    if exclusive > 1 {
+        Some("two holders")
+    } else if exclusive == 1 && shared > 0 {
+        Some("an exclusive holder beside a shared one")
+    } else if limit.is_some_and(|limit| shared > limit as usize) {
+        Some("more shared holders than their limit")
+    } else {
+        None
+    }
+}
+
+/// Invariants 8 and 9, over the modelled server's history of the whole run.
+pub(super) fn check_history(world: &World, service: &SimService) {
+    for violation in history_violations(service.history().events()) {
+        world.violate(violation);
+    }
+}
+
+/// Replays a history key by key: each grant must fit beside the holds before it, take a
+/// token above every earlier one of its key, and, when shared, pass no waiting writer (come
+/// from a ticket older than every exclusive ticket waiting then).
+fn history_violations(events: &[Event]) -> Vec<String> {
+    let mut keys: BTreeMap<&str, KeyReplay> = BTreeMap::new();
+    let mut found = Vec::new();
+    for event in events {
+        let key = keys.entry(&event.key).or_default();
+        match &event.step {
+            Step::Queued {
+                ticket,
+                session,
+                kind: HoldKind::Exclusive,
+            } => key.writers.push((*ticket, session.clone(), event.at)),
+            Step::Queued { .. } => {}
+            Step::Left { ticket } => key.writers.retain(|(t, _, _)| t != ticket),
+            Step::Granted { .. } => found.extend(key.grant(event)),
+            Step::Ended { token } => key.holds.retain(|(t, _)| t != token),
+        }
+    }
+    found
+}
+
+/// One key's state in a replayed history.
+#[derive(Default)]
+struct KeyReplay {
+    /// Live holds: token, kind.
+    holds: Vec<(u64, HoldKind)>,
+    last_token: u64,
+    /// Exclusive tickets waiting: ticket, session, since when.
+    writers: Vec<(u64, String, Duration)>,
+}
+
+impl KeyReplay {
+    /// Replays the grant `event`; returns what it broke.
+    fn grant(&mut self, event: &Event) -> Vec<String> {
+        let Step::Granted {
+            token,
+            session,
+            kind,
+            ticket,
+        } = &event.step
+        else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        let what = format!(
+            "{} hold of {} by {session} with token {token} at {:?}",
+            kind.mode().as_str(),
+            event.key,
+            event.at
+        );
+        if *token <= self.last_token {
+            found.push(format!(
+                "{what}: token not above the key's last, {}",
+                self.last_token
+            ));
+        }
+        self.last_token = self.last_token.max(*token);
+        let passed = self
+            .writers
+            .iter()
+            .find(|(t, _, _)| ticket.is_none_or(|own| own > *t));
+        if let (HoldKind::Shared { .. }, Some((t, writer, since))) = (kind, passed) {
+            found.push(format!(
+                "{what}: granted past writer ticket {t} of {writer}, waiting since {since:?}"
+            ));
+        }
+        self.holds.push((*token, *kind));
+        let modes: Vec<_> = self
+            .holds
+            .iter()
+            .map(|(_, k)| (k.mode(), k.limit()))
+            .collect();
+        if let Some(wrong) = crowded(&modes) {
+            found.push(format!("{what}: {wrong}: {:?}", self.holds));
+        }
+        found
     }
 }
 
@@ -136,5 +253,136 @@ pub(super) fn check_renewals(
                 g.client, lapse.at
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lock_api::HoldKind;
+
+    use super::history_violations;
+    use crate::sim::service::{Event, Step};
+
+    const READ: HoldKind = HoldKind::Shared { limit: None };
+
+    fn at(ms: u64, step: Step) -> Event {
+        Event {
+            at: Duration::from_millis(ms),
+            key: "k".into(),
+            step,
+        }
+    }
+
+    fn queued(ticket: u64, kind: HoldKind) -> Step {
+        Step::Queued {
+            ticket,
+            session: format!("s{ticket}"),
+            kind,
+        }
+    }
+
+    fn granted(token: u64, kind: HoldKind, ticket: Option<u64>) -> Step {
+        Step::Granted {
+            token,
+            session: format!("holder{token}"),
+            kind,
+            ticket,
+        }
+    }
+
+    /// The violations of `steps`, one per millisecond.
+    fn check(steps: Vec<Step>) -> Vec<String> {
+        let events: Vec<Event> = (0..).zip(steps).map(|(ms, step)| at(ms, step)).collect();
+        history_violations(&events)
+    }
+
+    #[test]
+    fn a_history_by_the_rules_passes() {
+        let found = check(vec![
+            granted(1, READ, None),
+            queued(1, READ),
+            queued(2, HoldKind::Exclusive),
+            queued(3, READ),
+            granted(2, READ, Some(1)),
+            Step::Left { ticket: 1 },
+            Step::Ended { token: 1 },
+            Step::Ended { token: 2 },
+            Step::Left { ticket: 2 },
+            granted(3, HoldKind::Exclusive, Some(2)),
+            Step::Ended { token: 3 },
+            Step::Left { ticket: 3 },
+            granted(4, READ, Some(3)),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn a_reader_beside_a_writer_fails() {
+        let found = check(vec![
+            granted(1, HoldKind::Exclusive, None),
+            granted(2, READ, None),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("an exclusive holder beside a shared one"));
+    }
+
+    #[test]
+    fn a_writer_beside_a_writer_fails() {
+        let found = check(vec![
+            granted(1, HoldKind::Exclusive, None),
+            granted(2, HoldKind::Exclusive, None),
+        ]);
+        assert!(found[0].contains("two holders"), "{found:?}");
+    }
+
+    #[test]
+    fn more_permits_than_the_limit_fail() {
+        let two = HoldKind::Shared { limit: Some(2) };
+        let fine = check(vec![granted(1, two, None), granted(2, two, None)]);
+        assert!(fine.is_empty(), "{fine:?}");
+        let found = check(vec![
+            granted(1, two, None),
+            granted(2, two, None),
+            granted(3, two, None),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("more shared holders than their limit"));
+    }
+
+    #[test]
+    fn a_token_not_above_the_keys_last_fails() {
+        let found = check(vec![
+            granted(2, READ, None),
+            Step::Ended { token: 2 },
+            granted(2, HoldKind::Exclusive, None),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("token not above the key's last, 2"));
+    }
+
+    #[test]
+    fn a_reader_granted_past_a_waiting_writer_fails() {
+        // A newcomer, and a reader queued after the writer: both pass it.
+        let found = check(vec![
+            granted(1, READ, None),
+            queued(1, HoldKind::Exclusive),
+            queued(2, READ),
+            granted(2, READ, None),
+            granted(3, READ, Some(2)),
+        ]);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found
+            .iter()
+            .all(|f| f.contains("past writer ticket 1 of s1")));
+        // Once the writer's ticket left (it died), readers pass nothing.
+        let found = check(vec![
+            granted(1, READ, None),
+            queued(1, HoldKind::Exclusive),
+            Step::Left { ticket: 1 },
+            granted(2, READ, None),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
     }
 }

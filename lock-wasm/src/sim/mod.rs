@@ -4,8 +4,10 @@
 //! [`executor::SimExecutor`]. One seed fixes everything, so a failing seed replays exactly.
 //!
 //! Invariants checked after every task poll:
-//! 1. never two holders: at most one valid (not lost) handle per key across all clients, and
-//!    every valid handle is the server's live holder with the same token;
+//! 1. never an exclusive holder beside any other holder, never more shared holders than their
+//!    limit: across all clients, a key's valid (not lost) handles are one exclusive handle
+//!    alone or shared ones within their limit, and every valid handle is one of the server's
+//!    live holds with the same token and mode;
 //! 2. every acquire terminates within its budget (plus the time its client was paused);
 //! 3. no call names a session after its client declared it lost.
 //!
@@ -20,7 +22,15 @@
 //! 6. no side effect starts after its handle was reported lost, and none outlasts the report
 //!    (each worker races its side effects against `lost()`);
 //! 7. the server's wait queue hands each key to its oldest live ticket (half the seeds'
-//!    clients acquire with `waitMillis` > 0, drawn from a stream of their own).
+//!    clients acquire with `waitMillis` > 0, drawn from a stream of their own);
+//! 8. the server's own history of grants keeps invariant 1's rule at every grant, and every
+//!    grant of a key, shared or exclusive, takes a token above all earlier ones of the key;
+//! 9. no writer waits past the holds granted before it queued: while an exclusive request's
+//!    ticket waits, no shared hold is granted to a reader that queued after it or did not
+//!    queue at all (so a stream of readers never starves a writer).
+//!
+//! Half the seeds (a stream of their own again) add a read-write key, readers shared without
+//! a limit and writers exclusive, and a semaphore key of 1–3 permits to the exclusive keys.
 //!
 //! Run any number of seeds: `cargo run -p lock-wasm --example simulate -- --seeds 10000`;
 //! replay one with its calls traced: `SIM_TRACE=1 cargo run -p lock-wasm --example simulate

@@ -17,7 +17,7 @@ use crate::transport::{Intercepted, Transport};
 
 use super::executor::SimExecutor;
 use super::injection::{FaultCounts, FaultInjector, FaultPlan, Injection};
-use super::invariants::{check_holders, check_renewals, check_reports};
+use super::invariants::{check_history, check_holders, check_renewals, check_reports};
 use super::network::SimTransport;
 use super::recorder::LostRecorder;
 use super::scenario::Scenario;
@@ -37,6 +37,8 @@ pub struct SimReport {
     pub acquires: usize,
     /// Grants (fresh or nested).
     pub grants: usize,
+    /// Of them, shared holds (read locks and semaphore permits).
+    pub shared_grants: usize,
     /// Sessions declared lost.
     pub sessions_lost: u64,
     /// Simulated time at the end.
@@ -159,6 +161,7 @@ impl Run {
             rng: StdRng::seed_from_u64(rng.random()),
             // Its own stream, so the side effects' lengths leave the scenario's draws alone.
             effects_rng: StdRng::seed_from_u64(self.seed ^ (client as u64).rotate_left(32)),
+            holds_rng: StdRng::seed_from_u64(self.seed ^ (client as u64).rotate_left(48)),
             spawner: self.exec.spawner(client),
         }
     }
@@ -190,6 +193,7 @@ impl Run {
         self.exec
             .run_until(Duration::from_secs(3_600), done, step)
             .map_err(|e| format!("seed {seed}: {e}"))?;
+        check_history(world, &self.service);
         check_reports(world, self.clock.now());
         check_renewals(world, &self.service, &self.watch, &self.scenario.config);
         if let Some(first) = self.violations().first() {
@@ -207,6 +211,7 @@ impl Run {
             clients: self.scenario.clients,
             acquires: world.acquires.load(Ordering::SeqCst),
             grants: world.grants.load(Ordering::SeqCst),
+            shared_grants: world.shared_grants.load(Ordering::SeqCst),
             sessions_lost,
             sim_time: self.clock.now(),
             faults: injected,
@@ -221,6 +226,8 @@ pub struct SimTotals {
     pub acquires: usize,
     /// Grants of the passing seeds.
     pub grants: usize,
+    /// Shared grants of the passing seeds.
+    pub shared_grants: usize,
     /// Sessions lost in the passing seeds.
     pub sessions_lost: u64,
     /// Faults injected and pauses scheduled in the passing seeds.
@@ -243,6 +250,7 @@ pub fn run_seeds(
             Ok(report) => {
                 totals.acquires += report.acquires;
                 totals.grants += report.grants;
+                totals.shared_grants += report.shared_grants;
                 totals.sessions_lost += report.sessions_lost;
                 totals.faults += report.faults;
             }
@@ -274,18 +282,23 @@ mod tests {
                 Ok(report) => {
                     totals.acquires += report.acquires;
                     totals.grants += report.grants;
+                    totals.shared_grants += report.shared_grants;
                     totals.sessions_lost += report.sessions_lost;
                 }
                 Err(e) => panic!("simulation failed, replay with `cargo run -p lock-wasm --example simulate -- --seeds 1 --start {seed}`: {e}"),
             }
         }
         println!(
-            "1000 seeds: {} acquires, {} grants, {} sessions lost",
-            totals.acquires, totals.grants, totals.sessions_lost
+            "1000 seeds: {} acquires, {} grants ({} shared), {} sessions lost",
+            totals.acquires, totals.grants, totals.shared_grants, totals.sessions_lost
         );
         assert!(
             totals.grants > 1_000,
             "the simulation must actually grant locks"
+        );
+        assert!(
+            totals.shared_grants > 500,
+            "the simulation must actually grant shared holds"
         );
         assert!(
             totals.sessions_lost > 0,
@@ -322,7 +335,7 @@ mod tests {
         let caught = caught_in("double grant", 50, faults, 26);
         assert!(caught
             .iter()
-            .any(|e| e.contains("two holders") || e.contains("server holder")));
+            .any(|e| e.contains("two holders") || e.contains("server holds")));
     }
 
     /// The invariants catch a client whose deadlines are wrong too: here the server's
@@ -340,7 +353,7 @@ mod tests {
         // (when the heartbeat that should have renewed it came after the cut) a renewal that
         // never came although every heartbeat was answered.
         let shows = [
-            "server holder",
+            "server holds",
             "expired at the server",
             "heartbeats were all answered",
         ];
@@ -376,6 +389,53 @@ mod tests {
         assert!(other.is_empty(), "{other:?}");
     }
 
+    /// The violations of `caught` that show none of `shows` (each a part of a message).
+    fn other_than<'a>(caught: &'a [String], shows: &[&str]) -> Vec<&'a String> {
+        caught
+            .iter()
+            .filter(|e| !shows.iter().any(|s| e.contains(s)))
+            .collect()
+    }
+
+    /// Invariants 1 and 8 can fail: a server that lets readers in beside a writer is caught.
+    #[test]
+    fn a_reader_beside_a_writer_is_caught() {
+        let faults = Faults {
+            shared_beside_exclusive: true,
+            ..Faults::default()
+        };
+        let caught = caught_in("shared beside exclusive", 100, faults, 10);
+        let shows = ["an exclusive holder beside a shared one"];
+        assert!(other_than(&caught, &shows).is_empty(), "{caught:?}");
+    }
+
+    /// Invariants 1 and 8 can fail: a semaphore that grants past its permits is caught.
+    #[test]
+    fn a_semaphore_over_its_permits_is_caught() {
+        let faults = Faults {
+            ignore_limit: true,
+            ..Faults::default()
+        };
+        let caught = caught_in("limit ignored", 100, faults, 10);
+        let shows = ["more shared holders than their limit"];
+        assert!(other_than(&caught, &shows).is_empty(), "{caught:?}");
+    }
+
+    /// Invariant 9 can fail: readers that join the readers holding a key while a writer waits
+    /// (a reader-preferring lock) are caught. Rare: it takes a seed that both queues and has
+    /// shared keys, and a reader arriving while a writer's ticket waits behind readers (2 of
+    /// the first 200 seeds).
+    #[test]
+    fn readers_passing_a_queued_writer_are_caught() {
+        let faults = Faults {
+            readers_barge: true,
+            ..Faults::default()
+        };
+        let caught = caught_in("readers barging", 200, faults, 2);
+        let shows = ["granted past writer ticket"];
+        assert!(other_than(&caught, &shows).is_empty(), "{caught:?}");
+    }
+
     /// A seed replays exactly.
     #[test]
     fn a_seed_replays_exactly() {
@@ -394,6 +454,8 @@ mod tests {
         });
         let (grants, faults) = (totals.grants, totals.faults);
         assert!(grants > 200, "only {grants} grants");
+        let shared = totals.shared_grants;
+        assert!(shared > 100, "only {shared} shared grants");
         assert!(faults.not_leader > 0 && faults.dropped > 0, "{faults:?}");
         assert!(faults.delayed > 0 && faults.pauses > 0, "{faults:?}");
     }

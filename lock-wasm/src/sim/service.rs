@@ -459,6 +459,8 @@ impl SimService {
         }
         let (holds, queue) = (s.holds(key), s.queue(key));
         if fits(holds, hold, &self.faults) && !held_back(queue, holds, id, hold, &self.faults) {
+            // A session that waits in the queue is granted at its ticket's place.
+            let place = queue.iter().find(|t| &t.session == id).map(|t| t.seq);
             s.drop_tickets(now, key, |t| &t.session == id);
             let lock = SimLock {
                 session: id.clone(),
@@ -468,7 +470,7 @@ impl SimService {
                 expires: now + ttl,
                 claim_by: None,
             };
-            let mut answer = s.issue(now, key, lock, None).grant(key);
+            let mut answer = s.issue(now, key, lock, place).grant(key);
             answer.ttl_millis = request.ttl_millis.unwrap_or(10_000);
             return Ok(Attempt::Granted(answer, now));
         }

@@ -1,5 +1,6 @@
 //! [`Worker`]: one simulated client process — a real [`LockClient`] running rounds of
-//! acquire → hold (maybe nested) → release, its side effects raced against each handle's
+//! acquire (exclusive or shared, as the key's role draws it) → hold (maybe nested) →
+//! release, its side effects raced against each handle's
 //! `lost()` — and the pause a run may schedule for it ([`schedule_pause`]). It writes what
 //! it did into the run's [`World`] and checks invariant 2 around each acquire.
 
@@ -7,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_api::{HoldKind, LockMode};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -29,6 +31,9 @@ pub(super) struct Worker {
     pub(super) world: Arc<World>,
     pub(super) rng: StdRng,
     pub(super) effects_rng: StdRng,
+    /// Draws each acquire's mode on a read-write key: a stream of its own, so runs without
+    /// shared keys draw as they did before them.
+    pub(super) holds_rng: StdRng,
     /// Spawns the observer of each grant's `lost()` future in this client's process.
     pub(super) spawner: Arc<dyn Spawner>,
 }
@@ -57,8 +62,10 @@ impl Worker {
     /// One acquire → hold (maybe nested) → release cycle.
     async fn round(&mut self, s: &LockClientSession) -> Result<(), LockError> {
         let keys = &self.scenario.keys;
-        let key = keys[self.rng.random_range(0..keys.len())].clone();
-        let Some(handle) = self.timed_acquire(s, &key).await? else {
+        let index = self.scenario.pick_key(&mut self.rng, &mut self.holds_rng);
+        let key = keys[index].clone();
+        let hold = self.scenario.roles[index].draw(&mut self.holds_rng);
+        let Some(handle) = self.timed_acquire(s, &key, hold).await? else {
             return Ok(());
         };
         self.world
@@ -70,7 +77,7 @@ impl Worker {
         // Not drawn at all when the scenario does not nest, so the seed's stream is unchanged.
         let nested = self.scenario.nests && self.rng.random_bool(0.2);
         if nested {
-            if let Ok(Some(inner)) = self.timed_acquire(s, &key).await {
+            if let Ok(Some(inner)) = self.timed_acquire(s, &key, hold).await {
                 if inner.fencing_token() != handle.fencing_token() {
                     self.world
                         .violate(format!("nested acquire of {key} changed the token"));
@@ -141,15 +148,17 @@ impl Worker {
         }
     }
 
-    /// An acquire with invariant 2 checked on its duration.
+    /// An acquire of `hold` with invariant 2 checked on its duration.
     async fn timed_acquire(
         &mut self,
         s: &LockClientSession,
         key: &str,
+        hold: HoldKind,
     ) -> Result<Option<LockHandle>, LockError> {
         let policy = self.scenario.policy;
         let start = self.clock.now();
-        let result = s.acquire(key, self.scenario.lock_ttl, &policy).await;
+        let ttl = self.scenario.lock_ttl;
+        let result = s.acquire_hold(key, hold, ttl, &policy).await;
         let end = self.clock.now();
         self.world.acquires.fetch_add(1, Ordering::SeqCst);
         let allowed = policy.total_budget() + self.world.paused_between(self.id, start, end);
@@ -161,8 +170,11 @@ impl Worker {
                 policy.total_budget()
             ));
         }
-        if matches!(result, Ok(Some(_))) {
+        if let Ok(Some(handle)) = &result {
             self.world.grants.fetch_add(1, Ordering::SeqCst);
+            if handle.mode() == LockMode::Shared {
+                self.world.shared_grants.fetch_add(1, Ordering::SeqCst);
+            }
         }
         result
     }

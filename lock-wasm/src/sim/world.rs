@@ -50,6 +50,8 @@ pub(super) struct World {
     pub(super) pauses: Mutex<Vec<(usize, Duration, Duration)>>,
     pub(super) acquires: AtomicUsize,
     pub(super) grants: AtomicUsize,
+    /// Of them, the shared ones.
+    pub(super) shared_grants: AtomicUsize,
     pub(super) finished: AtomicUsize,
     /// Sessions the finished clients declared lost.
     pub(super) sessions_lost: Mutex<u64>,

@@ -19,7 +19,8 @@ pub enum Step {
     /// A ticket left the queue: granted, dead (its grace period passed or its session
     /// ended), or taken over by a fresh grant to its session.
     Left { ticket: u64 },
-    /// A hold began: a fresh grant of an L4, or a hand-off to `ticket`.
+    /// A hold began: a hand-off to `ticket`, or a fresh grant of an L4 (at the place of
+    /// `ticket` when its session had one).
     Granted {
         token: u64,
         session: String,
