@@ -17,6 +17,7 @@ use bench_ui::model::protocol::Protocol;
 use bench_ui::model::record::{Hold, RunRecord, Sample, Sleep};
 use bench_ui::plot::builders::histogram_chart;
 use leptos::mount::mount_to;
+use lock_api::LockMode;
 use leptos::prelude::*;
 use leptos::task::tick;
 use lock_wasm::clock::Clock;
@@ -279,7 +280,9 @@ async fn timeline_panel_draws_an_overlap_in_red() {
     let sample = |at, holder: &str, token| Sample {
         at,
         key: "k".into(),
-        holder: Some((holder.into(), token)),
+        mode: Some(LockMode::Exclusive),
+        holders: vec![(holder.into(), token)],
+        limit: None,
         waiter_count: 0,
     };
     let mut clean = RunRecord::default();
@@ -289,6 +292,8 @@ async fn timeline_panel_draws_an_overlap_in_red() {
         session,
         key: "k".into(),
         fencing_token,
+        mode: LockMode::Exclusive,
+        limit: None,
         attempts: 1,
         asked_at: 0.0,
         granted_at: 0.0,
@@ -336,6 +341,8 @@ async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
         session,
         key: "k".into(),
         fencing_token: u64::from(session) + 1,
+        mode: LockMode::Exclusive,
+        limit: None,
         attempts: 1,
         asked_at: asked,
         granted_at: granted,

@@ -149,6 +149,8 @@ async fn on_granted(
             session: index,
             key: grant.key.clone(),
             fencing_token: grant.fencing_token,
+            mode: grant.mode,
+            limit: grant.limit,
             attempts: held.attempts,
             asked_at,
             granted_at: recorder.elapsed_millis(),
