@@ -250,6 +250,8 @@ mod tests {
             fencing_token: 1,
             ttl_millis: 1_000,
             waited_millis: 0,
+            mode: lock_api::LockMode::Exclusive,
+            limit: None,
         };
         let lease = crate::handle::Lease {
             seq: 0,
