@@ -1,6 +1,8 @@
 //! Exports of runs and sweeps as JSON (the whole record, replottable) and CSV (one row per
 //! event, for spreadsheets).
 
+use lock_api::LockMode;
+
 use super::record::RunRecord;
 use super::sweep::SweepResult;
 
@@ -34,7 +36,9 @@ pub fn run_csv(record: &RunRecord) -> String {
     }
     for h in &record.holds {
         let end = h.released_at.map(|t| format!("{t:.1}")).unwrap_or_default();
-        let ledger = if h.ledger_accepted {
+        let ledger = if h.mode == LockMode::Shared {
+            "no ledger write (shared)"
+        } else if h.ledger_accepted {
             "ledger ok"
         } else {
             "ledger refused"
@@ -123,7 +127,6 @@ mod tests {
     use crate::model::counters::Counters;
     use crate::model::record::{Hold, Sample, Sleep};
     use crate::model::sweep::SweepPoint;
-    use lock_api::LockMode;
     use lock_lab::strategy::Strategy;
 
     fn record() -> RunRecord {
@@ -172,7 +175,7 @@ mod tests {
                 asked_at: 0.0,
                 granted_at: 1.0,
                 released_at: None,
-                ledger_accepted: true,
+                ledger_accepted: false,
             });
         }
         let sample = |at, holders: Vec<(String, u64)>| Sample {
@@ -237,7 +240,7 @@ mod tests {
         let lines: Vec<_> = csv.lines().collect();
         assert_eq!(
             lines[1],
-            "hold,0,k,8,shared,1,1.0,,,,ledger ok waited=1.0 limit=3"
+            "hold,0,k,8,shared,1,1.0,,,,no ledger write (shared) waited=1.0 limit=3"
         );
         // One sample row per holder, then the free key's row without one.
         assert_eq!(lines[3], "sample,0,k,8,shared,,5.0,,,,waiters=0 limit=3");

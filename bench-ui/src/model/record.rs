@@ -48,7 +48,8 @@ pub struct Hold {
     pub granted_at: f64,
     /// When the release was sent, ms since start; `None` while held or if never released.
     pub released_at: Option<f64>,
-    /// Whether the ledger accepted the holder's write (false: FENCED_OUT or an error).
+    /// Whether the ledger accepted the holder's write (false: FENCED_OUT, an error, or a
+    /// shared hold, which writes nothing).
     pub ledger_accepted: bool,
 }
 

@@ -264,7 +264,11 @@ fn a_reader_asks_for_a_permit_of_the_semaphore_and_records_its_shared_hold() {
     assert_eq!(asked_modes(&h), [(Some(LockMode::Shared), Some(3))]);
     let hold = &record.holds[0];
     assert_eq!((hold.mode, hold.limit), (LockMode::Shared, Some(3)));
-    assert!(hold.ledger_accepted);
+    assert!(
+        h.ledger.entries.borrow().is_empty(),
+        "a reader writes nothing to the ledger"
+    );
+    assert_eq!(record.counters.fenced_out, 0);
 }
 
 #[test]
@@ -276,4 +280,8 @@ fn a_writer_asks_as_before() {
     // No mode and no limit on the wire: byte for byte the exclusive L4 of before.
     assert_eq!(asked_modes(&h), [(None, None)]);
     assert_eq!(record.holds[0].mode, LockMode::Exclusive);
+    assert!(
+        record.holds[0].ledger_accepted,
+        "a writer writes the ledger"
+    );
 }
