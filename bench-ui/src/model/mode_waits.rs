@@ -128,15 +128,17 @@ mod tests {
 
     #[test]
     fn readers_and_writers_are_summarised_apart_and_binned_together() {
-        let mut r = RunRecord::default();
         let (shared, exclusive) = (LockMode::Shared, LockMode::Exclusive);
-        r.holds = vec![
-            hold(shared, 0.0, 0.0),
-            hold(shared, 0.0, 10.0),
-            hold(shared, 5.0, 25.0),
-            hold(exclusive, 0.0, 60.0),
-            hold(exclusive, 10.0, 130.0),
-        ];
+        let r = RunRecord {
+            holds: vec![
+                hold(shared, 0.0, 0.0),
+                hold(shared, 0.0, 10.0),
+                hold(shared, 5.0, 25.0),
+                hold(exclusive, 0.0, 60.0),
+                hold(exclusive, 10.0, 130.0),
+            ],
+            ..Default::default()
+        };
         let w = ModeWaits::build(&r);
         assert_eq!(w.readers.grants, 3);
         assert_eq!((w.readers.p50, w.readers.max), (Some(10.0), Some(20.0)));
@@ -153,8 +155,10 @@ mod tests {
 
     #[test]
     fn a_run_of_exclusive_holds_has_no_readers() {
-        let mut r = RunRecord::default();
-        r.holds = vec![hold(LockMode::Exclusive, 0.0, 0.0)];
+        let r = RunRecord {
+            holds: vec![hold(LockMode::Exclusive, 0.0, 0.0)],
+            ..Default::default()
+        };
         let w = ModeWaits::build(&r);
         assert_eq!(w.readers, Waits::default());
         assert_eq!(w.writers.grants, 1);

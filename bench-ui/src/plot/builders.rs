@@ -591,13 +591,15 @@ mod tests {
 
     #[test]
     fn mode_waits_draw_readers_beside_writers() {
-        let mut r = RunRecord::default();
         let mut reader = hold(0, 1);
         reader.mode = LockMode::Shared;
         reader.granted_at = 10.0;
         let mut writer = hold(1, 2);
         writer.granted_at = 120.0;
-        r.holds = vec![reader, writer];
+        let r = RunRecord {
+            holds: vec![reader, writer],
+            ..Default::default()
+        };
         let chart = mode_waits_chart(&ModeWaits::build(&r));
         let bins = crate::model::mode_waits::BINS;
         assert_eq!(rects(&chart, "wait-readers"), bins);
