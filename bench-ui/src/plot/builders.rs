@@ -184,8 +184,9 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
         });
     }
     chart.legend = legend(&[
-        ("exclusive hold seen by L7", "hold"),
-        ("shared hold seen by L7", "hold shared"),
+        // One row of legend within the chart's width: short labels (the title says L7).
+        ("exclusive", "hold"),
+        ("shared", "hold shared"),
         ("client grant", "grant"),
         ("client release", "release"),
         ("overlap (must not happen)", "overlap"),
@@ -279,7 +280,7 @@ pub fn concurrency_chart(concurrency: &Concurrency) -> Chart {
 pub fn mode_waits_chart(waits: &ModeWaits) -> Chart {
     let titles = Titles::new(
         format!(
-            "Wait for a grant: readers (shared, n = {}) beside writers (exclusive, n = {})",
+            "Waits for a grant: readers (n = {}) beside writers (n = {})",
             waits.readers.grants, waits.writers.grants
         ),
         "wait (ms)",
