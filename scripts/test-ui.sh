@@ -4,7 +4,8 @@
 #      components, interacting and reading the DOM;
 #   2. end-to-end: the real lock-server serving the freshly built www/ (--web-root www),
 #      headless Chromium driven by playwright-core runs a 10-session experiment over HTTP/1.1
-#      (tests/browser/e2e.mjs; prints where its screenshot went), then Brooker's sweep at
+#      with full jitter, then on the server queue, then readers and writers mixed under a
+#      semaphore (tests/browser/e2e.mjs; prints where its screenshot went), then Brooker's sweep at
 #      N = 50 over HTTP/2 (TLS with a self-signed test certificate), five seeds, and checks
 #      the published ordering on their medians (tests/browser/sweep.mjs, which drives
 #      Chromium over a bare DevTools pipe: playwright's per-request instrumentation would

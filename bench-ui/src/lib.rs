@@ -6,8 +6,10 @@
 //! - [`model`]: plain data and pure logic, host-tested: [`model::config`] (the form and its
 //!   limits), [`model::record`] (one run's events), [`model::counters`],
 //!   [`model::histogram`] (delays slept vs the uniform expectation), [`model::timeline`] (L7
-//!   holder bars, client marks, overlaps), [`model::sweep`], [`model::export`] (JSON, CSV).
-//! - [`plot`]: the three charts as `lock_lab::chart::Chart`s. Host-tested.
+//!   holder bars by mode, client marks, the overlaps that must not happen),
+//!   [`model::concurrency`] (concurrent holders over time), [`model::mode_waits`] (readers'
+//!   waits beside writers'), [`model::sweep`], [`model::export`] (JSON, CSV).
+//! - [`plot`]: the charts as `lock_lab::chart::Chart`s. Host-tested.
 //! - [`runner`]: runs experiments over the SDK's seams: contenders (the SDK's loop for full
 //!   jitter, [`runner::comparison`] for the others), the L7 sampler, the fenced ledger,
 //!   cancellation, sweeps.
@@ -23,7 +25,8 @@
 //! (`lock_lab::comparison`), the chart geometry and its SVG text (`lock_lab::chart`).
 //!
 //! Invariants: full jitter is the SDK's acquire, unchanged (`runner::sdk`); no jitter, equal
-//! jitter and decorrelated jitter exist only in `lock-lab`, never in the SDK.
+//! jitter and decorrelated jitter exist only in `lock-lab`, never in the SDK. Readers (shared
+//! holds) go through the SDK's acquire only, and write nothing to the fenced ledger.
 //!
 //! ASSUMPTIONS (values chosen here, not by the contract; each is documented where defined):
 //! - Run defaults: 20 sessions, 1 key, 2 acquisitions each, 40 ms holds, 3 s TTL, backoff
@@ -34,7 +37,9 @@
 //!   250 ms ([`model::sweep`]).
 //! - Over HTTP/1.1 a browser keeps at most 6 connections per server; the page names the
 //!   protocol of its requests and warns above 6 contenders ([`model::protocol`]).
-//! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s.
+//! - Limits: sessions 1–200, keys 1–sessions, 1–20 acquisitions each, sampling 5 ms–10 s,
+//!   readers 0–100 % (none by default), semaphore permits 1–10,000 (none by default: the
+//!   readers of a read-write lock). Contender `i` is a reader when `⌊(i+1)·p/100⌋ > ⌊i·p/100⌋`.
 //! - Every request times out after 5 s; the comparison loop budgets 5 ms of round trip
 //!   before a sleep (`lock_lab::comparison::{REQUEST_TIMEOUT, RTT_ESTIMATE}`); the UI
 //!   refreshes every 150 ms (a sweep every second); Cancel is noticed within 50 ms; the

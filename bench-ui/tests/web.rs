@@ -8,7 +8,9 @@ use bench_ui::app::App;
 use bench_ui::components::chart::SvgChart;
 use bench_ui::components::config_form::ConfigForm;
 use bench_ui::components::counters::CountersPanel;
-use bench_ui::components::plots::{FairnessPanel, HistogramPanel, TimelinePanel};
+use bench_ui::components::plots::{
+    ConcurrencyPanel, FairnessPanel, HistogramPanel, ModeWaitsPanel, TimelinePanel,
+};
 use bench_ui::components::protocol::ProtocolNote;
 use bench_ui::model::config::ExperimentConfig;
 use bench_ui::model::counters::Counters;
@@ -19,6 +21,7 @@ use bench_ui::plot::builders::histogram_chart;
 use leptos::mount::mount_to;
 use leptos::prelude::*;
 use leptos::task::tick;
+use lock_api::LockMode;
 use lock_wasm::clock::Clock;
 use lock_wasm::wasm::JsClock;
 use wasm_bindgen::JsCast;
@@ -160,6 +163,40 @@ async fn config_form_writes_typed_values_into_the_signal() {
     drop(handle);
 }
 
+fn type_into(root: &HtmlElement, test_id: &str, value: &str) {
+    let input: HtmlInputElement = find(root, &format!("[data-testid={test_id}]")).unchecked_into();
+    input.set_value(value);
+    input
+        .dispatch_event(&web_sys::Event::new("input").unwrap())
+        .unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn config_form_sets_the_share_of_readers_and_the_semaphore() {
+    let root = container();
+    let config = RwSignal::new(ExperimentConfig::default());
+    let handle = mount_to(root.clone(), move || view! { <ConfigForm config=config/> });
+    tick().await;
+    let mix = || find(&root, "[data-testid=modes-mix]").inner_text();
+    assert!(mix().contains("All contenders are writers"), "{}", mix());
+    type_into(&root, "field-readerPercent", "80");
+    type_into(&root, "field-semaphoreLimit", "3");
+    tick().await;
+    let c = config.get_untracked();
+    assert_eq!((c.reader_percent, c.semaphore_limit), (80, Some(3)));
+    assert!(
+        mix().contains("16 of 20 contenders are readers (a semaphore of 3 permits per key)"),
+        "{}",
+        mix()
+    );
+    // Emptied, the field means no limit: the readers of a read-write lock.
+    type_into(&root, "field-semaphoreLimit", "");
+    tick().await;
+    assert_eq!(config.get_untracked().semaphore_limit, None);
+    assert!(mix().contains("read-write lock"), "{}", mix());
+    drop(handle);
+}
+
 /// Clicks Run against a port where nothing listens and waits for the error to show in
 /// place (polling on real time with a generous bound; the request fails at once). Without a
 /// worker script beside the test page, this is also the fallback to the page's thread.
@@ -279,7 +316,9 @@ async fn timeline_panel_draws_an_overlap_in_red() {
     let sample = |at, holder: &str, token| Sample {
         at,
         key: "k".into(),
-        holder: Some((holder.into(), token)),
+        mode: Some(LockMode::Exclusive),
+        holders: vec![(holder.into(), token)],
+        limit: None,
         waiter_count: 0,
     };
     let mut clean = RunRecord::default();
@@ -289,6 +328,8 @@ async fn timeline_panel_draws_an_overlap_in_red() {
         session,
         key: "k".into(),
         fencing_token,
+        mode: LockMode::Exclusive,
+        limit: None,
         attempts: 1,
         asked_at: 0.0,
         granted_at: 0.0,
@@ -329,6 +370,125 @@ async fn timeline_panel_draws_an_overlap_in_red() {
     drop(handle);
 }
 
+/// A run of one writer (token 1) then two readers at once (tokens 2 and 3) under a limit of
+/// 2, as L7 sampled it.
+fn mixed_run(limit: u32) -> RunRecord {
+    let hold = |session: u32, mode, asked, granted| Hold {
+        session,
+        key: "k".into(),
+        fencing_token: u64::from(session) + 1,
+        mode,
+        limit: (mode == LockMode::Shared).then_some(limit),
+        attempts: 1,
+        asked_at: asked,
+        granted_at: granted,
+        released_at: None,
+        ledger_accepted: true,
+    };
+    let sample = |at, mode, holders: &[u64]| Sample {
+        at,
+        key: "k".into(),
+        mode: Some(mode),
+        holders: holders.iter().map(|t| (format!("h{t}"), *t)).collect(),
+        limit: (mode == LockMode::Shared).then_some(limit),
+        waiter_count: 0,
+    };
+    let mut run = RunRecord::default();
+    run.config.sessions = 3;
+    run.config.reader_percent = 67;
+    run.config.semaphore_limit = Some(limit);
+    run.holds = vec![
+        hold(0, LockMode::Exclusive, 0.0, 0.0),
+        hold(1, LockMode::Shared, 0.0, 30.0),
+        hold(2, LockMode::Shared, 0.0, 30.0),
+    ];
+    run.samples = vec![
+        sample(10.0, LockMode::Exclusive, &[1]),
+        sample(40.0, LockMode::Shared, &[2, 3]),
+        sample(50.0, LockMode::Shared, &[2, 3]),
+    ];
+    run
+}
+
+#[wasm_bindgen_test]
+async fn shared_holds_stack_in_their_colour_and_only_a_breach_is_red() {
+    let root = container();
+    let record = RwSignal::new(Some(mixed_run(2)));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <TimelinePanel record=record/> <ConcurrencyPanel record=record/> },
+    );
+    tick().await;
+    let verdict = find(&root, "[data-testid=timeline-verdict]");
+    let attribute = |name: &str| verdict.get_attribute(name).unwrap_or_default();
+    assert_eq!(
+        count(
+            &root,
+            "svg[data-testid=timeline] rect.hold.shared:not(.swatch)"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &root,
+            "svg[data-testid=timeline] rect.hold:not(.shared):not(.swatch)"
+        ),
+        1
+    );
+    assert_eq!(
+        attribute("data-overlaps"),
+        "0",
+        "two readers within 2 permits"
+    );
+    assert_eq!(attribute("data-peak-shared"), "2");
+    assert_eq!(
+        count(&root, "svg[data-testid=concurrency] polyline.conc-limit"),
+        1
+    );
+    let concurrency = find(&root, "[data-testid=concurrency-verdict]");
+    assert_eq!(
+        concurrency.get_attribute("data-peak-shared").as_deref(),
+        Some("2")
+    );
+    // The same readers under a limit of 1: one hold too many, in red.
+    record.set(Some(mixed_run(1)));
+    tick().await;
+    assert_eq!(attribute("data-overlaps"), "1");
+    assert_eq!(
+        count(&root, "svg[data-testid=timeline] rect.overlap:not(.swatch)"),
+        1
+    );
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn mode_waits_panel_puts_the_writers_beside_the_readers() {
+    let root = container();
+    let record = RwSignal::new(Some(mixed_run(2)));
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <ModeWaitsPanel record=record/> },
+    );
+    tick().await;
+    let panel = find(&root, "[data-testid=mode-waits]");
+    let attribute = |name: &str| panel.get_attribute(name).unwrap_or_default();
+    assert_eq!(
+        (attribute("data-writers"), attribute("data-readers")),
+        ("1".into(), "2".into())
+    );
+    assert_eq!(attribute("data-reader-p50"), "30.0");
+    assert_eq!(attribute("data-writer-p50"), "0.0");
+    let text = panel.inner_text();
+    assert!(text.contains("readers (shared): 2 grants"), "{text}");
+    assert!(
+        count(
+            &root,
+            "svg[data-testid=mode-waits-chart] rect.wait-readers:not(.swatch)"
+        ) > 0
+    );
+    drop(handle);
+}
+
 #[wasm_bindgen_test]
 async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
     let root = container();
@@ -336,6 +496,8 @@ async fn fairness_panel_shows_utilisation_waits_and_overtakes() {
         session,
         key: "k".into(),
         fencing_token: u64::from(session) + 1,
+        mode: LockMode::Exclusive,
+        limit: None,
         attempts: 1,
         asked_at: asked,
         granted_at: granted,

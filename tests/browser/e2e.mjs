@@ -15,8 +15,12 @@
 // HTTP/1.1 and warns that 10 contenders over 6 browser connections distort the figures (the
 // sweep over HTTP/2 is tests/browser/sweep.mjs). Then the same with the server queue
 // (waitMillis): one L4 call per grant, grants in the order asked (no overtake), the key held
-// nearly all the time (L7 utilisation ≥ 0.9), the fairness panel drawn. Saves a screenshot
-// and prints its path. Exits non-zero on any failure.
+// nearly all the time (L7 utilisation ≥ 0.9), the fairness panel drawn. Then a mixed run on
+// the queue: 80 % readers (shared holds) on the one key, a semaphore of 3 permits, the rest
+// writers: no overlap that must not happen (an exclusive hold beside another, or more than 3
+// shared holds), in L7 or among the client's own holds; some shared holds seen overlapping;
+// readers' and writers' waits drawn; the ledger written by the writers alone. Saves a
+// screenshot and prints its path. Exits non-zero on any failure.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
@@ -31,6 +35,8 @@ const webRoot = resolve(args["web-root"] ?? "www");
 const screenshot = resolve(args.screenshot ?? "target/bench-ui-e2e.png");
 const SESSIONS = 10;
 const ROUNDS = 2; // the form's default
+const READER_PERCENT = 80; // 8 of the 10 contenders
+const PERMITS = 3;
 
 const { failures, check } = checker();
 
@@ -180,6 +186,43 @@ try {
   check(queue.bars > 0, `queue: the waits chart has bars (${queue.bars})`);
   console.log(`utilisation by the client's holds: full jitter ${jitter.utilisationClient}, queue ${queue.utilisationClient}`);
   await checkLedger(page, queued);
+
+  // Shared holds: readers and writers on the one key, the readers a semaphore of PERMITS.
+  await page.fill("[data-testid=field-readerPercent]", String(READER_PERCENT));
+  await page.fill("[data-testid=field-semaphoreLimit]", String(PERMITS));
+  await page.fill("[data-testid=field-holdMillis]", "100");
+  await page.click("[data-testid=run]");
+  await page.waitForSelector("[data-testid=status][data-state=running]", { state: "attached", timeout: 30_000 });
+  await page.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: 120_000 });
+  const mixedGrants = await counter("grants");
+  console.log(`mixed run: grants ${mixedGrants}, L4 calls ${await counter("L4-calls")}, gave up ${await counter("gave-up")}, errors ${await counter("errors")}`);
+  const mixedBanner = await page.$("[data-testid=error]");
+  check(!mixedBanner, `mixed: no error banner${mixedBanner ? ` (shown: ${await mixedBanner.textContent()})` : ""}`);
+  check(mixedGrants === SESSIONS * ROUNDS && (await counter("errors")) === 0, `mixed: every acquisition granted (${mixedGrants})`);
+  check((await counter("fenced-out-writes")) === 0 && (await counter("lost-locks")) === 0, "mixed: nothing fenced out, no lock lost");
+  const mixed = await page.$eval("[data-testid=timeline-verdict]", (p) => ({ ...p.dataset, text: p.textContent }));
+  console.log(`mixed timeline: ${mixed.text}`);
+  check(mixed.overlaps === "0", `mixed: no overlap that must not happen in L7 (${mixed.overlaps})`);
+  check(mixed.clientOverlaps === "0", `mixed: none among the client's own holds (${mixed.clientOverlaps})`);
+  const peak = Number(mixed.peakShared);
+  check(peak >= 2, `mixed: shared holds seen overlapping (up to ${peak} at once)`);
+  check(peak <= PERMITS, `mixed: never more shared holds than the ${PERMITS} permits (${peak})`);
+  const sharedBars = await page.$$eval("svg[data-testid=timeline] rect.hold.shared:not(.swatch)", (rs) => rs.length);
+  const exclusiveBars = await page.$$eval("svg[data-testid=timeline] rect.hold:not(.shared):not(.swatch)", (rs) => rs.length);
+  check(sharedBars > 0 && exclusiveBars > 0, `mixed: shared and exclusive holds drawn apart (${sharedBars} shared, ${exclusiveBars} exclusive)`);
+  const busiest = Number(await page.getAttribute("[data-testid=concurrency-verdict]", "data-peak-busiest"));
+  check(busiest >= 2 && busiest <= PERMITS, `mixed: the concurrency plot's busiest key within the permits (${busiest})`);
+  check((await page.$$("svg[data-testid=concurrency] polyline.conc-limit")).length === 1, "mixed: the permits drawn on the concurrency plot");
+  const waits = await page.$eval("[data-testid=mode-waits]", (p) => ({ ...p.dataset, text: p.innerText }));
+  console.log(`mixed waits: ${waits.text.replace(/\s+/g, " ")}`);
+  const readerGrants = (SESSIONS * READER_PERCENT / 100) * ROUNDS;
+  check(Number(waits.readers) === readerGrants, `mixed: ${readerGrants} shared grants (${waits.readers})`);
+  const writerGrants = SESSIONS * ROUNDS - readerGrants;
+  check(Number(waits.writers) === writerGrants, `mixed: ${writerGrants} exclusive grants (${waits.writers})`);
+  const waitBars = await page.$$eval("svg[data-testid=mode-waits-chart] rect.wait-writers:not(.swatch)", (rs) => rs.length);
+  check(waitBars > 0, `mixed: the writers' waits drawn beside the readers' (${waitBars} bins)`);
+  // Readers write nothing: the ledger holds the writers' entries alone, in token order.
+  await checkLedger(page, writerGrants);
 
   // The token lives in the page's memory only.
   const kept = await page.evaluate(() =>

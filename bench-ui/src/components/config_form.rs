@@ -8,6 +8,7 @@ use lock_lab::strategy::Strategy;
 
 use crate::model::config::ExperimentConfig;
 use crate::model::sweep::SweepConfig;
+use lock_api::limits::SHARED_LIMIT_MAX;
 
 /// A labelled number input bound to one field. Unparsable input leaves the field as it was.
 fn number_field<T: Send + Sync + 'static>(
@@ -64,8 +65,73 @@ pub fn ConfigForm(
         {number_field("seed", "seed", "", config, |c| c.seed, |c, v| c.seed = v)}
         {number_field("sampleMillis", "L7 sampling", "ms", config, |c| c.sample_millis, |c, v| c.sample_millis = v)}
         {strategy_field(config)}
+        {mode_fields(config)}
     };
     form("config-form", "Experiment", fields)
+}
+
+/// The mix of modes: the share of readers, the semaphore's permits, and what they mean.
+fn mode_fields(config: RwSignal<ExperimentConfig>) -> impl IntoView {
+    let mix = move || {
+        config.with(|c| {
+            let kind = match c.semaphore_limit {
+                Some(limit) => format!("a semaphore of {limit} permits per key"),
+                None => "a read-write lock: any number of readers at once".to_string(),
+            };
+            match c.readers() {
+                0 => "All contenders are writers (exclusive holds).".to_string(),
+                readers => format!(
+                    "{readers} of {} contenders are readers ({kind}); the rest are writers.",
+                    c.sessions
+                ),
+            }
+        })
+    };
+    view! {
+        {number_field("readerPercent", "readers", "% (0–100)", config, |c| c.reader_percent.into(), |c, v| c.reader_percent = clamp_u32(v))}
+        {optional_field("semaphoreLimit", "semaphore permits", "empty = none", config)}
+        <p class="note" data-testid="modes-note">
+            "Readers take shared holds: many at once, never beside a writer, and a reader that \
+             asks after a waiting writer waits for it. Writers hold alone. With semaphore \
+             permits, the shared holds are a counting semaphore: at most that many readers of a \
+             key at once. Readers need full jitter or the server queue (the SDK's acquire). "
+            <span data-testid="modes-mix">{mix}</span>
+        </p>
+    }
+}
+
+/// The semaphore's permits: a number, or empty for none. Anything else leaves the field as
+/// it was; 0 is kept, and refused by the form's check, rather than read as "none".
+fn optional_field(
+    name: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    config: RwSignal<ExperimentConfig>,
+) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span>{label}</span>
+            <input
+                type="number"
+                min="1"
+                max=SHARED_LIMIT_MAX
+                name=name
+                placeholder="none"
+                data-testid=format!("field-{name}")
+                prop:value=move || config.with(|c| c.semaphore_limit.map(|l| l.to_string()).unwrap_or_default())
+                on:input=move |ev| {
+                    let text = event_target_value(&ev);
+                    let text = text.trim();
+                    if text.is_empty() {
+                        config.update(|c| c.semaphore_limit = None);
+                    } else if let Ok(v) = text.parse::<u64>() {
+                        config.update(|c| c.semaphore_limit = Some(clamp_u32(v)));
+                    }
+                }
+            />
+            <span class="unit">{unit}</span>
+        </label>
+    }
 }
 
 /// What the contenders do: how many, on how many keys, how often, how long.

@@ -1,16 +1,19 @@
 //! The plot panels: `HistogramPanel` (with its attempt selector), `TimelinePanel`,
-//! `FairnessPanel` and `SweepPanel`. Each derives its chart from the model with a memo, so a
+//! `ConcurrencyPanel`, `ModeWaitsPanel`, `FairnessPanel` and `SweepPanel`. Each derives its chart from the model with a memo, so a
 //! refresh of the run record recomputes each chart once.
 
 use leptos::prelude::*;
 
+use crate::model::concurrency::Concurrency;
 use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
+use crate::model::mode_waits::{ModeWaits, Waits};
 use crate::model::record::RunRecord;
 use crate::model::sweep::SweepResult;
 use crate::model::timeline::Timeline;
 use crate::plot::builders::{
-    histogram_chart, sweep_chart, timeline_chart, waits_chart, SweepMetric,
+    concurrency_chart, histogram_chart, mode_waits_chart, sweep_chart, timeline_chart, waits_chart,
+    SweepMetric,
 };
 
 use super::chart::SvgChart;
@@ -69,11 +72,14 @@ pub fn TimelinePanel(
     let verdict = move || {
         timeline.with(|t| {
             format!(
-                "{} holds seen by L7 in {} samples; {} overlaps in L7; {} overlaps among the client's own holds",
+                "{} holds seen by L7 in {} samples; {} overlaps in L7; {} overlaps among the \
+                 client's own holds (an overlap is an exclusive hold beside any other, or more \
+                 shared holds than the limit); up to {} shared holds at once on one key",
                 t.bars.len(),
                 record.with(|r| r.as_ref().map(|r| r.samples.len()).unwrap_or(0)),
                 t.overlaps.len(),
-                t.client_overlaps.len()
+                t.client_overlaps.len(),
+                t.peak_shared,
             )
         })
     };
@@ -81,10 +87,87 @@ pub fn TimelinePanel(
         <section class="panel">
             <p class="verdict" data-testid="timeline-verdict"
                 data-holds=move || timeline.with(|t| t.bars.len())
-                data-overlaps=move || timeline.with(|t| t.overlaps.len())>
+                data-overlaps=move || timeline.with(|t| t.overlaps.len())
+                data-client-overlaps=move || timeline.with(|t| t.client_overlaps.len())
+                data-peak-shared=move || timeline.with(|t| t.peak_shared)>
                 {verdict}
             </p>
             <SvgChart chart=chart test_id="timeline"/>
+        </section>
+    }
+}
+
+/// Concurrent holders of the last run over time, by mode, under the semaphore's permits.
+#[component]
+pub fn ConcurrencyPanel(
+    /// The run shown.
+    #[prop(into)]
+    record: Signal<Option<RunRecord>>,
+) -> impl IntoView {
+    let concurrency =
+        Memo::new(move |_| record.with(|r| r.as_ref().map(Concurrency::build).unwrap_or_default()));
+    let chart = Memo::new(move |_| concurrency.with(concurrency_chart));
+    let summary = move || {
+        concurrency.with(|c| {
+            let permits = match c.limit {
+                Some(limit) => format!("semaphore limit {limit} per key"),
+                None => "no semaphore limit".to_string(),
+            };
+            format!(
+                "at most {} shared holders at once over every key, {} holders on one key ({permits})",
+                c.peak_shared(),
+                c.peak_busiest(),
+            )
+        })
+    };
+    view! {
+        <section class="panel">
+            <p class="verdict" data-testid="concurrency-verdict"
+                data-peak-shared=move || concurrency.with(Concurrency::peak_shared)
+                data-peak-busiest=move || concurrency.with(Concurrency::peak_busiest)>
+                {summary}
+            </p>
+            <SvgChart chart=chart test_id="concurrency"/>
+        </section>
+    }
+}
+
+/// One mode's waits in words: grants, median, 99th percentile and longest.
+fn describe_waits(who: &str, w: &Waits) -> String {
+    let millis = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
+    format!(
+        "{who}: {} grants, waited median {}, p99 {}, max {}",
+        w.grants,
+        millis(w.p50),
+        millis(w.p99),
+        millis(w.max)
+    )
+}
+
+/// The writers' wait beside the readers': both summaries, then both histograms on one
+/// scale.
+#[component]
+pub fn ModeWaitsPanel(
+    /// The run shown.
+    #[prop(into)]
+    record: Signal<Option<RunRecord>>,
+) -> impl IntoView {
+    let waits =
+        Memo::new(move |_| record.with(|r| r.as_ref().map(ModeWaits::build).unwrap_or_default()));
+    let chart = Memo::new(move |_| waits.with(mode_waits_chart));
+    let attribute = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_default();
+    view! {
+        <section class="panel">
+            <p class="verdict" data-testid="mode-waits"
+                data-readers=move || waits.with(|w| w.readers.grants)
+                data-writers=move || waits.with(|w| w.writers.grants)
+                data-reader-p50=move || waits.with(|w| attribute(w.readers.p50))
+                data-writer-p50=move || waits.with(|w| attribute(w.writers.p50))>
+                <span>{move || waits.with(|w| describe_waits("writers (exclusive)", &w.writers))}</span>
+                <br/>
+                <span>{move || waits.with(|w| describe_waits("readers (shared)", &w.readers))}</span>
+            </p>
+            <SvgChart chart=chart test_id="mode-waits-chart"/>
         </section>
     }
 }

@@ -5,9 +5,12 @@ use leptos::prelude::*;
 use crate::model::record::RunRecord;
 
 use super::counters::CountersPanel;
-use super::plots::{FairnessPanel, HistogramPanel, TimelinePanel};
+use super::plots::{
+    ConcurrencyPanel, FairnessPanel, HistogramPanel, ModeWaitsPanel, TimelinePanel,
+};
 
-/// The counters of the run and its histogram, timeline and fairness panels.
+/// The counters of the run and its histogram, timeline, concurrency, waits by mode and
+/// fairness panels.
 #[component]
 pub fn RunResults(
     /// The run shown: the one in progress, or the last one.
@@ -23,6 +26,8 @@ pub fn RunResults(
         <div class="plots">
             <HistogramPanel record=record/>
             <TimelinePanel record=record/>
+            <ConcurrencyPanel record=record/>
+            <ModeWaitsPanel record=record/>
             <FairnessPanel record=record/>
         </div>
     }

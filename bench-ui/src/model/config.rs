@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use lock_api::limits::{TTL_MILLIS_MAX, TTL_MILLIS_MIN, WAIT_MILLIS_MAX};
+use lock_api::limits::{SHARED_LIMIT_MAX, TTL_MILLIS_MAX, TTL_MILLIS_MIN, WAIT_MILLIS_MAX};
+use lock_api::HoldKind;
 use lock_lab::strategy::Strategy;
 use lock_wasm::{ClientConfig, PolicySettings};
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,14 @@ pub struct ExperimentConfig {
     pub sample_millis: u64,
     /// Backoff strategy under test.
     pub strategy: Strategy,
+    /// Share of the contenders that are readers, in percent (0–100): they acquire shared,
+    /// the others exclusive. 0, the default, is a run of exclusive holds only.
+    #[serde(default)]
+    pub reader_percent: u32,
+    /// The readers' limit: with it their shared holds are a counting semaphore of this many
+    /// permits per key; without it a read-write lock (any number of readers at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semaphore_limit: Option<u32>,
 }
 
 impl Default for ExperimentConfig {
@@ -110,6 +119,8 @@ impl Default for ExperimentConfig {
             seed: 42,
             sample_millis: 10,
             strategy: Strategy::FullJitter,
+            reader_percent: 0,
+            semaphore_limit: None,
         }
     }
 }
@@ -182,7 +193,61 @@ impl ExperimentConfig {
             )?;
         }
         check("sampleMillis", self.sample_millis, 5, 10_000)?;
+        self.validate_modes()
+    }
+
+    /// The mix of modes: a share of readers, the semaphore's permits, and a strategy that can
+    /// ask for shared holds.
+    fn validate_modes(&self) -> Result<(), ConfigError> {
+        check("readerPercent", self.reader_percent.into(), 0, 100)?;
+        if let Some(limit) = self.semaphore_limit {
+            check("semaphoreLimit", limit.into(), 1, SHARED_LIMIT_MAX.into())?;
+            if self.reader_percent == 0 {
+                return Err(ConfigError {
+                    field: "semaphoreLimit",
+                    message: "limits the readers' shared holds: set a share of readers above 0 %"
+                        .into(),
+                });
+            }
+        }
+        if self.reader_percent > 0 && !self.strategy.runs_in_sdk() {
+            // The comparison loop (`lock_lab`) asks for exclusive holds only.
+            return Err(ConfigError {
+                field: "readerPercent",
+                message: format!(
+                    "readers take shared holds through the SDK's acquire: choose full jitter or \
+                     the server queue, not {}",
+                    self.strategy.label()
+                ),
+            });
+        }
         Ok(())
+    }
+
+    /// Whether contender `index` is a reader. Readers are spread evenly over the contenders
+    /// (and so over the keys): contender `i` is one when `⌊(i+1)·p/100⌋ > ⌊i·p/100⌋`, which
+    /// makes `⌊sessions·p/100⌋` readers in all.
+    pub fn is_reader(&self, index: u32) -> bool {
+        let p = u64::from(self.reader_percent.min(100));
+        let i = u64::from(index);
+        (i + 1) * p / 100 > i * p / 100
+    }
+
+    /// What contender `index` asks for: shared (under the semaphore's limit, if any) for a
+    /// reader, exclusive for the others.
+    pub fn hold_kind(&self, index: u32) -> HoldKind {
+        if self.is_reader(index) {
+            HoldKind::Shared {
+                limit: self.semaphore_limit,
+            }
+        } else {
+            HoldKind::Exclusive
+        }
+    }
+
+    /// How many of the contenders are readers.
+    pub fn readers(&self) -> u32 {
+        (0..self.sessions).filter(|&i| self.is_reader(i)).count() as u32
     }
 
     /// Index of the key session `session` contends for.
@@ -252,5 +317,75 @@ mod tests {
         assert_eq!(keys, [0, 1, 0, 1, 0]);
         assert_eq!(c.planned_acquisitions(), 10);
         assert_eq!(key_name("r1", 1), "bench/r1/k1");
+    }
+
+    #[test]
+    fn readers_are_spread_evenly_and_ask_for_shared_holds() {
+        let mut c = ExperimentConfig {
+            sessions: 10,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.readers(),
+            0,
+            "no readers by default: exclusive holds only"
+        );
+        assert_eq!(c.hold_kind(3), HoldKind::Exclusive);
+        c.reader_percent = 80;
+        let readers: Vec<u32> = (0..10).filter(|&i| c.is_reader(i)).collect();
+        assert_eq!(readers, [1, 2, 3, 4, 6, 7, 8, 9]);
+        assert_eq!(c.readers(), 8);
+        assert_eq!(c.hold_kind(1), HoldKind::Shared { limit: None });
+        assert_eq!(c.hold_kind(5), HoldKind::Exclusive);
+        c.semaphore_limit = Some(3);
+        assert_eq!(c.hold_kind(1), HoldKind::Shared { limit: Some(3) });
+        c.reader_percent = 100;
+        assert_eq!(c.readers(), 10);
+        c.reader_percent = 50;
+        c.sessions = 3;
+        assert_eq!(c.readers(), 1);
+    }
+
+    #[test]
+    fn the_mix_of_modes_is_validated() {
+        let mut c = ExperimentConfig {
+            reader_percent: 101,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "readerPercent");
+        c.reader_percent = 80;
+        assert_eq!(c.validate(), Ok(()));
+        c.semaphore_limit = Some(0);
+        assert_eq!(c.validate().unwrap_err().field, "semaphoreLimit");
+        c.semaphore_limit = Some(SHARED_LIMIT_MAX + 1);
+        assert_eq!(c.validate().unwrap_err().field, "semaphoreLimit");
+        c.semaphore_limit = Some(3);
+        assert_eq!(c.validate(), Ok(()));
+        c.strategy = Strategy::ServerQueue;
+        assert_eq!(c.validate(), Ok(()));
+        c.strategy = Strategy::EqualJitter;
+        let err = c.validate().unwrap_err();
+        assert_eq!(
+            err.field, "readerPercent",
+            "the comparison loop is exclusive only"
+        );
+        assert!(err.message.contains("full jitter"), "{err}");
+        c.strategy = Strategy::FullJitter;
+        c.reader_percent = 0;
+        let err = c.validate().unwrap_err();
+        assert_eq!(
+            err.field, "semaphoreLimit",
+            "a limit without readers limits nothing"
+        );
+    }
+
+    #[test]
+    fn a_config_without_modes_reads_as_exclusive_only() {
+        let mut json = serde_json::to_value(ExperimentConfig::default()).unwrap();
+        let fields = json.as_object_mut().unwrap();
+        assert!(!fields.contains_key("semaphoreLimit"));
+        fields.remove("readerPercent");
+        let back: ExperimentConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, ExperimentConfig::default());
     }
 }

@@ -1,6 +1,8 @@
 //! Exports of runs and sweeps as JSON (the whole record, replottable) and CSV (one row per
 //! event, for spreadsheets).
 
+use lock_api::LockMode;
+
 use super::record::RunRecord;
 use super::sweep::SweepResult;
 
@@ -18,55 +20,65 @@ pub fn sweep_json(sweep: &SweepResult) -> String {
 
 /// Header of [`run_csv`].
 pub const RUN_CSV_HEADER: &str =
-    "kind,session,key,fencing_token,attempt,start_ms,end_ms,delay_ms,ceiling_ms,detail";
+    "kind,session,key,fencing_token,mode,attempt,start_ms,end_ms,delay_ms,ceiling_ms,detail";
 
-/// One row per sleep, hold and L7 sample. Kinds: `sleep`, `hold`, `sample`, and one
-/// `counter` row per counter.
+/// One row per sleep, hold and L7 holder (a sample of a free key is one row without a
+/// holder). Kinds: `sleep`, `hold`, `sample`, and one `counter` row per counter. `mode` is
+/// `exclusive` or `shared` for holds and holders; a shared hold's limit, when it has one, is
+/// in `detail`.
 pub fn run_csv(record: &RunRecord) -> String {
     let mut out = format!("{RUN_CSV_HEADER}\n");
     for s in &record.sleeps {
         out.push_str(&format!(
-            "sleep,{},,,{},,,{},{},\n",
+            "sleep,{},,,,{},,,{},{},\n",
             s.session, s.attempt, s.delay_millis, s.ceiling_millis
         ));
     }
     for h in &record.holds {
         let end = h.released_at.map(|t| format!("{t:.1}")).unwrap_or_default();
-        let ledger = if h.ledger_accepted {
+        let ledger = if h.mode == LockMode::Shared {
+            "no ledger write (shared)"
+        } else if h.ledger_accepted {
             "ledger ok"
         } else {
             "ledger refused"
         };
+        let limit = h.limit.map(|l| format!(" limit={l}")).unwrap_or_default();
         out.push_str(&format!(
-            "hold,{},{},{},{},{:.1},{end},,,{ledger} waited={:.1}\n",
+            "hold,{},{},{},{},{},{:.1},{end},,,{ledger} waited={:.1}{limit}\n",
             h.session,
             csv_field(&h.key),
             h.fencing_token,
+            h.mode.as_str(),
             h.attempts,
             h.granted_at,
             h.granted_at - h.asked_at
         ));
     }
     for s in &record.samples {
-        let (session, token) = match &s.holder {
-            Some((holder_id, token)) => (
-                record
-                    .holder_index(&s.key, *token)
-                    .map(|i| i.to_string())
-                    .unwrap_or_else(|| csv_field(holder_id)),
-                token.to_string(),
-            ),
-            None => (String::new(), String::new()),
+        let limit = s.limit.map(|l| format!(" limit={l}")).unwrap_or_default();
+        let mut row = |session: &str, token: &str, mode: &str| {
+            out.push_str(&format!(
+                "sample,{session},{},{token},{mode},,{:.1},,,,waiters={}{limit}\n",
+                csv_field(&s.key),
+                s.at,
+                s.waiter_count
+            ));
         };
-        out.push_str(&format!(
-            "sample,{session},{},{token},,{:.1},,,,waiters={}\n",
-            csv_field(&s.key),
-            s.at,
-            s.waiter_count
-        ));
+        if s.holders.is_empty() {
+            row("", "", "");
+        }
+        let mode = s.mode.unwrap_or_default().as_str();
+        for (holder_id, token) in &s.holders {
+            let session = record
+                .holder_index(&s.key, *token)
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| csv_field(holder_id));
+            row(&session, &token.to_string(), mode);
+        }
     }
     for (name, value) in record.counters.entries() {
-        out.push_str(&format!("counter,,,,,,,,,{name}={value}\n"));
+        out.push_str(&format!("counter,,,,,,,,,,{name}={value}\n"));
     }
     out
 }
@@ -129,6 +141,8 @@ mod tests {
             session: 0,
             key: "bench/r1,k0".into(),
             fencing_token: 7,
+            mode: LockMode::Exclusive,
+            limit: None,
             attempts: 3,
             asked_at: 2.0,
             granted_at: 12.0,
@@ -138,10 +152,44 @@ mod tests {
         r.samples.push(Sample {
             at: 20.0,
             key: "bench/r1,k0".into(),
-            holder: Some(("holder0".into(), 7)),
+            mode: Some(LockMode::Exclusive),
+            holders: vec![("holder0".into(), 7)],
+            limit: None,
             waiter_count: 2,
         });
         r.counters.grants = 1;
+        r
+    }
+
+    /// Two readers of a semaphore of 3 permits, then the key free.
+    fn shared_record() -> RunRecord {
+        let mut r = RunRecord::new("r2", Default::default());
+        for (session, token) in [(0, 8), (1, 9)] {
+            r.holds.push(Hold {
+                session,
+                key: "k".into(),
+                fencing_token: token,
+                mode: LockMode::Shared,
+                limit: Some(3),
+                attempts: 1,
+                asked_at: 0.0,
+                granted_at: 1.0,
+                released_at: None,
+                ledger_accepted: false,
+            });
+        }
+        let sample = |at, holders: Vec<(String, u64)>| Sample {
+            at,
+            key: "k".into(),
+            mode: (!holders.is_empty()).then_some(LockMode::Shared),
+            limit: (!holders.is_empty()).then_some(3),
+            holders,
+            waiter_count: 0,
+        };
+        r.samples = vec![
+            sample(5.0, vec![("a".into(), 8), ("b".into(), 9)]),
+            sample(9.0, vec![]),
+        ];
         r
     }
 
@@ -157,15 +205,52 @@ mod tests {
         let csv = run_csv(&record());
         let lines: Vec<_> = csv.lines().collect();
         assert_eq!(lines[0], RUN_CSV_HEADER);
-        assert_eq!(lines[1], "sleep,0,,,2,,,17,40,");
+        assert_eq!(lines[1], "sleep,0,,,,2,,,17,40,");
         assert_eq!(
             lines[2],
-            "hold,0,\"bench/r1,k0\",7,3,12.0,52.5,,,ledger ok waited=10.0"
+            "hold,0,\"bench/r1,k0\",7,exclusive,3,12.0,52.5,,,ledger ok waited=10.0"
         );
-        assert_eq!(lines[3], "sample,0,\"bench/r1,k0\",7,,20.0,,,,waiters=2");
-        assert_eq!(lines[4], "counter,,,,,,,,,grants=1");
+        assert_eq!(
+            lines[3],
+            "sample,0,\"bench/r1,k0\",7,exclusive,,20.0,,,,waiters=2"
+        );
+        assert_eq!(lines[4], "counter,,,,,,,,,,grants=1");
         let columns = RUN_CSV_HEADER.split(',').count();
         assert_eq!(lines[1].split(',').count(), columns);
+        assert_eq!(lines[4].split(',').count(), columns);
+    }
+
+    #[test]
+    fn every_hold_and_holder_carries_its_mode() {
+        let r = shared_record();
+        let json: serde_json::Value = serde_json::from_str(&run_json(&r)).unwrap();
+        let modes: Vec<&str> = json["holds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["mode"].as_str().unwrap())
+            .collect();
+        assert_eq!(modes, ["shared", "shared"]);
+        assert_eq!(json["holds"][0]["limit"], 3);
+        assert_eq!(json["samples"][0]["mode"], "shared");
+        let back: RunRecord = serde_json::from_str(&run_json(&r)).unwrap();
+        assert_eq!(back, r);
+
+        let csv = run_csv(&r);
+        let lines: Vec<_> = csv.lines().collect();
+        assert_eq!(
+            lines[1],
+            "hold,0,k,8,shared,1,1.0,,,,no ledger write (shared) waited=1.0 limit=3"
+        );
+        // One sample row per holder, then the free key's row without one.
+        assert_eq!(lines[3], "sample,0,k,8,shared,,5.0,,,,waiters=0 limit=3");
+        assert_eq!(lines[4], "sample,1,k,9,shared,,5.0,,,,waiters=0 limit=3");
+        assert_eq!(lines[5], "sample,,k,,,,9.0,,,,waiters=0");
+        let columns = RUN_CSV_HEADER.split(',').count();
+        assert!(
+            lines.iter().all(|l| l.split(',').count() == columns),
+            "{csv}"
+        );
     }
 
     #[test]

@@ -95,7 +95,8 @@ impl Fairness {
     }
 }
 
-fn wait(hold: &Hold) -> f64 {
+/// One acquisition's wait: from asking to the grant's arrival, ms.
+pub(crate) fn wait(hold: &Hold) -> f64 {
     (hold.granted_at - hold.asked_at).max(0.0)
 }
 
@@ -104,7 +105,7 @@ fn sort(values: &mut [f64]) {
 }
 
 /// Nearest-rank quantile of sorted `values`.
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
     sorted.get(rank - 1).copied()
 }
@@ -179,7 +180,7 @@ fn held_in_samples(samples: &[Sample], key: &str) -> Option<f64> {
     let span = mine.last()?.at - mine.first()?.at;
     let held: f64 = mine
         .windows(2)
-        .filter(|pair| pair[0].holder.is_some())
+        .filter(|pair| pair[0].is_held())
         .map(|pair| pair[1].at - pair[0].at)
         .sum();
     (span > 0.0).then(|| held / span)
@@ -195,6 +196,8 @@ mod tests {
             session,
             key: "k".into(),
             fencing_token: 1,
+            mode: Default::default(),
+            limit: None,
             attempts: 1,
             asked_at: asked,
             granted_at: granted,
@@ -207,7 +210,9 @@ mod tests {
         Sample {
             at,
             key: "k".into(),
-            holder: held.then(|| ("s0".to_string(), 1)),
+            mode: held.then_some(lock_api::LockMode::Exclusive),
+            holders: held.then(|| ("s0".to_string(), 1)).into_iter().collect(),
+            limit: None,
             waiter_count: 0,
         }
     }

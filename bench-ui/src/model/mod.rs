@@ -1,11 +1,13 @@
 //! The dashboard's model: plain data and pure functions, no DOM and no network, so all of
 //! it builds and is unit-tested on the host.
 
+pub mod concurrency;
 pub mod config;
 pub mod counters;
 pub mod export;
 pub mod fairness;
 pub mod histogram;
+pub mod mode_waits;
 pub mod protocol;
 pub mod record;
 pub mod sweep;

@@ -2,6 +2,7 @@
 //! since the run started (the SDK's monotonic clock). Everything the plots and the exports
 //! show is derived from this one value, so a run exported as JSON can be replotted.
 
+use lock_api::LockMode;
 use serde::{Deserialize, Serialize};
 
 use super::config::ExperimentConfig;
@@ -31,6 +32,12 @@ pub struct Hold {
     pub key: String,
     /// The grant's fencing token.
     pub fencing_token: u64,
+    /// How it was granted: exclusive, or shared beside the key's other shared holders.
+    #[serde(default)]
+    pub mode: LockMode,
+    /// A shared grant's limit (the semaphore's permits), when the key has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     /// L4 calls it took, including the granted one.
     pub attempts: u32,
     /// When the acquire that got it began, ms since start (its wait is `granted_at` minus
@@ -41,7 +48,8 @@ pub struct Hold {
     pub granted_at: f64,
     /// When the release was sent, ms since start; `None` while held or if never released.
     pub released_at: Option<f64>,
-    /// Whether the ledger accepted the holder's write (false: FENCED_OUT or an error).
+    /// Whether the ledger accepted the holder's write (false: FENCED_OUT, an error, or a
+    /// shared hold, which writes nothing).
     pub ledger_accepted: bool,
 }
 
@@ -53,8 +61,16 @@ pub struct Sample {
     pub at: f64,
     /// Key name.
     pub key: String,
-    /// `(holderId, fencingToken)` of the holder, if any (L7 never shows a session id).
-    pub holder: Option<(String, u64)>,
+    /// How the key was held; `None` when it was free.
+    #[serde(default)]
+    pub mode: Option<LockMode>,
+    /// `(holderId, fencingToken)` of every holder, in token order: one exclusive holder or
+    /// any number of shared ones (L7 never shows a session id).
+    #[serde(default)]
+    pub holders: Vec<(String, u64)>,
+    /// The shared holders' limit, when the key was held shared under one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     /// The server's waiter count.
     pub waiter_count: u32,
 }
@@ -83,6 +99,13 @@ pub struct RunRecord {
     pub completed_millis: Option<f64>,
     /// Why the run stopped early, if it did (server down, cancelled, ...).
     pub error: Option<String>,
+}
+
+impl Sample {
+    /// Whether anyone held the key at this sample.
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
 }
 
 impl RunRecord {
@@ -146,6 +169,8 @@ mod tests {
             session,
             key: key.into(),
             fencing_token,
+            mode: LockMode::Exclusive,
+            limit: None,
             attempts: 1,
             asked_at: 0.0,
             granted_at: 0.0,

@@ -98,6 +98,9 @@ impl SweepConfig {
             // heartbeats were a third of the page's requests, queued on the same main
             // thread as the contenders' answers.
             ttl_millis: lock_api::limits::DEFAULT_SESSION_TTL_MILLIS,
+            // Brooker's experiment is about exclusive holds.
+            reader_percent: 0,
+            semaphore_limit: None,
         }
     }
 }

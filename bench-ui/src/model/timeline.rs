@@ -1,15 +1,20 @@
 //! The holder timeline: who held which key when, as L7's advisory samples saw it, next to
 //! the client's own grant and release marks.
 //!
-//! A bar runs from the first to the last sample that showed the same `(holderId, token)`
-//! holder on a key without another holder in between; its lane is the contender that was
-//! granted that token on that key (L7 never shows session ids). Two bars on one key that overlap in
-//! time would mean two holders at once: the service must never show that, so overlaps are
-//! computed (and drawn in red) rather than assumed away.
+//! A bar runs from the first to the last of consecutive samples that listed the same
+//! `(holderId, token)` among a key's holders; its lane is the contender that was granted that
+//! token on that key (L7 never shows session ids). Concurrent shared holds of a key are one
+//! bar each, stacked one above the other in their contenders' lanes.
+//!
+//! What must never happen is computed (and drawn in red) rather than assumed away: an
+//! exclusive hold beside any other hold of its key, or more shared holds of a key at once
+//! than its limit. Concurrent shared holds within the limit are the point of shared holds
+//! and are never flagged.
 
+use lock_api::LockMode;
 use serde::Serialize;
 
-use super::record::RunRecord;
+use super::record::{RunRecord, Sample};
 
 /// One hold seen through L7.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,24 +26,44 @@ pub struct Bar {
     pub key: String,
     /// Fencing token of the hold.
     pub fencing_token: u64,
+    /// How the key was held while this bar was seen.
+    pub mode: LockMode,
+    /// The shared holders' limit, when the key had one.
+    pub limit: Option<u32>,
     /// First sample showing it, ms since start.
     pub start: f64,
     /// Last sample showing it, ms since start.
     pub end: f64,
 }
 
-/// Two holders of one key at once.
+/// The rule a [`Overlap`] broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Breach {
+    /// An exclusive hold beside another hold of its key.
+    Exclusive,
+    /// More shared holds of a key at once than its limit.
+    OverLimit {
+        /// The key's limit.
+        limit: u32,
+    },
+}
+
+/// Holds of one key at once that must not have been.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Overlap {
     /// Key name.
     pub key: String,
-    /// Start of the doubly-held interval, ms.
+    /// Start of the interval, ms.
     pub start: f64,
-    /// End of the doubly-held interval, ms.
+    /// End of the interval, ms.
     pub end: f64,
-    /// The two tokens involved.
-    pub tokens: (u64, u64),
+    /// The tokens held at once, ascending: two for [`Breach::Exclusive`], one more than the
+    /// limit (or more) for [`Breach::OverLimit`].
+    pub tokens: Vec<u64>,
+    /// Which rule it broke.
+    pub breach: Breach,
 }
 
 /// A client-side mark: a grant arriving or a release being sent.
@@ -67,6 +92,9 @@ pub struct Timeline {
     pub overlaps: Vec<Overlap>,
     /// Overlaps among the client's own holds (possible only after a lost lock).
     pub client_overlaps: Vec<Overlap>,
+    /// Most shared holders one L7 sample showed on one key: above 1, shared holds were
+    /// seen overlapping, as they may.
+    pub peak_shared: usize,
     /// Latest time seen, ms: the x axis' end.
     pub end: f64,
 }
@@ -75,12 +103,21 @@ impl Timeline {
     /// Derives the timeline of a run.
     pub fn build(record: &RunRecord) -> Self {
         let bars = bars_from_samples(record);
-        let spans = spans_by_token(&bars);
-        let overlaps = find_overlaps(spans.iter().map(|(k, t, s, e)| (k, *t, *s, *e)));
-        let client_overlaps = find_overlaps(record.holds.iter().map(|h| {
-            let end = h.released_at.unwrap_or(f64::INFINITY);
-            (&h.key, h.fencing_token, h.granted_at, end)
-        }));
+        let overlaps = find_overlaps(spans_by_token(&bars));
+        let client_overlaps = find_overlaps(
+            record
+                .holds
+                .iter()
+                .map(|h| Interval {
+                    key: &h.key,
+                    token: h.fencing_token,
+                    mode: h.mode,
+                    limit: h.limit,
+                    start: h.granted_at,
+                    end: h.released_at.unwrap_or(f64::INFINITY),
+                })
+                .collect(),
+        );
         let mut marks = Vec::new();
         for hold in &record.holds {
             marks.push(Mark {
@@ -102,12 +139,20 @@ impl Timeline {
             .map(|s| s.at)
             .chain(marks.iter().map(|m| m.at))
             .fold(0.0, f64::max);
+        let peak_shared = record
+            .samples
+            .iter()
+            .filter(|s| s.mode == Some(LockMode::Shared))
+            .map(|s| s.holders.len())
+            .max()
+            .unwrap_or(0);
         Timeline {
             lanes: record.config.sessions,
             bars,
             marks,
             overlaps,
             client_overlaps,
+            peak_shared,
             end,
         }
     }
@@ -125,79 +170,152 @@ impl Timeline {
     }
 }
 
-/// Groups each key's samples, in time order, into runs of the same holder.
+/// The mode of a sample's holders: an answer that lists holders without a mode comes from a
+/// server before shared holds, whose only holder is exclusive.
+fn mode_of(sample: &Sample) -> LockMode {
+    sample.mode.unwrap_or(LockMode::Exclusive)
+}
+
+/// Follows each key's samples in time order: a holder listed in consecutive samples is one
+/// bar, from its first to its last sighting; one missing from a sample closes its bar.
 fn bars_from_samples(record: &RunRecord) -> Vec<Bar> {
     let mut samples: Vec<_> = record.samples.iter().collect();
     samples.sort_by(|a, b| a.key.cmp(&b.key).then(a.at.total_cmp(&b.at)));
     let mut bars: Vec<Bar> = Vec::new();
-    let mut open: Option<Bar> = None;
+    // Bars of the previous sample's holders.
+    let mut open: Vec<Bar> = Vec::new();
     for sample in samples {
-        let same = match (&open, &sample.holder) {
-            (Some(bar), Some((_, token))) => bar.key == sample.key && bar.fencing_token == *token,
-            _ => false,
-        };
-        if same {
-            if let Some(bar) = open.as_mut() {
-                bar.end = sample.at;
-            }
-            continue;
+        if open.first().is_some_and(|bar| bar.key != sample.key) {
+            bars.append(&mut open);
         }
-        bars.extend(open.take());
-        open = sample.holder.as_ref().map(|(_, token)| Bar {
-            session: record.holder_index(&sample.key, *token),
-            key: sample.key.clone(),
-            fencing_token: *token,
-            start: sample.at,
-            end: sample.at,
-        });
+        let mut still: Vec<Bar> = Vec::with_capacity(sample.holders.len());
+        for (_, token) in &sample.holders {
+            match open.iter().position(|bar| bar.fencing_token == *token) {
+                Some(i) => {
+                    let mut bar = open.swap_remove(i);
+                    bar.end = sample.at;
+                    still.push(bar);
+                }
+                None => still.push(Bar {
+                    session: record.holder_index(&sample.key, *token),
+                    key: sample.key.clone(),
+                    fencing_token: *token,
+                    mode: mode_of(sample),
+                    limit: sample.limit,
+                    start: sample.at,
+                    end: sample.at,
+                }),
+            }
+        }
+        // Holders gone from this sample: their bars end at their last sighting.
+        bars.append(&mut open);
+        open = still;
     }
-    bars.extend(open);
+    bars.append(&mut open);
     bars
+}
+
+/// One hold's interval on a key, whoever saw it (L7's bars or the client's holds).
+#[derive(Debug, Clone, Copy)]
+struct Interval<'a> {
+    key: &'a str,
+    token: u64,
+    mode: LockMode,
+    limit: Option<u32>,
+    start: f64,
+    end: f64,
 }
 
 /// Each `(key, token)`'s whole span, from its first sighting to its last. A token seen,
 /// then another, then the first again, spans the second: that is two holders at once (or a
 /// token going backwards), and it must show up as an overlap rather than three tidy bars.
-fn spans_by_token(bars: &[Bar]) -> Vec<(String, u64, f64, f64)> {
-    let mut spans: Vec<(String, u64, f64, f64)> = Vec::new();
+fn spans_by_token(bars: &[Bar]) -> Vec<Interval<'_>> {
+    let mut spans: Vec<Interval<'_>> = Vec::new();
     for bar in bars {
         match spans
             .iter_mut()
-            .find(|s| s.0 == bar.key && s.1 == bar.fencing_token)
+            .find(|s| s.key == bar.key && s.token == bar.fencing_token)
         {
             Some(span) => {
-                span.2 = span.2.min(bar.start);
-                span.3 = span.3.max(bar.end);
+                span.start = span.start.min(bar.start);
+                span.end = span.end.max(bar.end);
             }
-            None => spans.push((bar.key.clone(), bar.fencing_token, bar.start, bar.end)),
+            None => spans.push(Interval {
+                key: &bar.key,
+                token: bar.fencing_token,
+                mode: bar.mode,
+                limit: bar.limit,
+                start: bar.start,
+                end: bar.end,
+            }),
         }
     }
     spans
 }
 
-/// Pairwise overlaps of intervals on the same key with different tokens. Quadratic per
-/// key, which is fine for the few hundred holds of a run.
-fn find_overlaps<'a>(intervals: impl Iterator<Item = (&'a String, u64, f64, f64)>) -> Vec<Overlap> {
-    let all: Vec<_> = intervals.collect();
+/// The holds at once that break a rule: per key, in order of start, each interval against
+/// the ones still open when it starts (touching counts as open). An exclusive interval
+/// beside any other is one [`Breach::Exclusive`] per pair; more open shared intervals than
+/// the key's limit is one [`Breach::OverLimit`] per interval that starts while they are.
+fn find_overlaps(mut intervals: Vec<Interval<'_>>) -> Vec<Overlap> {
+    intervals.sort_by(|a, b| {
+        a.key
+            .cmp(b.key)
+            .then(a.start.total_cmp(&b.start))
+            .then(a.token.cmp(&b.token))
+    });
     let mut found = Vec::new();
-    for (i, a) in all.iter().enumerate() {
-        for b in &all[i + 1..] {
-            if a.0 != b.0 || a.1 == b.1 {
-                continue;
-            }
-            let start = a.2.max(b.2);
-            let end = a.3.min(b.3);
-            if start <= end {
+    let mut open: Vec<Interval<'_>> = Vec::new();
+    for next in intervals {
+        open.retain(|o| o.key == next.key && o.end >= next.start);
+        for o in open.iter().filter(|o| o.token != next.token) {
+            if o.mode == LockMode::Exclusive || next.mode == LockMode::Exclusive {
                 found.push(Overlap {
-                    key: a.0.clone(),
-                    start,
-                    end: if end.is_finite() { end } else { start },
-                    tokens: (a.1.min(b.1), a.1.max(b.1)),
+                    key: next.key.to_string(),
+                    start: next.start,
+                    end: finite_or(o.end.min(next.end), next.start),
+                    tokens: vec![o.token.min(next.token), o.token.max(next.token)],
+                    breach: Breach::Exclusive,
                 });
             }
         }
+        open.push(next);
+        if let Some(overlap) = over_limit(&open) {
+            found.push(overlap);
+        }
     }
     found
+}
+
+/// The open shared intervals of one key, when there are more than its limit (the smallest
+/// any of them carried: the holders of a key all agree on it).
+fn over_limit(open: &[Interval<'_>]) -> Option<Overlap> {
+    let shared: Vec<&Interval<'_>> = open.iter().filter(|o| o.mode == LockMode::Shared).collect();
+    let limit = shared.iter().filter_map(|o| o.limit).min()?;
+    let mut tokens: Vec<u64> = shared.iter().map(|o| o.token).collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    if tokens.len() <= limit as usize {
+        return None;
+    }
+    let start = shared.iter().map(|o| o.start).fold(f64::MIN, f64::max);
+    let end = shared.iter().map(|o| o.end).fold(f64::INFINITY, f64::min);
+    Some(Overlap {
+        key: shared[0].key.to_string(),
+        start,
+        end: finite_or(end, start),
+        tokens,
+        breach: Breach::OverLimit { limit },
+    })
+}
+
+/// A hold never released ends nowhere: its overlap is drawn as the instant it began.
+fn finite_or(value: f64, fallback: f64) -> f64 {
+    if value.is_finite() {
+        value
+    } else {
+        fallback
+    }
 }
 
 #[cfg(test)]
@@ -205,11 +323,26 @@ mod tests {
     use super::*;
     use crate::model::record::{Hold, Sample};
 
+    /// A sample of `key` with one exclusive holder, or none.
     fn sample(at: f64, key: &str, holder: Option<(&str, u64)>) -> Sample {
+        let holders: Vec<(&str, u64)> = holder.into_iter().collect();
+        held(at, key, LockMode::Exclusive, None, &holders)
+    }
+
+    /// A sample of `key` held in `mode` by `holders`.
+    fn held(
+        at: f64,
+        key: &str,
+        mode: LockMode,
+        limit: Option<u32>,
+        holders: &[(&str, u64)],
+    ) -> Sample {
         Sample {
             at,
             key: key.into(),
-            holder: holder.map(|(s, t)| (s.to_string(), t)),
+            mode: (!holders.is_empty()).then_some(mode),
+            holders: holders.iter().map(|(h, t)| (h.to_string(), *t)).collect(),
+            limit,
             waiter_count: 0,
         }
     }
@@ -219,6 +352,8 @@ mod tests {
             session,
             key: "k".into(),
             fencing_token: token,
+            mode: LockMode::Exclusive,
+            limit: None,
             attempts: 1,
             asked_at: 0.0,
             granted_at: granted,
@@ -227,11 +362,29 @@ mod tests {
         }
     }
 
+    fn shared(session: u32, token: u64, granted: f64, released: f64) -> Hold {
+        Hold {
+            mode: LockMode::Shared,
+            ..hold(session, token, granted, released)
+        }
+    }
+
     fn record(samples: Vec<Sample>, holds: Vec<Hold>) -> RunRecord {
         let mut r = RunRecord::new("r", Default::default());
         r.samples = samples;
         r.holds = holds;
         r
+    }
+
+    fn interval(token: u64, mode: LockMode, start: f64, end: f64) -> Interval<'static> {
+        Interval {
+            key: "k",
+            token,
+            mode,
+            limit: None,
+            start,
+            end,
+        }
     }
 
     #[test]
@@ -253,6 +406,7 @@ mod tests {
             (t.bars[0].session, t.bars[0].start, t.bars[0].end),
             (Some(0), 10.0, 20.0)
         );
+        assert_eq!(t.bars[0].mode, LockMode::Exclusive);
         assert_eq!(t.bars[1].session, Some(1));
         assert_eq!(
             t.bars[2].session, None,
@@ -263,6 +417,7 @@ mod tests {
         assert_eq!(t.marks.len(), 4);
         assert_eq!(t.end, 50.0);
         assert_eq!(t.distinct_holders(), 3);
+        assert_eq!(t.peak_shared, 0);
     }
 
     #[test]
@@ -280,6 +435,7 @@ mod tests {
         // Token 1 spans 10..30 and so brackets token 2's sighting at 20.
         assert_eq!(t.overlaps.len(), 1);
         assert_eq!((t.overlaps[0].start, t.overlaps[0].end), (20.0, 20.0));
+        assert_eq!(t.overlaps[0].breach, Breach::Exclusive);
         // The client's own holds on one key overlap from 15 to 25.
         assert_eq!(t.client_overlaps.len(), 1);
         assert_eq!(
@@ -289,21 +445,184 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_bars_on_one_key_are_reported() {
-        let found = find_overlaps(
-            [
-                (&"k".to_string(), 1, 0.0, 10.0),
-                (&"k".to_string(), 2, 5.0, 15.0),
-                (&"j".to_string(), 3, 0.0, 20.0),
-                (&"k".to_string(), 1, 12.0, 13.0),
-            ]
-            .into_iter(),
+    fn concurrent_shared_holds_stack_one_bar_each_in_their_lanes() {
+        let mut r = record(
+            vec![
+                held(10.0, "k", LockMode::Shared, None, &[("a", 1), ("b", 2)]),
+                held(
+                    20.0,
+                    "k",
+                    LockMode::Shared,
+                    None,
+                    &[("a", 1), ("b", 2), ("c", 3)],
+                ),
+                held(30.0, "k", LockMode::Shared, None, &[("c", 3)]),
+                held(40.0, "k", LockMode::Exclusive, None, &[("d", 4)]),
+                held(50.0, "k", LockMode::Shared, None, &[("a", 5)]),
+            ],
+            vec![
+                shared(0, 1, 5.0, 25.0),
+                shared(1, 2, 6.0, 25.0),
+                shared(2, 3, 15.0, 35.0),
+                hold(3, 4, 36.0, 45.0),
+                shared(0, 5, 46.0, 55.0),
+            ],
         );
+        r.config.sessions = 4;
+        let t = Timeline::build(&r);
+        let bars: Vec<(Option<u32>, u64, LockMode, f64, f64)> = t
+            .bars
+            .iter()
+            .map(|b| (b.session, b.fencing_token, b.mode, b.start, b.end))
+            .collect();
+        assert_eq!(
+            bars,
+            [
+                (Some(0), 1, LockMode::Shared, 10.0, 20.0),
+                (Some(1), 2, LockMode::Shared, 10.0, 20.0),
+                (Some(2), 3, LockMode::Shared, 20.0, 30.0),
+                (Some(3), 4, LockMode::Exclusive, 40.0, 40.0),
+                (Some(0), 5, LockMode::Shared, 50.0, 50.0),
+            ]
+        );
+        assert!(
+            t.overlaps.is_empty(),
+            "shared beside shared is fine: {:?}",
+            t.overlaps
+        );
+        assert!(t.client_overlaps.is_empty(), "{:?}", t.client_overlaps);
+        assert_eq!(t.peak_shared, 3);
+    }
+
+    #[test]
+    fn an_exclusive_hold_beside_a_shared_one_is_flagged() {
+        // L7 saw writer 3 while reader 1, seen before and after it, was still holding.
+        let r = record(
+            vec![
+                held(10.0, "k", LockMode::Shared, None, &[("a", 1), ("b", 2)]),
+                held(20.0, "k", LockMode::Exclusive, None, &[("c", 3)]),
+                held(30.0, "k", LockMode::Shared, None, &[("a", 1)]),
+            ],
+            vec![
+                shared(0, 1, 5.0, 35.0),
+                shared(1, 2, 5.0, 15.0),
+                hold(2, 3, 18.0, 25.0),
+            ],
+        );
+        let t = Timeline::build(&r);
+        assert_eq!(t.overlaps.len(), 1, "{:?}", t.overlaps);
+        let o = &t.overlaps[0];
+        assert_eq!(
+            (o.breach, o.tokens.as_slice()),
+            (Breach::Exclusive, &[1, 3][..])
+        );
+        assert_eq!((o.start, o.end), (20.0, 20.0));
+        // The client's own holds: writer 3 (18–25) inside reader 1's hold (5–35).
+        assert_eq!(t.client_overlaps.len(), 1);
+        assert_eq!(t.client_overlaps[0].tokens, [1, 3]);
+        assert_eq!(
+            (t.client_overlaps[0].start, t.client_overlaps[0].end),
+            (18.0, 25.0)
+        );
+    }
+
+    #[test]
+    fn one_shared_hold_more_than_the_limit_is_flagged() {
+        let within = [("a", 1), ("b", 2)];
+        let over = [("a", 1), ("b", 2), ("c", 3)];
+        let limited = |holders: &[(&str, u64)]| {
+            record(
+                vec![held(10.0, "k", LockMode::Shared, Some(2), holders)],
+                vec![],
+            )
+        };
+        assert!(Timeline::build(&limited(&within)).overlaps.is_empty());
+        let t = Timeline::build(&limited(&over));
+        assert_eq!(t.overlaps.len(), 1, "{:?}", t.overlaps);
+        let o = &t.overlaps[0];
+        assert_eq!(o.breach, Breach::OverLimit { limit: 2 });
+        assert_eq!(o.tokens, [1, 2, 3]);
+        // Without a limit, any number of shared holders is fine.
+        let mut free = limited(&over);
+        free.samples[0].limit = None;
+        assert!(Timeline::build(&free).overlaps.is_empty());
+    }
+
+    #[test]
+    fn the_clients_shared_holds_over_their_limit_are_flagged_once_per_extra_hold() {
+        let mut holds = vec![
+            shared(0, 1, 0.0, 30.0),
+            shared(1, 2, 5.0, 30.0),
+            shared(2, 3, 10.0, 12.0),
+            // Starts after 3 ended: back within the limit of 2.
+            shared(3, 4, 20.0, 25.0),
+        ];
+        for h in &mut holds {
+            h.limit = Some(2);
+        }
+        let t = Timeline::build(&record(vec![], holds.clone()));
+        assert_eq!(t.client_overlaps.len(), 2, "{:?}", t.client_overlaps);
+        assert_eq!(t.client_overlaps[0].tokens, [1, 2, 3]);
+        assert_eq!(
+            (t.client_overlaps[0].start, t.client_overlaps[0].end),
+            (10.0, 12.0)
+        );
+        assert_eq!(t.client_overlaps[1].tokens, [1, 2, 4]);
+        for h in &mut holds {
+            h.limit = Some(3);
+        }
+        let t = Timeline::build(&record(vec![], holds.clone()));
+        assert!(t.client_overlaps.is_empty(), "3 at once within 3 permits");
+        holds[2].limit = Some(2);
+        let t = Timeline::build(&record(vec![], holds));
+        assert_eq!(
+            t.client_overlaps.len(),
+            1,
+            "the smallest limit of the open holds applies: {:?}",
+            t.client_overlaps
+        );
+        assert_eq!(t.client_overlaps[0].tokens, [1, 2, 3]);
+    }
+
+    #[test]
+    fn overlapping_intervals_on_one_key_are_reported() {
+        let exclusive = LockMode::Exclusive;
+        let mut intervals = vec![
+            interval(1, exclusive, 0.0, 10.0),
+            interval(2, exclusive, 5.0, 15.0),
+            interval(3, exclusive, 0.0, 20.0),
+            interval(1, exclusive, 12.0, 13.0),
+        ];
+        intervals[2].key = "j";
+        let found = find_overlaps(intervals);
         assert_eq!(found.len(), 2);
         assert_eq!(
-            (found[0].start, found[0].end, found[0].tokens),
-            (5.0, 10.0, (1, 2))
+            (found[0].start, found[0].end, found[0].tokens.as_slice()),
+            (5.0, 10.0, &[1, 2][..])
         );
+        assert_eq!(
+            (found[1].start, found[1].end, found[1].tokens.as_slice()),
+            (12.0, 13.0, &[1, 2][..])
+        );
+    }
+
+    #[test]
+    fn shared_intervals_overlap_freely_but_not_with_an_exclusive_one() {
+        let shared = LockMode::Shared;
+        let found = find_overlaps(vec![
+            interval(1, shared, 0.0, 10.0),
+            interval(2, shared, 2.0, 12.0),
+            interval(3, shared, 4.0, 8.0),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
+        let found = find_overlaps(vec![
+            interval(1, shared, 0.0, 10.0),
+            interval(2, shared, 2.0, 12.0),
+            interval(3, LockMode::Exclusive, 11.0, f64::INFINITY),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].tokens, [2, 3]);
+        assert_eq!((found[0].start, found[0].end), (11.0, 12.0));
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! The dashboard's charts, computed from the model on `lock_lab`'s chart geometry: the
-//! jitter histogram, the holder timeline, the waits per contender and the sweep's lines.
+//! jitter histogram, the holder timeline, concurrent holders over time, the waits per
+//! contender and per mode, and the sweep's lines.
 
 use lock_lab::chart::builders::{bar_chart, line_chart, Bars, Series};
 use lock_lab::chart::scale::LinearScale;
 use lock_lab::chart::{Axes, Chart, Frame, LegendEntry, Shape, Tick, Titles};
 use lock_lab::strategy::Strategy;
 
+use lock_api::LockMode;
+
+use crate::model::concurrency::Concurrency;
 use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
+use crate::model::mode_waits::ModeWaits;
 use crate::model::sweep::{SweepPoint, SweepResult};
-use crate::model::timeline::Timeline;
+use crate::model::timeline::{Breach, Overlap, Timeline};
 
 /// Chart width, px (the SVG's viewBox; it scales with its container).
 pub const WIDTH: f64 = 640.0;
@@ -83,8 +88,38 @@ fn timeline_height(lanes: u32) -> f64 {
     (HEIGHT - 120.0 + f64::from(lanes) * 12.0).clamp(HEIGHT, 640.0)
 }
 
-/// One lane per session: L7 holds as bars, client grant/release marks as ticks, overlaps in
-/// red across every lane.
+/// Style class of an L7 bar: every bar is a `hold`; a shared one is also `shared`, coloured
+/// apart from the exclusive ones.
+fn hold_class(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Exclusive => "hold",
+        LockMode::Shared => "hold shared",
+    }
+}
+
+/// An overlap's hover text: the rule it broke and the tokens involved.
+fn overlap_tip(overlap: &Overlap) -> String {
+    let tokens: Vec<String> = overlap.tokens.iter().map(u64::to_string).collect();
+    let what = match overlap.breach {
+        Breach::Exclusive => "an exclusive hold beside another".to_string(),
+        Breach::OverLimit { limit } => {
+            format!(
+                "{} shared holds over a limit of {limit}",
+                overlap.tokens.len()
+            )
+        }
+    };
+    format!(
+        "OVERLAP on {}: {what}, tokens {}, {:.0}–{:.0} ms",
+        overlap.key,
+        tokens.join(", "),
+        overlap.start,
+        overlap.end
+    )
+}
+
+/// One lane per session: L7 holds as bars (concurrent shared holds one above the other, in
+/// their own colour), client grant/release marks as ticks, overlaps in red across every lane.
 pub fn timeline_chart(timeline: &Timeline) -> Chart {
     let title = format!(
         "Holders seen by L7 ({} holds, {} overlaps)",
@@ -114,10 +149,14 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
             y: lane_y.map(f64::from(lane)) + lane_h * 0.15,
             w: (x1 - x0).max(2.0),
             h: (lane_h * 0.7).max(1.0),
-            class: "hold",
+            class: hold_class(bar.mode),
             tip: format!(
-                "session {lane}, {} token {}: {:.0}–{:.0} ms",
-                bar.key, bar.fencing_token, bar.start, bar.end
+                "session {lane}, {} token {} ({}): {:.0}–{:.0} ms",
+                bar.key,
+                bar.fencing_token,
+                bar.mode.as_str(),
+                bar.start,
+                bar.end
             ),
         });
     }
@@ -141,14 +180,13 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
             w: (x1 - x0).max(3.0),
             h: bottom - top,
             class: "overlap",
-            tip: format!(
-                "OVERLAP on {}: tokens {} and {}, {:.0}–{:.0} ms",
-                overlap.key, overlap.tokens.0, overlap.tokens.1, overlap.start, overlap.end
-            ),
+            tip: overlap_tip(overlap),
         });
     }
     chart.legend = legend(&[
-        ("hold seen by L7", "hold"),
+        // One row of legend within the chart's width: short labels (the title says L7).
+        ("exclusive", "hold"),
+        ("shared", "hold shared"),
         ("client grant", "grant"),
         ("client release", "release"),
         ("overlap (must not happen)", "overlap"),
@@ -166,6 +204,114 @@ fn lane_ticks(lanes: u32, lane_y: &LinearScale, lane_h: f64) -> Vec<Tick> {
             label: format!("s{lane}"),
         })
         .collect()
+}
+
+/// A count as it stood from one sample to the next: `(x, y)` steps over `values`.
+fn steps(values: impl Iterator<Item = (f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for (x, y) in values {
+        if let Some(&(_, before)) = points.last() {
+            points.push((x, before));
+        }
+        points.push((x, y));
+    }
+    if let Some(&(x, y)) = points.last() {
+        if end > x {
+            points.push((end, y));
+        }
+    }
+    points
+}
+
+/// Shared and exclusive holders at each sampling instant, over every key, as steps; with a
+/// semaphore, its permits (limit × keys) as a dashed ceiling the shared line must stay under.
+pub fn concurrency_chart(concurrency: &Concurrency) -> Chart {
+    let title = format!(
+        "Concurrent holders seen by L7 (most shared at once: {})",
+        concurrency.peak_shared()
+    );
+    let titles = Titles::new(title, "time since start (ms)", "holders at once");
+    let (Some(first), Some(last)) = (concurrency.points.first(), concurrency.points.last()) else {
+        return Chart::empty(PANEL, titles, "no sample yet");
+    };
+    let permits = concurrency.permits().map(f64::from);
+    let peak = concurrency
+        .points
+        .iter()
+        .map(|p| f64::from(p.shared.max(p.exclusive)))
+        .fold(1.0, f64::max);
+    let axes = Axes::new(&PANEL, last.at, peak.max(permits.unwrap_or(0.0)));
+    let (x, y) = (axes.x, axes.y);
+    let mut chart = Chart::new(PANEL, titles, axes);
+    let line = |value: fn(&crate::model::concurrency::ConcurrencyPoint) -> u32| {
+        let values = concurrency
+            .points
+            .iter()
+            .map(|p| (x.map(p.at), y.map(f64::from(value(p)))));
+        steps(values, x.map(last.at))
+    };
+    let mut entries = vec![
+        ("exclusive holders", "conc-exclusive"),
+        ("shared holders", "conc-shared"),
+    ];
+    chart.shapes.push(Shape::Polyline {
+        points: line(|p| p.exclusive),
+        class: "conc-exclusive",
+    });
+    chart.shapes.push(Shape::Polyline {
+        points: line(|p| p.shared),
+        class: "conc-shared",
+    });
+    if let Some(permits) = permits {
+        chart.shapes.push(Shape::Polyline {
+            points: vec![
+                (x.map(first.at), y.map(permits)),
+                (x.map(last.at), y.map(permits)),
+            ],
+            class: "conc-limit",
+        });
+        entries.push(("permits (semaphore limit × keys)", "conc-limit"));
+    }
+    chart.legend = legend(&entries);
+    chart
+}
+
+/// The readers' waits beside the writers', bin by bin on one scale.
+pub fn mode_waits_chart(waits: &ModeWaits) -> Chart {
+    let titles = Titles::new(
+        format!(
+            "Waits for a grant: readers (n = {}) beside writers (n = {})",
+            waits.readers.grants, waits.writers.grants
+        ),
+        "wait (ms)",
+        "grants (count)",
+    );
+    if waits.bins.is_empty() {
+        return Chart::empty(PANEL, titles, "no grant yet");
+    }
+    let groups: Vec<String> = waits
+        .bins
+        .iter()
+        .map(|b| format!("{:.0}–{:.0}", b.low, b.high))
+        .collect();
+    let count = |label: &str, class, value: fn(&crate::model::mode_waits::WaitBin) -> u32| Bars {
+        label: label.into(),
+        class,
+        values: waits.bins.iter().map(|b| f64::from(value(b))).collect(),
+    };
+    let mut chart = bar_chart(
+        PANEL,
+        titles,
+        &groups,
+        &[
+            count("readers (shared)", "wait-readers", |b| b.readers),
+            count("writers (exclusive)", "wait-writers", |b| b.writers),
+        ],
+    );
+    // Every other bin's range as a label: twelve of them side by side run together (each
+    // bar's tip still names its own).
+    chart.axes.x_ticks = chart.axes.x_ticks.into_iter().step_by(2).collect();
+    chart
 }
 
 /// Each contender's median, 99th percentile and longest wait, as grouped bars.
@@ -319,6 +465,8 @@ mod tests {
             session,
             key: "k".into(),
             fencing_token,
+            mode: LockMode::Exclusive,
+            limit: None,
             attempts: 1,
             asked_at: 0.0,
             granted_at: 0.0,
@@ -336,7 +484,9 @@ mod tests {
         let s = |at, holder: &str, token| Sample {
             at,
             key: "k".into(),
-            holder: Some((holder.into(), token)),
+            mode: Some(LockMode::Exclusive),
+            holders: vec![(holder.into(), token)],
+            limit: None,
             waiter_count: 0,
         };
         r.samples = vec![s(10.0, "a", 1), s(20.0, "b", 2), s(30.0, "b", 2)];
@@ -347,6 +497,131 @@ mod tests {
         r.samples.push(s(40.0, "a", 1));
         let chart = timeline_chart(&Timeline::build(&r));
         assert_eq!(rects(&chart, "overlap"), 1);
+    }
+
+    #[test]
+    fn timeline_colours_shared_holds_apart_and_never_flags_them() {
+        let mut r = RunRecord::new("r", Default::default());
+        r.config.sessions = 3;
+        r.holds = vec![hold(0, 1), hold(1, 2), hold(2, 3)];
+        let sample = |at, mode, holders: &[u64]| Sample {
+            at,
+            key: "k".into(),
+            mode: Some(mode),
+            holders: holders.iter().map(|t| (format!("h{t}"), *t)).collect(),
+            limit: None,
+            waiter_count: 0,
+        };
+        r.samples = vec![
+            sample(10.0, LockMode::Shared, &[1, 2]),
+            sample(20.0, LockMode::Shared, &[1, 2]),
+            sample(30.0, LockMode::Exclusive, &[3]),
+        ];
+        let chart = timeline_chart(&Timeline::build(&r));
+        assert_eq!(rects(&chart, "hold shared"), 2);
+        assert_eq!(rects(&chart, "hold"), 1);
+        assert_eq!(rects(&chart, "overlap"), 0);
+        assert!(chart.legend.iter().any(|e| e.class == "hold shared"));
+        // The same two readers under a limit of 1 are one hold too many.
+        for s in &mut r.samples[..2] {
+            s.limit = Some(1);
+        }
+        let chart = timeline_chart(&Timeline::build(&r));
+        assert_eq!(rects(&chart, "overlap"), 1);
+        let tip = chart.shapes.iter().find_map(|s| match s {
+            Shape::Rect {
+                class: "overlap",
+                tip,
+                ..
+            } => Some(tip.clone()),
+            _ => None,
+        });
+        assert!(
+            tip.as_deref()
+                .is_some_and(|t| t.contains("over a limit of 1")),
+            "{tip:?}"
+        );
+    }
+
+    fn polyline<'a>(chart: &'a Chart, class: &str) -> Option<&'a Vec<(f64, f64)>> {
+        chart.shapes.iter().find_map(|s| match s {
+            Shape::Polyline { points, class: c } if *c == class => Some(points),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn concurrency_steps_each_count_and_draws_the_permits() {
+        let mut r = RunRecord::new("r", Default::default());
+        let sample = |at, mode, n: u64| Sample {
+            at,
+            key: "k".into(),
+            mode: (n > 0).then_some(mode),
+            holders: (0..n).map(|t| (format!("h{t}"), t)).collect(),
+            limit: None,
+            waiter_count: 0,
+        };
+        r.samples = vec![
+            sample(0.0, LockMode::Shared, 2),
+            sample(10.0, LockMode::Exclusive, 1),
+            sample(20.0, LockMode::Shared, 3),
+        ];
+        let chart = concurrency_chart(&Concurrency::build(&r));
+        assert!(chart.titles.title.contains("most shared at once: 3"));
+        // Three samples: a step (two points) between each, the first point alone.
+        assert_eq!(polyline(&chart, "conc-shared").map(Vec::len), Some(5));
+        assert_eq!(polyline(&chart, "conc-exclusive").map(Vec::len), Some(5));
+        assert!(polyline(&chart, "conc-limit").is_none(), "no semaphore");
+        r.config.semaphore_limit = Some(3);
+        let chart = concurrency_chart(&Concurrency::build(&r));
+        let ceiling = polyline(&chart, "conc-limit").expect("the permits line");
+        let shared = polyline(&chart, "conc-shared").unwrap();
+        let top = shared.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        assert!(
+            (ceiling[0].1 - top).abs() < 1e-9,
+            "3 shared touch 3 permits"
+        );
+        assert_eq!(chart.legend.len(), 3);
+        assert!(concurrency_chart(&Concurrency::default())
+            .empty_message
+            .is_some());
+    }
+
+    #[test]
+    fn steps_hold_each_value_until_the_next() {
+        let points = steps([(0.0, 5.0), (10.0, 7.0)].into_iter(), 15.0);
+        assert_eq!(points, [(0.0, 5.0), (10.0, 5.0), (10.0, 7.0), (15.0, 7.0)]);
+        assert!(steps(std::iter::empty(), 1.0).is_empty());
+    }
+
+    #[test]
+    fn mode_waits_draw_readers_beside_writers() {
+        let mut reader = hold(0, 1);
+        reader.mode = LockMode::Shared;
+        reader.granted_at = 10.0;
+        let mut writer = hold(1, 2);
+        writer.granted_at = 120.0;
+        let r = RunRecord {
+            holds: vec![reader, writer],
+            ..Default::default()
+        };
+        let chart = mode_waits_chart(&ModeWaits::build(&r));
+        let bins = crate::model::mode_waits::BINS;
+        assert_eq!(rects(&chart, "wait-readers"), bins);
+        assert_eq!(rects(&chart, "wait-writers"), bins);
+        assert_eq!(
+            chart.axes.x_ticks.len(),
+            bins / 2,
+            "every other bin labelled"
+        );
+        assert!(
+            chart.titles.title.contains("n = 1"),
+            "{}",
+            chart.titles.title
+        );
+        assert!(mode_waits_chart(&ModeWaits::default())
+            .empty_message
+            .is_some());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! One contender's life: open a session, then per round acquire its key, write the grant's
-//! token to the fenced ledger, hold, release; finally close the session. Full jitter and the
+//! One contender's life: open a session, then per round acquire its key (shared for a
+//! reader), write the grant's token to the fenced ledger (a writer only), hold, release; finally close the session. Full jitter and the
 //! server queue go through the SDK ([`super::sdk`]), the comparison strategies through
 //! `lock_lab`'s loop ([`super::comparison`]); the rounds are the same for all.
 
@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::{ErrorCode, LedgerAppend};
+use lock_api::{ErrorCode, LedgerAppend, LockMode};
 
 use crate::model::config::{key_name, ExperimentConfig};
 use crate::model::record::Hold;
@@ -131,8 +131,8 @@ fn fail_all(recorder: &Recorder, config: &ExperimentConfig, message: &str) {
     recorder.lock().counters.errors += config.rounds;
 }
 
-/// Records the grant (asked for at `asked_at`) and performs the fenced side effect. Returns
-/// the hold's index.
+/// Records the grant (asked for at `asked_at`) and, for an exclusive grant, performs the
+/// fenced side effect. Returns the hold's index.
 async fn on_granted(
     env: &Env,
     recorder: &Recorder,
@@ -149,6 +149,8 @@ async fn on_granted(
             session: index,
             key: grant.key.clone(),
             fencing_token: grant.fencing_token,
+            mode: grant.mode,
+            limit: grant.limit,
             attempts: held.attempts,
             asked_at,
             granted_at: recorder.elapsed_millis(),
@@ -157,6 +159,11 @@ async fn on_granted(
         });
         record.holds.len() - 1
     };
+    if grant.mode == LockMode::Shared {
+        // A reader writes nothing: a shared hold keeps writers out, not other readers, so it
+        // is no licence to write, and two readers' writes would fence each other out.
+        return slot;
+    }
     let append = LedgerAppend {
         fencing_token: grant.fencing_token,
         entry: format!("s{index} round {round}"),

@@ -1,4 +1,5 @@
-//! Full-jitter contenders: the SDK's own session and acquire loop, unchanged. The dashboard
+//! Full-jitter and server-queue contenders: the SDK's own session and acquire loop,
+//! unchanged, exclusive for writers and shared for readers (`acquire_hold`). The dashboard
 //! only watches: an [`EventSink`] turns the SDK's `contention` events into the sleeps of the
 //! jitter histogram and its grant/not-granted events into L4 call counts.
 
@@ -6,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_api::{ErrorCode, LockGrant};
+use lock_api::{ErrorCode, HoldKind, LockGrant};
 use lock_wasm::{
     AcquirePolicy, Backoff, ClientConfig, ClientEvent, EventSink, LockClient, LockClientSession,
     LockError, LockHandle,
@@ -63,6 +64,7 @@ impl EventSink for Watcher {
 pub struct SdkContender {
     session: LockClientSession,
     policy: AcquirePolicy,
+    hold: HoldKind,
     ttl: Duration,
     watcher: Arc<Watcher>,
 }
@@ -98,6 +100,7 @@ impl SdkContender {
         Ok(SdkContender {
             session,
             policy,
+            hold: setup.hold(),
             ttl: setup.ttl(),
             watcher,
         })
@@ -108,11 +111,12 @@ impl SdkContender {
         self.session.id().to_string()
     }
 
-    /// The SDK's acquire; `None` when the SDK gave up (budget or attempts).
+    /// The SDK's acquire, in the contender's mode; `None` when the SDK gave up (budget or
+    /// attempts).
     pub async fn acquire(&self, key: &str) -> Result<Option<Held>, String> {
         let handle = self
             .session
-            .acquire(key, self.ttl, &self.policy)
+            .acquire_hold(key, self.hold, self.ttl, &self.policy)
             .await
             .map_err(|e| describe(&e))?;
         Ok(handle.map(|handle| Held {
@@ -125,8 +129,8 @@ impl SdkContender {
     /// The grant a handle stands for, in wire shape.
     fn grant_of(&self, handle: &LockHandle) -> LockGrant {
         LockGrant {
-            mode: Default::default(),
-            limit: None,
+            mode: handle.mode(),
+            limit: handle.limit(),
             key: handle.key().to_string(),
             session_id: self.session_id(),
             fencing_token: handle.fencing_token(),

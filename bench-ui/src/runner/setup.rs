@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_api::HoldKind;
 use lock_wasm::{AcquirePolicy, SeededRngSource};
 
 use crate::model::config::ExperimentConfig;
@@ -39,6 +40,11 @@ impl Setup<'_> {
     /// The owner label of the contender's session.
     pub fn owner(&self) -> String {
         format!("bench-ui s{}", self.index)
+    }
+
+    /// What the contender asks for: shared for a reader, exclusive for a writer.
+    pub fn hold(&self) -> HoldKind {
+        self.config.hold_kind(self.index)
     }
 
     /// The lock and session TTL.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
-use lock_api::{ErrorCode, LedgerAppend};
+use lock_api::{ErrorCode, LedgerAppend, LockMode};
 use lock_wasm::{BoxFuture, ManualClock, ScriptedTransport, Spawner};
 
 use super::ledger::MemoryLedger;
@@ -234,4 +234,54 @@ fn an_expired_session_is_explained_and_counted_as_an_error() {
         "SESSION_NOT_FOUND is never retried"
     );
     assert_eq!(record.error.as_deref(), Some(failure::SESSION_EXPIRED));
+}
+
+/// The modes of the L4 calls sent, in order.
+fn asked_modes(h: &Harness) -> Vec<(Option<LockMode>, Option<u32>)> {
+    h.transport
+        .calls()
+        .iter()
+        .filter_map(|c| match c {
+            lock_wasm::transport::Call::Acquire(_, body) => Some((body.mode, body.limit)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_reader_asks_for_a_permit_of_the_semaphore_and_records_its_shared_hold() {
+    let h = harness();
+    let grant = lock_api::LockGrant {
+        mode: LockMode::Shared,
+        limit: Some(3),
+        ..ScriptedTransport::grant("bench/t/k0", "s1", 4, 3_000)
+    };
+    h.transport.push_acquire(Ok(grant));
+    let mut cfg = config(Strategy::ServerQueue, 1);
+    cfg.reader_percent = 100;
+    cfg.semaphore_limit = Some(3);
+    let record = run(&h, cfg, &CancelFlag::default());
+    assert_eq!(asked_modes(&h), [(Some(LockMode::Shared), Some(3))]);
+    let hold = &record.holds[0];
+    assert_eq!((hold.mode, hold.limit), (LockMode::Shared, Some(3)));
+    assert!(
+        h.ledger.entries.borrow().is_empty(),
+        "a reader writes nothing to the ledger"
+    );
+    assert_eq!(record.counters.fenced_out, 0);
+}
+
+#[test]
+fn a_writer_asks_as_before() {
+    let h = harness();
+    h.transport
+        .push_acquire(Ok(ScriptedTransport::grant("bench/t/k0", "s1", 4, 3_000)));
+    let record = run(&h, config(Strategy::FullJitter, 1), &CancelFlag::default());
+    // No mode and no limit on the wire: byte for byte the exclusive L4 of before.
+    assert_eq!(asked_modes(&h), [(None, None)]);
+    assert_eq!(record.holds[0].mode, LockMode::Exclusive);
+    assert!(
+        record.holds[0].ledger_accepted,
+        "a writer writes the ledger"
+    );
 }
