@@ -64,6 +64,9 @@ stage cargo-test 30 cargo test --workspace --locked --no-fail-fast
 stage examples 15 scripts/test-examples.sh
 [ -x scripts/test-ui.sh ] && stage bench-ui 20 scripts/test-ui.sh
 stage run 30 scripts/test-run.sh
+# The Debian package (scripts/package-deb.sh) from the run stage's release build: its contents,
+# the unit (systemd-analyze verify), the unpacked binaries started.
+stage package 15 scripts/test-package.sh
 
 printf '\n==== failed stages: %s\n' "${failures[*]:-none}"
 echo "stages: $passed passed, $failed failed"
