@@ -20,7 +20,6 @@ use lock_wasm::{LockClientSession, LockHandle, LostReason};
 
 use crate::endpoint::Endpoint;
 use crate::exit::{self, Failure};
-use crate::hold::{self, AcquireError};
 use crate::job::{shell_status, Job};
 use crate::signals::Signals;
 use crate::wait::Wait;
@@ -122,17 +121,14 @@ async fn wait_for_lock(
     let policy = exec.wait.policy(request_timeout);
     loop {
         let acquired = tokio::select! {
-            acquired = hold::acquire(session, &exec.key, exec.hold, exec.ttl, &policy) => acquired,
+            acquired = session.acquire_hold(&exec.key, exec.hold, exec.ttl, &policy) => acquired,
             signal = signals.next() => return Ok(Turn::Interrupted(signal)),
         };
         match acquired {
             Ok(Some(handle)) => return Ok(Turn::Granted(handle)),
             Ok(None) if exec.wait.goes_on() => continue,
             Ok(None) => return Ok(Turn::NotGranted),
-            Err(AcquireError::SharedUnsupported) => {
-                return Err(Failure::usage(hold::SHARED_UNSUPPORTED))
-            }
-            Err(AcquireError::Lock(e)) => {
+            Err(e) => {
                 let doing = format!("acquiring {}", exec.key);
                 return Err(Failure::refused(&doing, endpoint.url(), &e));
             }

@@ -1,11 +1,8 @@
 //! What `exec` asks for: the key exclusively (the default), or a shared hold beside other
 //! shared holders (`--shared`: a read-write lock's reader; with `--limit N` one of N permits
-//! of a counting semaphore).
-
-use std::time::Duration;
+//! of a counting semaphore), as the SDK's `acquire_hold` takes it.
 
 use lock_api::HoldKind;
-use lock_wasm::{AcquirePolicy, LockClientSession, LockError, LockHandle};
 
 use crate::exit::Failure;
 
@@ -16,40 +13,6 @@ pub fn from_flags(shared: bool, limit: Option<u32>) -> Result<HoldKind, Failure>
     lock_api::limits::validate_hold(mode, limit)
         .map_err(|rule| Failure::usage(format!("--limit {rule}")))
 }
-
-/// One acquire of `hold` on `key`. An error is the SDK's; `Ok(None)` is not granted within
-/// the policy's budget.
-pub async fn acquire(
-    session: &LockClientSession,
-    key: &str,
-    hold: HoldKind,
-    ttl: Duration,
-    policy: &AcquirePolicy,
-) -> Result<Option<LockHandle>, AcquireError> {
-    match hold {
-        HoldKind::Exclusive => Ok(session.acquire(key, ttl, policy).await?),
-        HoldKind::Shared { .. } => Err(AcquireError::SharedUnsupported),
-    }
-}
-
-/// Why an acquire failed.
-#[derive(Debug)]
-pub enum AcquireError {
-    /// The SDK's error.
-    Lock(LockError),
-    /// This build's SDK takes exclusive holds only.
-    SharedUnsupported,
-}
-
-impl From<LockError> for AcquireError {
-    fn from(error: LockError) -> Self {
-        AcquireError::Lock(error)
-    }
-}
-
-/// The words for [`AcquireError::SharedUnsupported`].
-pub const SHARED_UNSUPPORTED: &str = "shared holds need an SDK with shared acquires \
-     (LockClientSession::acquire_hold); this lockctl was built with exclusive holds only";
 
 #[cfg(test)]
 mod tests {

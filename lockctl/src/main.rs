@@ -6,7 +6,7 @@
 //! - `exit` — the exit statuses (stable, listed in `--help` and the README) and `Failure`.
 //! - `endpoint` — the server's URL, bearer token and CA, checked once.
 //! - `wait` — how long `exec` waits, as the SDK's acquire policy (the server's queue).
-//! - `hold` — exclusive or shared, and the acquire that asks for it.
+//! - `hold` — exclusive or shared, from `--shared` and `--limit`.
 //! - `signals` — SIGINT, SIGTERM, SIGHUP caught, to be passed to the command.
 //! - `job` — the command in a process group of its own: start, signal, stop, its status.
 //! - `exec` — `lockctl exec`: session, lock, command, release.

@@ -2,12 +2,15 @@
 //! in the order they were started, `--no-wait` is not granted at once, a command that
 //! outlives its lock (revoked, or heartbeats unanswered) is stopped by SIGTERM and, if it
 //! ignores that, SIGKILL; SIGINT reaches the command and the lock is released after it
-//! ended; a kill -9 of lockctl leaves the lock to its TTL.
+//! ended; a kill -9 of lockctl leaves the lock to its TTL; shared holds run side by side up
+//! to their limit.
 //!
 //! The job scripts write lines to files and wait for files the test creates, so every check
 //! waits for a state, never for an amount of time.
 
 mod lockctl_kit;
+
+use std::io::Write;
 
 use lock_e2e::launcher::{server_binary, Launch};
 use lock_e2e::{Api, ServerOptions, TestServer};
@@ -101,6 +104,88 @@ async fn a_held_key_is_not_granted_without_waiting_and_the_holder_is_named() {
 
     std::fs::write(dir.path("go"), "").unwrap();
     assert_eq!(holder.code().await, 0, "{}", holder.stderr());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_holds_run_side_by_side_up_to_their_limit() {
+    let server = server();
+    let api = server.api();
+    if !grants_shared_holds(&api).await {
+        // Visible without --nocapture: the harness captures only the print macros.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED shared_holds_run_side_by_side_up_to_their_limit: this lock-server answers \
+             a shared L4 with an exclusive grant (its store grants exclusive holds only)"
+        );
+        return;
+    }
+    let dir = Dir::new();
+    let url = server.base_url();
+    let shared = [
+        "exec",
+        "jobs/reports",
+        "--shared",
+        "--limit=2",
+        "--",
+        "sh",
+        "-c",
+        WAITS_FOR_GO,
+    ];
+    let mut a = start(&dir, "a", &url, &[("NAME", "a")], &shared);
+    line_in(&dir, "log", "start a").await;
+    let mut b = start(&dir, "b", &url, &[("NAME", "b")], &shared);
+    line_in(&dir, "log", "start b").await;
+    let state = api.lock_state("jobs/reports").await;
+    assert_eq!(state.holders.len(), 2, "both hold it at once: {state:?}");
+    assert_eq!(state.limit, Some(2), "{state:?}");
+
+    let third = [
+        "exec",
+        "jobs/reports",
+        "--shared",
+        "--limit=2",
+        "--no-wait",
+        "--",
+        "touch",
+        "ran",
+    ];
+    let writer = ["exec", "jobs/reports", "--no-wait", "--", "touch", "ran"];
+    for (name, args) in [("third", &third[..]), ("writer", &writer[..])] {
+        let mut refused = start(&dir, name, &url, &[], args);
+        assert_eq!(
+            refused.code().await,
+            NOT_GRANTED,
+            "{name}: {}",
+            refused.stderr()
+        );
+    }
+    assert!(
+        !dir.path("ran").exists(),
+        "no third holder, no writer beside the readers"
+    );
+
+    std::fs::write(dir.path("go"), "").unwrap();
+    assert_eq!(a.code().await, 0, "{}", a.stderr());
+    assert_eq!(b.code().await, 0, "{}", b.stderr());
+    let tokens: Vec<String> = dir
+        .lines("log")
+        .iter()
+        .map(|l| l.split(' ').nth(2).unwrap().to_owned())
+        .collect();
+    assert_ne!(tokens[0], tokens[1], "each hold has a token of its own");
+}
+
+/// Whether the server grants a shared L4 as shared: the store of a server may still grant
+/// every hold exclusive, which lockctl accepts (a stronger hold) but this test cannot use.
+async fn grants_shared_holds(api: &Api) -> bool {
+    let session = api.open_session(15_000).await;
+    let body = serde_json::json!({ "sessionId": session.session_id, "mode": "shared" });
+    let reply = api
+        .json("POST", &lock_api::paths::acquire("probe/shared"), &body)
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    api.close_session(&session.session_id).await;
+    reply.parse::<lock_api::LockGrant>().mode == lock_api::LockMode::Shared
 }
 
 /// Logs its start with its pid, and `TERM` when SIGTERM comes, then exits 0.
