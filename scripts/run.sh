@@ -47,5 +47,8 @@ case "$LOCK_LISTEN" in
   *:0) echo "dashboard: at the address of the \"listening\" line below ($scheme)" ;;
   *) echo "dashboard: $scheme://$LOCK_LISTEN/" ;;
 esac
+# lockctl, the shell client, next to the server in target/release/ (a build of its own: one
+# cargo command for both would resolve features jointly and rebuild the server's crates).
+cargo build --release --locked -p lockctl
 # `cargo run` builds, then execs the binary in place (wherever CARGO_TARGET_DIR puts it).
 exec cargo run --release --locked -p lock-server --bin lock-server -- "$@"

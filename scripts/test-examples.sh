@@ -158,8 +158,8 @@ run_example() {
   wait "$pid"
 }
 
-log "cargo build -p lock-server"
-cargo build -q -p lock-server || exit 1
+log "cargo build -p lock-server -p lockctl"
+cargo build -q -p lock-server -p lockctl || exit 1
 log "scripts/build-npm.sh"
 npm_out="$root/target/npm"
 bash scripts/build-npm.sh "$npm_out" || exit 1
@@ -177,6 +177,15 @@ for example in fencing-postgres fencing-redis fencing-http; do
     failed=$((failed + 1))
   fi
 done
+
+# The shell job recipe: lockctl and psql, no npm.
+log "examples/fencing-shell: test.sh"
+if LOCKCTL="$CARGO_TARGET_DIR/debug/lockctl" examples/fencing-shell/test.sh; then
+  results+=("fencing-shell: ok")
+else
+  results+=("fencing-shell: FAILED")
+  failed=$((failed + 1))
+fi
 
 printf '\n== test-examples summary\n'
 printf '%s\n' "${results[@]}"

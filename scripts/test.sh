@@ -56,14 +56,17 @@ stage clippy 30 cargo clippy --workspace --all-targets --locked -- -D warnings
 # compiles it.
 stage clippy-wasm32 20 cargo clippy --target wasm32-unknown-unknown "${wasm_crates[@]}" \
   --features lock-wasm/testkit --all-targets --locked -- -D warnings
-# Every binary the tests spawn (lock-server; chaos's contender), built before the tests run:
-# a build from inside a running `cargo test` could rewrite artifacts it is using.
-stage build-bins 20 cargo build --locked -p lock-server -p lock-chaos --bins
+# Every binary the tests spawn (lock-server; chaos's contender; lockctl), built before the tests
+# run: a build from inside a running `cargo test` could rewrite artifacts it is using.
+stage build-bins 20 cargo build --locked -p lock-server -p lock-chaos -p lockctl --bins
 stage cargo-test 30 cargo test --workspace --locked --no-fail-fast
 [ -x scripts/test-wasm.sh ] && stage wasm-sdk 20 scripts/test-wasm.sh
 stage examples 15 scripts/test-examples.sh
 [ -x scripts/test-ui.sh ] && stage bench-ui 20 scripts/test-ui.sh
 stage run 30 scripts/test-run.sh
+# The Debian package (scripts/package-deb.sh) from the run stage's release build: its contents,
+# the unit (systemd-analyze verify), the unpacked binaries started.
+stage package 15 scripts/test-package.sh
 
 printf '\n==== failed stages: %s\n' "${failures[*]:-none}"
 echo "stages: $passed passed, $failed failed"
