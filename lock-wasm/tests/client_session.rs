@@ -14,6 +14,7 @@ use lock_wasm::clock::{Clock, ManualClock};
 use lock_wasm::error::TransportError;
 use lock_wasm::events::ClientEvent;
 use lock_wasm::handle::LostReason;
+use lock_wasm::policy::PolicySettings;
 use lock_wasm::test_support::Fixture;
 use lock_wasm::transport::{Call, Reply, Request, ScriptedTransport, Transport};
 use lock_wasm::{
@@ -559,11 +560,75 @@ fn a_failed_release_is_retried_in_the_background() {
     assert!(!session.is_lost());
 }
 
+/// Regression (fault seeds 1637, 2154, 3180, 3414, 3693, 7352 of the simulation): an L4
+/// answered with a grant the session already ended, whose L6 then goes unanswered, still
+/// ends the acquire within its budget. The L6 used to get the L4's own hop, fixed before the
+/// L4's round trip, and overran the deadline by that round trip.
+#[test]
+fn releasing_a_stale_grant_stays_within_the_acquires_budget() {
+    let f = Fixture::new();
+    let client = TenMsAway::client(&f, true);
+    let session = f.run(async move { client.open_session().await.unwrap() });
+    f.run(async {});
+    f.transport.push_acquire(grant("k", 1));
+    f.transport.push_acquire(grant("k", 1)); // the lost L6 left the old grant at the server
+    let policy = AcquirePolicy::new(PolicySettings {
+        total_budget: Duration::from_millis(300),
+        max_attempts: 1,
+        ..PolicySettings::default()
+    })
+    .unwrap();
+    let s = session.clone();
+    let first = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+    let s = session.clone();
+    let failed = f.run(async move { s.release(&first).await });
+    assert!(matches!(failed, Err(LockError::Timeout(_))), "{failed:?}");
+    let start = f.clock.now();
+    let clock = f.clock.clone();
+    let (second, ended) = f.run(async move {
+        let second = session.acquire("k", Duration::from_secs(10), &policy).await;
+        (second, clock.now())
+    });
+    assert!(matches!(second, Ok(None)), "{second:?}");
+    let stale_l6 = f
+        .transport
+        .calls()
+        .iter()
+        .rev()
+        .any(|c| matches!(c, Call::Release(_, r) if r.fencing_token == 1));
+    assert!(stale_l6, "the stale grant's L6 was sent");
+    assert!(
+        ended - start <= Duration::from_millis(300),
+        "took {:?}, budget 300 ms",
+        ended - start
+    );
+}
+
 /// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
-/// gets no answer, as over a real network.
+/// gets no answer, as over a real network; with `l6_lost`, every L6 reaches the server but
+/// its answer never comes back (it times out after its whole timeout).
 struct TenMsAway {
     server: ScriptedTransport,
     clock: ManualClock,
+    l6_lost: bool,
+}
+
+impl TenMsAway {
+    /// A client of `f`'s scripted server over this network, with `f`'s settings.
+    fn client(f: &Fixture, l6_lost: bool) -> LockClient {
+        let away = TenMsAway {
+            server: f.transport.clone(),
+            clock: f.clock.clone(),
+            l6_lost,
+        };
+        LockClient::new(
+            Arc::new(away),
+            Arc::new(f.clock.clone()),
+            f.exec.spawner(1),
+            Arc::new(SeededRngSource::new(1)),
+        )
+        .with_config(f.client.config().clone())
+    }
 }
 
 #[async_trait::async_trait]
@@ -575,7 +640,13 @@ impl Transport for TenMsAway {
             return Err(TransportError::Timeout(timeout));
         }
         self.clock.sleep(away).await;
-        self.server.send(request, timeout).await
+        let answer = self.server.send(request, timeout).await;
+        if self.l6_lost && matches!(request, Request::Release(..)) {
+            // Applied, but the answer never comes back.
+            self.clock.sleep(timeout - away).await;
+            return Err(TransportError::Timeout(timeout));
+        }
+        answer
     }
 }
 
@@ -616,17 +687,7 @@ fn failed_heartbeats_are_retried_until_one_is_answered() {
 #[test]
 fn a_re_sent_heartbeat_has_time_for_its_answer() {
     let f = Fixture::new();
-    let away = TenMsAway {
-        server: f.transport.clone(),
-        clock: f.clock.clone(),
-    };
-    let client = LockClient::new(
-        Arc::new(away),
-        Arc::new(f.clock.clone()),
-        f.exec.spawner(1),
-        Arc::new(SeededRngSource::new(1)),
-    )
-    .with_config(f.client.config().clone());
+    let client = TenMsAway::client(&f, false);
     let session = f.run(async move { client.open_session().await.unwrap() });
     f.run(async {});
     ride_out_an_outage(&f, session);
