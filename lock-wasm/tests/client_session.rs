@@ -604,6 +604,80 @@ fn releasing_a_stale_grant_stays_within_the_acquires_budget() {
     );
 }
 
+/// The scripted server, every L4's answer `l4` on its way back (the grant made at once).
+struct SlowL4 {
+    server: ScriptedTransport,
+    clock: ManualClock,
+    l4: Duration,
+}
+
+impl SlowL4 {
+    /// A session of a client of `f`'s scripted server over this network, with `config`.
+    fn session(f: &Fixture, l4: Duration, config: ClientConfig) -> LockClientSession {
+        let slow = SlowL4 {
+            server: f.transport.clone(),
+            clock: f.clock.clone(),
+            l4,
+        };
+        let client = LockClient::new(
+            Arc::new(slow),
+            Arc::new(f.clock.clone()),
+            f.exec.spawner(1),
+            Arc::new(SeededRngSource::new(1)),
+        )
+        .with_config(config);
+        let session = f.run(async move { client.open_session().await.unwrap() });
+        f.run(async {});
+        session
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for SlowL4 {
+    async fn send(&self, request: Request<'_>, timeout: Duration) -> Result<Reply, TransportError> {
+        let slow = matches!(request, Request::Acquire(..));
+        let answer = self.server.send(request, timeout).await;
+        if slow {
+            self.clock.sleep(self.l4).await;
+        }
+        answer
+    }
+}
+
+/// Regression (fault seed 9225 of the simulation): an L2 sent while an L4 is on its way,
+/// and answered before the grant arrives, renewed nothing the grant's deadline counts from
+/// (the L4's send), so the lock's next renewal counts from the L4's send too. It used to
+/// count from that L2, and came due after the lock's deadline: every heartbeat answered,
+/// the lock lost anyway.
+#[test]
+fn a_grant_that_arrives_after_a_heartbeat_is_renewed_by_its_own_schedule() {
+    let f = Fixture::new();
+    let session = SlowL4::session(&f, Duration::from_millis(1_200), f.client.config().clone());
+    // The L4 at 4 s, the session's L2 at 5 s (its period), the grant at 5.2 s: a 2 s lock,
+    // valid until 4 s + 2 s − 500 ms margin = 5.5 s, due for renewal since 4.667 s.
+    pass(&f, Duration::from_secs(4));
+    f.transport
+        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 2_000)));
+    let s = session.clone();
+    let handle = f.run(async move {
+        s.acquire("k", Duration::from_secs(2), &AcquirePolicy::default())
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    assert_eq!(f.clock.now(), Duration::from_millis(5_200));
+    assert_eq!(
+        heartbeat_calls(&f),
+        1,
+        "the L2 at 5 s went out before the grant came"
+    );
+    assert_eq!(handle.deadline(), Duration::from_millis(5_500));
+    pass(&f, Duration::from_millis(400));
+    assert_eq!(heartbeat_calls(&f), 2, "renewed at once, not at 5.667 s");
+    assert!(!handle.is_lost(), "{:?}", handle.lost_reason());
+    assert!(handle.deadline() > Duration::from_millis(6_000));
+}
+
 /// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
 /// gets no answer, as over a real network; with `l6_lost`, every L6 reaches the server but
 /// its answer never comes back (it times out after its whole timeout).
