@@ -69,7 +69,8 @@ struct Inner {
     /// outcome) and when. Tokens rise per key, so an L4 answered with a token at or below it
     /// is a grant the session gave up and the server still holds (the L6 failed, or has not
     /// arrived): it is released again, never handed to a new caller. Dropped once a heartbeat
-    /// sent after it no longer lists the grant, so the map does not grow with the acquires.
+    /// sent after it no longer lists the grant and no caller has the key's turn, so the map
+    /// does not grow with the acquires.
     finished: BTreeMap<String, (u64, Duration)>,
 }
 
@@ -486,9 +487,13 @@ impl SessionState {
                 *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
             });
             // Likewise a finished grant the server no longer holds: later grants of its key
-            // carry higher tokens.
+            // carry higher tokens. Unless a caller has the key's turn: an acquire's L4 sent
+            // before this answer came may have reached the server before this L2 did, while
+            // the grant was still held (a retried L6 may end it after), and its answer then
+            // carries the grant's token still.
             inner.finished.retain(|key, (token, recorded)| {
                 *recorded >= sent_at
+                    || self.turns.is_taken(key)
                     || answer
                         .locks
                         .iter()

@@ -678,6 +678,40 @@ fn a_grant_that_arrives_after_a_heartbeat_is_renewed_by_its_own_schedule() {
     assert!(handle.deadline() > Duration::from_millis(6_000));
 }
 
+/// Regression (fault seed 8894 of the simulation): a grant the session ended whose L6
+/// failed, answered to an L4 that was on its way while an L2 came back without it, is still
+/// released again, never handed out. The L2's answer used to drop it from the session's
+/// ended grants although that L4 had reached the server first (a retried L6 then ended
+/// the grant at the server while the new caller believed it held it).
+#[test]
+fn an_ended_grant_answered_to_an_l4_sent_before_a_heartbeat_is_not_handed_out() {
+    let f = Fixture::new();
+    let config = ClientConfig {
+        request_timeout: Duration::from_secs(5),
+        ..f.client.config().clone()
+    };
+    let session = SlowL4::session(&f, Duration::from_secs(3), config);
+    f.transport.push_acquire(grant("k", 1));
+    f.transport
+        .push_release(Err(TransportError::Network("restarting".into())));
+    f.transport.push_acquire(grant("k", 1)); // the failed L6 left it at the server
+    f.transport.push_acquire(grant("k", 2));
+    // The session's L2 at 5 s, while the second L4 (3 s to 6 s) is on its way.
+    f.transport.push_heartbeat(heartbeat(&[]));
+    let next = f.run(async move {
+        let first = session.acquire_default("k").await.unwrap().unwrap();
+        assert!(session.release(&first).await.is_err());
+        session.acquire_default("k").await
+    });
+    assert_eq!(heartbeat_calls(&f), 1, "one L2 while the L4 was on its way");
+    let next = next.unwrap().unwrap();
+    assert_eq!(
+        next.fencing_token(),
+        2,
+        "the ended grant was released, not handed out"
+    );
+}
+
 /// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
 /// gets no answer, as over a real network; with `l6_lost`, every L6 reaches the server but
 /// its answer never comes back (it times out after its whole timeout).
