@@ -412,6 +412,8 @@ fn heartbeats_release_orphan_grants() {
     f.transport.push_heartbeat(heartbeat(&[("orphan", 12)]));
     f.clock.advance(Duration::from_secs(5));
     f.run(async {});
+    // The L6 goes from a task of its own, which the heartbeat's answer spawned.
+    f.run(async {});
     let released: Vec<_> = f
         .transport
         .calls()
@@ -710,6 +712,40 @@ fn an_ended_grant_answered_to_an_l4_sent_before_a_heartbeat_is_not_handed_out() 
         2,
         "the ended grant was released, not handed out"
     );
+}
+
+/// Regression (seed 431 of the simulation with two more clients on its shared keys): an
+/// orphan's L6 that goes unanswered does not hold up the heartbeats. A lock granted while it
+/// is on its way is renewed when due; the heartbeat loop used to wait for that L6 to time
+/// out, and the lock's deadline passed first although every L2 was answered.
+#[test]
+fn an_unanswered_orphan_release_does_not_hold_up_the_next_renewal() {
+    let f = Fixture::new();
+    let client = TenMsAway::client(&f, true);
+    let session = f.run(async move { client.open_session().await.unwrap() });
+    f.run(async {});
+    // The session's L2 at 5 s lists an orphan; its L6 (2 s request timeout) is never answered.
+    f.transport.push_heartbeat(heartbeat(&[("orphan", 12)]));
+    pass(&f, Duration::from_millis(5_100));
+    assert_eq!(
+        f.transport.release_calls(),
+        1,
+        "the orphan's L6 is on its way"
+    );
+    // A 1 s lock at 5.1 s: valid until 5.6 s, due for renewal at 5.35 s.
+    f.transport
+        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 1_000)));
+    let s = session.clone();
+    let handle = f.run(async move {
+        let policy = AcquirePolicy::default();
+        s.acquire("k", Duration::from_secs(1), &policy)
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    pass(&f, Duration::from_millis(900));
+    assert!(heartbeat_calls(&f) >= 2, "renewed while the L6 waited");
+    assert!(!handle.is_lost(), "{:?}", handle.lost_reason());
 }
 
 /// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
