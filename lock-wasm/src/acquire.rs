@@ -228,7 +228,7 @@ impl<'a> Attempts<'a> {
             }
             match self.classify(outcome, clock.now() - sent_at, &mut rng) {
                 Verdict::Granted(grant) if self.claim.is_finished(&grant) => {
-                    self.release_finished(&grant, hop).await;
+                    self.release_finished(&grant).await;
                     if self.attempts >= self.policy.max_attempts() {
                         break;
                     }
@@ -275,8 +275,21 @@ impl<'a> Attempts<'a> {
     /// (see [`Claim::is_finished`]), so the next L4 gets a grant of its own. Best effort: if
     /// this L6 fails too, the next L4 gets the same answer and tries again, and the lock's
     /// TTL ends it at worst.
-    async fn release_finished(&self, grant: &LockGrant, hop: Duration) {
+    ///
+    /// The L6 gets what is left of the budget, never more: the L4 before it has used part of
+    /// the hop it was given, so that hop would overrun the deadline by the L4's round trip
+    /// when the L6 goes unanswered. With nothing left it is not sent: the heartbeat's orphan
+    /// release ends the grant once this acquire has given the key's turn back.
+    async fn release_finished(&self, grant: &LockGrant) {
         let clock = &*self.parts.clock;
+        let hop = self
+            .parts
+            .config
+            .request_timeout
+            .min(self.deadline.saturating_sub(clock.now()));
+        if hop.is_zero() {
+            return;
+        }
         let l6 = self.claim.release(grant.fencing_token, clock, hop);
         let _ = select(Box::pin(l6), Box::pin(self.claim.ended())).await;
     }

@@ -10,7 +10,7 @@
 //!   session's validity never loses it (C2 ct2-renewal states the bound). Each answer renews
 //!   the session and its listed locks; grants it lists that no caller of the session has (an
 //!   acquire that timed out or was dropped after the server granted, a release whose L6
-//!   failed) are released.
+//!   failed) are released, each by a task of its own, so no L2 waits for their answers.
 //! - A release whose L6 failed is re-sent in the background ([`retry_release`]).
 //! - The deadline watchdog sleeps on the client's clock until the earliest deadline of the
 //!   session and its unreported handles, and at that instant reports what passed (see
@@ -102,7 +102,7 @@ async fn heartbeat_loop(session: Weak<SessionState>, clock: Arc<dyn Clock>) {
         }
         let Some(s) = session.upgrade() else { return };
         if clock.now() >= s.next_heartbeat() {
-            heartbeat_once(&s, &*clock).await;
+            heartbeat_once(&s, &clock).await;
         }
     }
 }
@@ -120,47 +120,59 @@ async fn deadline_watch(session: Weak<SessionState>, clock: Arc<dyn Clock>) {
 }
 
 /// One L2 round: renew, or lose the session on 404. Its calls time out on `clock`.
-async fn heartbeat_once(s: &SessionState, clock: &dyn Clock) {
-    let now = clock.now();
+async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
+    let clock_ref = &**clock;
+    let now = clock_ref.now();
     let deadline = s.deadline();
     if now >= deadline {
         s.mark_lost();
         return;
     }
     let seq_at_send = s.heartbeat_sent(now);
-    let hop = round_hop(s, clock, deadline - now);
+    let hop = round_hop(s, clock_ref, deadline - now);
     let transport = &s.parts().transport;
-    let result = call(clock, hop, transport.heartbeat(s.id(), hop)).await;
+    let result = call(clock_ref, hop, transport.heartbeat(s.id(), hop)).await;
     if !s.is_open() {
         return;
     }
     match result {
         Ok(answer) => {
             s.apply_heartbeat(now, seq_at_send, &answer);
-            release_orphans(s, &answer, clock).await;
+            release_orphans(s, &answer, clock);
         }
         Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => s.mark_lost(),
         // Anything else is transient until the deadline, which the watchdog keeps: re-sent
         // soon, not a whole period later.
-        Err(_) => s.heartbeat_failed(clock.now()),
+        Err(_) => s.heartbeat_failed(clock_ref.now()),
     }
 }
 
 /// Releases grants the server lists but no handle tracks: heartbeats would otherwise renew
 /// them forever. Best effort: a failure leaves them for the next heartbeat.
-async fn release_orphans(s: &SessionState, answer: &HeartbeatResponse, clock: &dyn Clock) {
+///
+/// Each L6 runs in a task of its own (holding its key's turn), never in the heartbeat loop:
+/// a lock granted while one is on its way may be due for renewal before an unanswered L6
+/// times out, and an L2 waiting for it would come after that lock's deadline.
+fn release_orphans(s: &Arc<SessionState>, answer: &HeartbeatResponse, clock: &Arc<dyn Clock>) {
     for lock in &answer.locks {
-        let Some(_turn) = s.claim_orphan(lock) else {
+        let Some(turn) = s.claim_orphan(lock) else {
             continue;
         };
-        let hop = round_hop(s, clock, Duration::MAX);
+        let until_deadline = s.deadline().saturating_sub(clock.now());
+        let hop = s.parts().config.request_timeout.min(until_deadline);
         if !s.is_open() || hop.is_zero() {
             return;
         }
-        let released = s.send_release(&lock.key, lock.fencing_token, clock, hop);
-        if released.await.is_ok() {
-            s.orphan_released(&lock.key);
-        }
+        let (session, clock) = (Arc::downgrade(s), clock.clone());
+        let (key, token) = (lock.key.clone(), lock.fencing_token);
+        let task = async move {
+            let _turn = turn;
+            let Some(s) = session.upgrade() else { return };
+            if s.send_release(&key, token, &*clock, hop).await.is_ok() {
+                s.orphan_released(&key);
+            }
+        };
+        s.parts().spawner.spawn(Box::pin(task));
     }
 }
 

@@ -49,6 +49,9 @@ struct Inner {
     deadline: Duration,
     /// Send time of the last L2 (L1's at first): the schedule counts from it.
     last_heartbeat: Duration,
+    /// How many handles had been registered when the last L2 was sent: only those are in its
+    /// answer (see [`SessionState::next_heartbeat`]).
+    last_heartbeat_seq: u64,
     /// Heartbeats failed in a row since the last answered one (the re-send's backoff grows
     /// with them).
     heartbeat_failures: u32,
@@ -66,7 +69,8 @@ struct Inner {
     /// outcome) and when. Tokens rise per key, so an L4 answered with a token at or below it
     /// is a grant the session gave up and the server still holds (the L6 failed, or has not
     /// arrived): it is released again, never handed to a new caller. Dropped once a heartbeat
-    /// sent after it no longer lists the grant, so the map does not grow with the acquires.
+    /// sent after it no longer lists the grant and no caller has the key's turn, so the map
+    /// does not grow with the acquires.
     finished: BTreeMap<String, (u64, Duration)>,
 }
 
@@ -95,6 +99,7 @@ impl SessionState {
                 status: Status::Open,
                 deadline: (sent_at + ttl).saturating_sub(parts.config.margin(ttl)),
                 last_heartbeat: sent_at,
+                last_heartbeat_seq: 0,
                 heartbeat_failures: 0,
                 heartbeat_retry_at: None,
                 next_seq: 0,
@@ -407,10 +412,17 @@ impl SessionState {
     /// When the next L2 is due (see [`crate::renewal`]): the session's period after the
     /// last one, or a held lock's renewal period after its last renewal (or after the last
     /// L2, if that one failed), whichever comes first.
+    ///
+    /// Only a lock registered before the last L2 was sent counts from that L2: one granted
+    /// after it is not in its answer, so that L2 renewed nothing the lock's deadline counts
+    /// from (an L2 sent while the L4 was on its way and answered before the grant arrived:
+    /// the lock's deadline counts from the L4's send, before the L2, and its renewal must
+    /// too, or it comes due after the deadline).
     pub(crate) fn next_heartbeat(&self) -> Duration {
-        let (last, retry) = {
+        let (last, last_seq, retry) = {
             let inner = self.inner.lock().unwrap();
-            (inner.last_heartbeat, inner.heartbeat_retry_at)
+            let (last, seq) = (inner.last_heartbeat, inner.last_heartbeat_seq);
+            (last, seq, inner.heartbeat_retry_at)
         };
         let due = self
             .turns
@@ -419,7 +431,12 @@ impl SessionState {
             .filter(|h| h.lost_reason().is_none())
             .map(|h| {
                 let margin = self.parts().config.margin(h.ttl());
-                renewal::renew_by(h.anchor().max(last), h.ttl(), margin)
+                let from = if h.seq() > last_seq {
+                    h.anchor()
+                } else {
+                    h.anchor().max(last)
+                };
+                renewal::renew_by(from, h.ttl(), margin)
             })
             .fold(last + self.heartbeat_every, Duration::min);
         retry.map_or(due, |at| due.min(at))
@@ -442,6 +459,7 @@ impl SessionState {
     pub(crate) fn heartbeat_sent(&self, now: Duration) -> u64 {
         let mut inner = self.inner.lock().unwrap();
         inner.last_heartbeat = now;
+        inner.last_heartbeat_seq = inner.next_seq;
         // The re-send is on its way: its time must not stay the next one due, or this very
         // call's timeout (never past the next due heartbeat) would be zero.
         inner.heartbeat_retry_at = None;
@@ -469,9 +487,13 @@ impl SessionState {
                 *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
             });
             // Likewise a finished grant the server no longer holds: later grants of its key
-            // carry higher tokens.
+            // carry higher tokens. Unless a caller has the key's turn: an acquire's L4 sent
+            // before this answer came may have reached the server before this L2 did, while
+            // the grant was still held (a retried L6 may end it after), and its answer then
+            // carries the grant's token still.
             inner.finished.retain(|key, (token, recorded)| {
                 *recorded >= sent_at
+                    || self.turns.is_taken(key)
                     || answer
                         .locks
                         .iter()

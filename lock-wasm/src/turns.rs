@@ -88,6 +88,11 @@ impl Turns {
         Some(Turn::new(self, handle.key()))
     }
 
+    /// Whether some caller has `key`'s turn (an acquire, a holder, a release, an orphan's).
+    pub(crate) fn is_taken(&self, key: &str) -> bool {
+        self.inner.lock().unwrap().keys.contains_key(key)
+    }
+
     /// Every registered grant (for heartbeat renewal and deadlines).
     pub(crate) fn handles(&self) -> Vec<LockHandle> {
         let inner = self.inner.lock().unwrap();

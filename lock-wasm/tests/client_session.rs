@@ -14,6 +14,7 @@ use lock_wasm::clock::{Clock, ManualClock};
 use lock_wasm::error::TransportError;
 use lock_wasm::events::ClientEvent;
 use lock_wasm::handle::LostReason;
+use lock_wasm::policy::PolicySettings;
 use lock_wasm::test_support::Fixture;
 use lock_wasm::transport::{Call, Reply, Request, ScriptedTransport, Transport};
 use lock_wasm::{
@@ -411,6 +412,8 @@ fn heartbeats_release_orphan_grants() {
     f.transport.push_heartbeat(heartbeat(&[("orphan", 12)]));
     f.clock.advance(Duration::from_secs(5));
     f.run(async {});
+    // The L6 goes from a task of its own, which the heartbeat's answer spawned.
+    f.run(async {});
     let released: Vec<_> = f
         .transport
         .calls()
@@ -559,11 +562,217 @@ fn a_failed_release_is_retried_in_the_background() {
     assert!(!session.is_lost());
 }
 
+/// Regression (fault seeds 1637, 2154, 3180, 3414, 3693, 7352 of the simulation): an L4
+/// answered with a grant the session already ended, whose L6 then goes unanswered, still
+/// ends the acquire within its budget. The L6 used to get the L4's own hop, fixed before the
+/// L4's round trip, and overran the deadline by that round trip.
+#[test]
+fn releasing_a_stale_grant_stays_within_the_acquires_budget() {
+    let f = Fixture::new();
+    let client = TenMsAway::client(&f, true);
+    let session = f.run(async move { client.open_session().await.unwrap() });
+    f.run(async {});
+    f.transport.push_acquire(grant("k", 1));
+    f.transport.push_acquire(grant("k", 1)); // the lost L6 left the old grant at the server
+    let policy = AcquirePolicy::new(PolicySettings {
+        total_budget: Duration::from_millis(300),
+        max_attempts: 1,
+        ..PolicySettings::default()
+    })
+    .unwrap();
+    let s = session.clone();
+    let first = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+    let s = session.clone();
+    let failed = f.run(async move { s.release(&first).await });
+    assert!(matches!(failed, Err(LockError::Timeout(_))), "{failed:?}");
+    let start = f.clock.now();
+    let clock = f.clock.clone();
+    let (second, ended) = f.run(async move {
+        let second = session.acquire("k", Duration::from_secs(10), &policy).await;
+        (second, clock.now())
+    });
+    assert!(matches!(second, Ok(None)), "{second:?}");
+    let stale_l6 = f
+        .transport
+        .calls()
+        .iter()
+        .rev()
+        .any(|c| matches!(c, Call::Release(_, r) if r.fencing_token == 1));
+    assert!(stale_l6, "the stale grant's L6 was sent");
+    assert!(
+        ended - start <= Duration::from_millis(300),
+        "took {:?}, budget 300 ms",
+        ended - start
+    );
+}
+
+/// The scripted server, every L4's answer `l4` on its way back (the grant made at once).
+struct SlowL4 {
+    server: ScriptedTransport,
+    clock: ManualClock,
+    l4: Duration,
+}
+
+impl SlowL4 {
+    /// A session of a client of `f`'s scripted server over this network, with `config`.
+    fn session(f: &Fixture, l4: Duration, config: ClientConfig) -> LockClientSession {
+        let slow = SlowL4 {
+            server: f.transport.clone(),
+            clock: f.clock.clone(),
+            l4,
+        };
+        let client = LockClient::new(
+            Arc::new(slow),
+            Arc::new(f.clock.clone()),
+            f.exec.spawner(1),
+            Arc::new(SeededRngSource::new(1)),
+        )
+        .with_config(config);
+        let session = f.run(async move { client.open_session().await.unwrap() });
+        f.run(async {});
+        session
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for SlowL4 {
+    async fn send(&self, request: Request<'_>, timeout: Duration) -> Result<Reply, TransportError> {
+        let slow = matches!(request, Request::Acquire(..));
+        let answer = self.server.send(request, timeout).await;
+        if slow {
+            self.clock.sleep(self.l4).await;
+        }
+        answer
+    }
+}
+
+/// Regression (fault seed 9225 of the simulation): an L2 sent while an L4 is on its way,
+/// and answered before the grant arrives, renewed nothing the grant's deadline counts from
+/// (the L4's send), so the lock's next renewal counts from the L4's send too. It used to
+/// count from that L2, and came due after the lock's deadline: every heartbeat answered,
+/// the lock lost anyway.
+#[test]
+fn a_grant_that_arrives_after_a_heartbeat_is_renewed_by_its_own_schedule() {
+    let f = Fixture::new();
+    let session = SlowL4::session(&f, Duration::from_millis(1_200), f.client.config().clone());
+    // The L4 at 4 s, the session's L2 at 5 s (its period), the grant at 5.2 s: a 2 s lock,
+    // valid until 4 s + 2 s − 500 ms margin = 5.5 s, due for renewal since 4.667 s.
+    pass(&f, Duration::from_secs(4));
+    f.transport
+        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 2_000)));
+    let s = session.clone();
+    let handle = f.run(async move {
+        s.acquire("k", Duration::from_secs(2), &AcquirePolicy::default())
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    assert_eq!(f.clock.now(), Duration::from_millis(5_200));
+    assert_eq!(
+        heartbeat_calls(&f),
+        1,
+        "the L2 at 5 s went out before the grant came"
+    );
+    assert_eq!(handle.deadline(), Duration::from_millis(5_500));
+    pass(&f, Duration::from_millis(400));
+    assert_eq!(heartbeat_calls(&f), 2, "renewed at once, not at 5.667 s");
+    assert!(!handle.is_lost(), "{:?}", handle.lost_reason());
+    assert!(handle.deadline() > Duration::from_millis(6_000));
+}
+
+/// Regression (fault seed 8894 of the simulation): a grant the session ended whose L6
+/// failed, answered to an L4 that was on its way while an L2 came back without it, is still
+/// released again, never handed out. The L2's answer used to drop it from the session's
+/// ended grants although that L4 had reached the server first (a retried L6 then ended
+/// the grant at the server while the new caller believed it held it).
+#[test]
+fn an_ended_grant_answered_to_an_l4_sent_before_a_heartbeat_is_not_handed_out() {
+    let f = Fixture::new();
+    let config = ClientConfig {
+        request_timeout: Duration::from_secs(5),
+        ..f.client.config().clone()
+    };
+    let session = SlowL4::session(&f, Duration::from_secs(3), config);
+    f.transport.push_acquire(grant("k", 1));
+    f.transport
+        .push_release(Err(TransportError::Network("restarting".into())));
+    f.transport.push_acquire(grant("k", 1)); // the failed L6 left it at the server
+    f.transport.push_acquire(grant("k", 2));
+    // The session's L2 at 5 s, while the second L4 (3 s to 6 s) is on its way.
+    f.transport.push_heartbeat(heartbeat(&[]));
+    let next = f.run(async move {
+        let first = session.acquire_default("k").await.unwrap().unwrap();
+        assert!(session.release(&first).await.is_err());
+        session.acquire_default("k").await
+    });
+    assert_eq!(heartbeat_calls(&f), 1, "one L2 while the L4 was on its way");
+    let next = next.unwrap().unwrap();
+    assert_eq!(
+        next.fencing_token(),
+        2,
+        "the ended grant was released, not handed out"
+    );
+}
+
+/// Regression (seed 431 of the simulation with two more clients on its shared keys): an
+/// orphan's L6 that goes unanswered does not hold up the heartbeats. A lock granted while it
+/// is on its way is renewed when due; the heartbeat loop used to wait for that L6 to time
+/// out, and the lock's deadline passed first although every L2 was answered.
+#[test]
+fn an_unanswered_orphan_release_does_not_hold_up_the_next_renewal() {
+    let f = Fixture::new();
+    let client = TenMsAway::client(&f, true);
+    let session = f.run(async move { client.open_session().await.unwrap() });
+    f.run(async {});
+    // The session's L2 at 5 s lists an orphan; its L6 (2 s request timeout) is never answered.
+    f.transport.push_heartbeat(heartbeat(&[("orphan", 12)]));
+    pass(&f, Duration::from_millis(5_100));
+    assert_eq!(
+        f.transport.release_calls(),
+        1,
+        "the orphan's L6 is on its way"
+    );
+    // A 1 s lock at 5.1 s: valid until 5.6 s, due for renewal at 5.35 s.
+    f.transport
+        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 1_000)));
+    let s = session.clone();
+    let handle = f.run(async move {
+        let policy = AcquirePolicy::default();
+        s.acquire("k", Duration::from_secs(1), &policy)
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    pass(&f, Duration::from_millis(900));
+    assert!(heartbeat_calls(&f) >= 2, "renewed while the L6 waited");
+    assert!(!handle.is_lost(), "{:?}", handle.lost_reason());
+}
+
 /// The scripted server 10 ms away on the simulated clock: a call whose timeout is shorter
-/// gets no answer, as over a real network.
+/// gets no answer, as over a real network; with `l6_lost`, every L6 reaches the server but
+/// its answer never comes back (it times out after its whole timeout).
 struct TenMsAway {
     server: ScriptedTransport,
     clock: ManualClock,
+    l6_lost: bool,
+}
+
+impl TenMsAway {
+    /// A client of `f`'s scripted server over this network, with `f`'s settings.
+    fn client(f: &Fixture, l6_lost: bool) -> LockClient {
+        let away = TenMsAway {
+            server: f.transport.clone(),
+            clock: f.clock.clone(),
+            l6_lost,
+        };
+        LockClient::new(
+            Arc::new(away),
+            Arc::new(f.clock.clone()),
+            f.exec.spawner(1),
+            Arc::new(SeededRngSource::new(1)),
+        )
+        .with_config(f.client.config().clone())
+    }
 }
 
 #[async_trait::async_trait]
@@ -575,7 +784,13 @@ impl Transport for TenMsAway {
             return Err(TransportError::Timeout(timeout));
         }
         self.clock.sleep(away).await;
-        self.server.send(request, timeout).await
+        let answer = self.server.send(request, timeout).await;
+        if self.l6_lost && matches!(request, Request::Release(..)) {
+            // Applied, but the answer never comes back.
+            self.clock.sleep(timeout - away).await;
+            return Err(TransportError::Timeout(timeout));
+        }
+        answer
     }
 }
 
@@ -616,17 +831,7 @@ fn failed_heartbeats_are_retried_until_one_is_answered() {
 #[test]
 fn a_re_sent_heartbeat_has_time_for_its_answer() {
     let f = Fixture::new();
-    let away = TenMsAway {
-        server: f.transport.clone(),
-        clock: f.clock.clone(),
-    };
-    let client = LockClient::new(
-        Arc::new(away),
-        Arc::new(f.clock.clone()),
-        f.exec.spawner(1),
-        Arc::new(SeededRngSource::new(1)),
-    )
-    .with_config(f.client.config().clone());
+    let client = TenMsAway::client(&f, false);
     let session = f.run(async move { client.open_session().await.unwrap() });
     f.run(async {});
     ride_out_an_outage(&f, session);

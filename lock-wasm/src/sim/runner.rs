@@ -92,7 +92,7 @@ impl Run {
         let plan = (injection == Injection::Chaos).then(|| FaultPlan::draw(rng));
         let clock = ManualClock::new();
         let exec = SimExecutor::new(clock.clone());
-        let service = SimService::new(clock.clone(), faults);
+        let service = SimService::new(clock.clone(), faults).recording_history();
         let network = SimTransport::new(service.clone(), scenario.network, rng.random());
         let faulty = plan.map(|plan| FaultInjector::new(clock.clone(), plan, rng.random()));
         // With injected delays, "no call after a lost session" must be checked at send time,

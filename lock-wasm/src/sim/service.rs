@@ -85,10 +85,18 @@ struct ServiceState {
     next_ticket: u64,
     /// Hand-offs that skipped an older live ticket (the FIFO invariant).
     out_of_order: Vec<String>,
-    history: History,
+    /// Kept only when asked for ([`SimService::recording_history`]).
+    history: Option<History>,
 }
 
 impl ServiceState {
+    /// Appends `step` of `key` at `at` to the history, if this server keeps one.
+    fn record(&mut self, at: Duration, key: &str, step: Step) {
+        if let Some(history) = &mut self.history {
+            history.record(at, key, step);
+        }
+    }
+
     /// `key`'s live holds (none when it is free).
     fn holds(&self, key: &str) -> &[SimLock] {
         self.locks.get(key).map_or(&[], Vec::as_slice)
@@ -110,7 +118,7 @@ impl ServiceState {
             kind: lock.kind,
             ticket,
         };
-        self.history.record(now, key, step);
+        self.record(now, key, step);
         self.locks
             .entry(key.to_owned())
             .or_default()
@@ -130,7 +138,7 @@ impl ServiceState {
         }
         let tokens: Vec<u64> = ended.iter().map(|l| l.token).collect();
         for &token in &tokens {
-            self.history.record(now, key, Step::Ended { token });
+            self.record(now, key, Step::Ended { token });
         }
         tokens
     }
@@ -147,7 +155,7 @@ impl ServiceState {
         }
         for ticket in dropped {
             let step = Step::Left { ticket: ticket.seq };
-            self.history.record(now, key, step);
+            self.record(now, key, step);
         }
     }
 }
@@ -314,8 +322,23 @@ impl SimService {
         s.lapsed.clone()
     }
 
-    /// Every ticket and hold so far, in order (after an expiry pass, so it is up to now).
-    pub fn history(&self) -> History {
+    /// This server, keeping a [`History`] of every ticket and hold from now on (see
+    /// [`SimService::history`]). Off by default: the history grows with every request, and a
+    /// server that serves for long (the test kit, the dashboard's sweep, the flat-memory
+    /// test's thousands of cycles) must not; the seed runner, whose invariants read it, turns
+    /// it on.
+    pub fn recording_history(self) -> Self {
+        self.state
+            .lock()
+            .unwrap()
+            .history
+            .get_or_insert_with(History::default);
+        self
+    }
+
+    /// Every ticket and hold so far, in order (after an expiry pass, so it is up to now);
+    /// `None` unless the server was made [`SimService::recording_history`].
+    pub fn history(&self) -> Option<History> {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
         s.history.clone()
@@ -549,7 +572,7 @@ impl SimService {
                 session: ticket.session.clone(),
                 kind: ticket.kind,
             };
-            s.history.record(now, key, step);
+            s.record(now, key, step);
             s.queues.entry(key.to_owned()).or_default().push(ticket);
         }
         Ok(Attempt::Queued(next_change(s, key, now)))

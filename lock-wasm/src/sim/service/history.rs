@@ -1,7 +1,8 @@
 //! [`History`]: the modelled server's own record of every ticket and hold of every key, in
 //! the order they happened. The simulation checks the shared-hold invariants over it (see
 //! `invariants`), independently of the state the model keeps to answer requests, so a rule
-//! the model breaks shows even when no client noticed.
+//! the model breaks shows even when no client noticed. A server keeps one only when asked
+//! (`SimService::recording_history`): it grows with every request.
 
 use std::time::Duration;
 

@@ -42,8 +42,18 @@ impl Model {
     }
 
     fn with(faults: Faults) -> Self {
+        Model::serving(faults, true)
+    }
+
+    /// The model with `faults` planted, keeping its history if `recording`.
+    fn serving(faults: Faults, recording: bool) -> Self {
         let clock = ManualClock::new();
         let service = SimService::new(clock.clone(), faults);
+        let service = if recording {
+            service.recording_history()
+        } else {
+            service
+        };
         let direct = Network {
             delay_millis: (0, 0),
             loss: 0.0,
@@ -316,6 +326,7 @@ fn a_hand_off_grants_the_head_readers_together_and_stops_at_a_writer() {
     let handed: Vec<_> = m
         .service
         .history()
+        .expect("the model records its history")
         .events()
         .iter()
         .filter(|e| {
@@ -559,4 +570,18 @@ fn a_queued_request_whose_wait_ends_is_contended_and_its_ticket_lapses_after_gra
     m.advance(super::GRACE);
     assert!(m.l4(&r, "k", READ).is_ok());
     m.release("k", held.fencing_token).unwrap();
+}
+
+/// The history is kept only when asked for: a server that serves for long (the test kit,
+/// a soak test) must not grow with every request.
+#[test]
+fn only_a_recording_server_keeps_a_history() {
+    for recording in [false, true] {
+        let m = Model::serving(Faults::default(), recording);
+        let id = m.session();
+        let grant = m.l4(&id, "k", EXCLUSIVE).unwrap();
+        m.release("k", grant.fencing_token).unwrap();
+        let steps = m.service.history().map(|h| h.events().len());
+        assert_eq!(steps, recording.then_some(2), "recording: {recording}");
+    }
 }
