@@ -1,7 +1,9 @@
 //! Runs the seeded simulation over any number of seeds and prints the first failing one.
 //!
 //! `cargo run -p lock-wasm --example simulate -- --seeds 10000 --start 0 [--double-grant]
-//! [--fast-expiry] [--lifo-queue]` (the flags plant deliberate bugs: the run must then fail).
+//! [--fast-expiry] [--lifo-queue] [--shared-beside-exclusive] [--ignore-limit]
+//! [--readers-barge] [--faults]` (the flags but the last plant deliberate bugs: the run must
+//! then fail; `--faults` injects infrastructure faults, as lock-chaos's `sim-faults` does).
 
 use lock_wasm::sim::{run_seeds, Faults, Injection};
 
@@ -23,8 +25,16 @@ fn main() {
         double_grant: args.iter().any(|a| a == "--double-grant"),
         fast_expiry: args.iter().any(|a| a == "--fast-expiry"),
         lifo_queue: args.iter().any(|a| a == "--lifo-queue"),
+        shared_beside_exclusive: args.iter().any(|a| a == "--shared-beside-exclusive"),
+        ignore_limit: args.iter().any(|a| a == "--ignore-limit"),
+        readers_barge: args.iter().any(|a| a == "--readers-barge"),
     };
-    let totals = run_seeds(start..start + seeds, faults, Injection::None, |e| {
+    let injection = if args.iter().any(|a| a == "--faults") {
+        Injection::Chaos
+    } else {
+        Injection::None
+    };
+    let totals = run_seeds(start..start + seeds, faults, injection, |e| {
         eprintln!("FAILED {e}");
         false // stop at the first failing seed
     });

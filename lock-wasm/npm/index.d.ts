@@ -24,6 +24,8 @@ export type ErrorCodeName =
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "INTERNAL"
+  | "LIMIT_MISMATCH"
+  | "UPGRADE_NOT_ALLOWED"
   | "TRANSPORT"
   | "UNEXPECTED_ANSWER"
   | "NOT_GRANTED";
@@ -96,7 +98,26 @@ export interface OpenSessionOptions {
   owner?: string;
 }
 
+/**
+ * How a key is held: `"exclusive"` (the default: one holder, nobody beside it) or `"shared"`
+ * (beside the key's other shared holders, up to its limit). A read-write lock is shared
+ * readers and an exclusive writer; a counting semaphore of N permits is shared holds with
+ * `limit` N.
+ */
+export type LockMode = "exclusive" | "shared";
+
 export interface AcquireOptions {
+  /**
+   * `"exclusive"` (the default) or `"shared"`. Every grant, shared or not, has a fencing
+   * token of its own. `session.read`/`session.write`/`semaphore` set it for you.
+   */
+  mode?: LockMode;
+  /**
+   * Shared holds only: the most shared holders of the key at once, 1…10000 (absent: no
+   * limit). Every shared holder of a key must ask for the same limit; another is refused with
+   * a `LimitMismatchError` carrying the limit in force.
+   */
+  limit?: number;
   /**
    * Lock TTL in milliseconds, 400…300000: heartbeats renew a held lock every third of its
    * TTL, and a shorter one would reach its local deadline before a renewal could be answered
@@ -210,6 +231,29 @@ export declare class ForbiddenError extends LockError {
 export declare class NotGrantedError extends LockError {
   readonly code: "NOT_GRANTED";
 }
+/**
+ * LIMIT_MISMATCH (409): a shared acquire asked for a limit other than the one the key's
+ * shared holders agreed on. Never retryable.
+ */
+export declare class LimitMismatchError extends LockError {
+  readonly code: "LIMIT_MISMATCH";
+  /** The limit in force for the key's shared holds; `null`: they have none. */
+  readonly limit: number | null;
+  constructor(
+    message: string,
+    options?: { code?: ErrorCodeName; retryable?: boolean; limit?: number | null; cause?: unknown },
+  );
+}
+/**
+ * UPGRADE_NOT_ALLOWED (409, or refused without a request): an exclusive hold asked for by a
+ * holder of the key's shared hold (`handle.nest({ mode: "exclusive" })` on a shared handle,
+ * or an exclusive acquire by a session the server sees holding the key shared). Two readers
+ * upgrading would wait for each other forever: release, then acquire exclusive. Never
+ * retryable.
+ */
+export declare class UpgradeNotAllowedError extends LockError {
+  readonly code: "UPGRADE_NOT_ALLOWED";
+}
 /** The errors raised as a plain `LockError`, by code. */
 export type OtherLockError = LockError & {
   readonly code: "TRANSPORT" | "UNEXPECTED_ANSWER" | "PAYLOAD_TOO_LARGE" | "INTERNAL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED";
@@ -225,6 +269,8 @@ export type AnyLockError =
   | UnauthorizedError
   | ForbiddenError
   | NotGrantedError
+  | LimitMismatchError
+  | UpgradeNotAllowedError
   | OtherLockError;
 /** Whether `err` is an error of this package; narrows it to `AnyLockError`. */
 export declare function isLockError(err: unknown): err is AnyLockError;
@@ -248,12 +294,22 @@ export declare class LockHandle implements AsyncDisposable {
   /** Why the lock was lost; `undefined` until then. */
   readonly lostReason: LostReason | undefined;
   /**
+   * How the key is held, as granted: a shared acquire by the session holding the key
+   * exclusively is answered with its exclusive grant.
+   */
+  readonly mode: LockMode;
+  /** A shared grant's limit (a semaphore's permits); `undefined` otherwise. */
+  readonly limit: number | undefined;
+  /**
    * A nested hold of this lock for the holder's own inner section: returns this handle and
    * sends nothing. Release it once per `nest()` (`await using inner = handle.nest()`); the
-   * lock goes with the outermost release. Throws a `LockLostError` once the lock is lost or
-   * released. Acquiring the key again instead would wait for this very hold to end.
+   * lock goes with the outermost release. `mode` defaults to the handle's own: a `"shared"`
+   * nest under an exclusive hold is the same handle; an `"exclusive"` nest under a shared
+   * hold throws an `UpgradeNotAllowedError` and sends nothing (release, then acquire
+   * exclusive). Throws a `LockLostError` once the lock is lost or released. Acquiring the
+   * key again instead would wait for this very hold to end.
    */
-  nest(): LockHandle;
+  nest(options?: { mode?: LockMode }): LockHandle;
   /** Same as `session.release(handle)`. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -261,6 +317,28 @@ export declare class LockHandle implements AsyncDisposable {
 
 /** The work `using` runs under a lock: `signal` is the handle's, aborted when the lock is lost. */
 export type WorkUnderLock<T> = (handle: LockHandle, signal: AbortSignal) => Promise<T> | T;
+
+/** The options of `read`, `write` and a semaphore: those of `acquire`, but the helper sets `mode` and `limit`. */
+export type HoldOptions = Omit<AcquireOptions, "mode" | "limit">;
+
+/**
+ * A counting semaphore: at most `permits` holders of `key` at once, each permit a shared
+ * grant with a fencing token of its own. `session.semaphore(key, permits)` takes permits on
+ * that session, `client.semaphore(key, permits)` on the client's own. Every holder of the key
+ * must use the same number of permits (else `LimitMismatchError`). Within one session,
+ * callers take turns per key: permits held at once need a session each.
+ */
+export declare class Semaphore {
+  private constructor();
+  readonly key: string;
+  /** 1…10000: the `limit` of every permit. */
+  readonly permits: number;
+  /** Takes a permit: its handle, or `undefined` when none was free within the budget. */
+  acquire(options?: HoldOptions): Promise<LockHandle | undefined>;
+  /** Takes a permit, runs `fn`, gives the permit back (see `Session.using`). */
+  using<T>(options: HoldOptions | undefined, fn: WorkUnderLock<T>): Promise<T>;
+  using<T>(fn: WorkUnderLock<T>): Promise<T>;
+}
 
 /** A session: the lease that keeps its locks alive through heartbeats. */
 export declare class Session implements AsyncDisposable {
@@ -274,15 +352,27 @@ export declare class Session implements AsyncDisposable {
    * Resolves the handle, or `undefined` when the budget ran out while the key was held
    * elsewhere. Every call is an independent caller: when another caller of this session has
    * the key (holds it, or is acquiring or releasing it), this one waits its turn, in arrival
-   * order and within its budget, and then gets a grant and a token of its own. To nest
-   * inside a hold you have, use `handle.nest()`. Rejects with: `ValidationError` (a bad key
-   * or option), `SessionLostError` (the session is closed or lost), `NOT_LEADER` (the
+   * order and within its budget, and then gets a grant and a token of its own; in either
+   * mode, so shared holds held at once need a session each. To nest inside a hold you have,
+   * use `handle.nest()`. Rejects with: `ValidationError` (a bad key or option),
+   * `LimitMismatchError` (a shared `limit` other than the key's holders'),
+   * `UpgradeNotAllowedError` (an exclusive acquire while the server sees this session holding
+   * the key shared), `SessionLostError` (the session is closed or lost), `NOT_LEADER` (the
    * service answered 503 to the last attempt that decided), a `TRANSPORT` `LockError` (the
    * last attempt that decided got no answer: the service was unreachable), an
    * `UNEXPECTED_ANSWER` `LockError` (`baseUrl` is not the lock service's), another contract
    * code from a failing server (`INTERNAL`), or `signal.reason` when `signal` aborts.
    */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle | undefined>;
+  /**
+   * A read lock: `acquire` with `mode: "shared"` and no limit, held beside other readers
+   * (of other sessions) while no writer holds the key.
+   */
+  read(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
+  /** A write lock: `acquire` exclusive; no reader and no other writer beside it. */
+  write(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
+  /** A counting semaphore of `permits` (1…10000) on `key`, its permits taken on this session. */
+  semaphore(key: string, permits: number): Semaphore;
   /**
    * Releases one hold (`handle.nest()` adds one); a lost lock releases quietly. A failed
    * release rejects, but never wedges the key: the handle has ended, the next caller gets
@@ -326,6 +416,12 @@ export declare class LockClient {
   /** `using` on the client's own session; its acquire made once more on a new session if it was lost. */
   using<T>(key: string, options: AcquireOptions | undefined, fn: WorkUnderLock<T>): Promise<T>;
   using<T>(key: string, fn: WorkUnderLock<T>): Promise<T>;
+  /** `Session.read` on the client's own session. */
+  read(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
+  /** `Session.write` on the client's own session. */
+  write(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
+  /** A counting semaphore of `permits` (1…10000) on `key`, its permits taken on the client's own session. */
+  semaphore(key: string, permits: number): Semaphore;
   /** Closes the client's own session, if one was opened (graceful shutdown). */
   close(): Promise<void>;
 }
@@ -334,6 +430,7 @@ declare const api: {
   LockClient: typeof LockClient;
   Session: typeof Session;
   LockHandle: typeof LockHandle;
+  Semaphore: typeof Semaphore;
   LockError: typeof LockError;
   ContentionError: typeof ContentionError;
   NotLeaderError: typeof NotLeaderError;
@@ -344,6 +441,8 @@ declare const api: {
   UnauthorizedError: typeof UnauthorizedError;
   ForbiddenError: typeof ForbiddenError;
   NotGrantedError: typeof NotGrantedError;
+  LimitMismatchError: typeof LimitMismatchError;
+  UpgradeNotAllowedError: typeof UpgradeNotAllowedError;
   ErrorCode: typeof ErrorCode;
   isLockError: typeof isLockError;
 };

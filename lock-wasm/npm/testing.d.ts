@@ -1,6 +1,6 @@
 // Types of `lock-wasm/testing`: an in-process lock service with a manual clock, for testing
 // the code that holds a lock. Its clients are the package's own `LockClient`.
-import type { ClientDefaults, LockClient, LockEvent, Session } from "./index.js";
+import type { ClientDefaults, LockClient, LockEvent, LockMode, Session } from "./index.js";
 
 export interface TestKitOptions {
   /** Fixes the backoff jitter, so a run replays exactly (default 0). A non-negative integer. */
@@ -38,8 +38,10 @@ export interface TestKit {
   advance(ms: number): Promise<void>;
   /** Lets pending promises settle without moving time. */
   settle(): Promise<void>;
-  /** The live holder of `key`, or `null` when it is free. */
+  /** The live exclusive holder of `key`, or `null` when it is free or held shared. */
   holder(key: string): KitHolder | null;
+  /** Every live holder of `key` in either mode, in token order; empty when it is free. */
+  holders(key: string): Array<KitHolder & { mode: LockMode }>;
   /** Cuts (`true`) or restores a session's network: its requests fail as a refused connection's do. */
   partition(session: Session, cut: boolean): void;
   /** Ends `key`'s lock whoever holds it, as an operator would; the revoked token, if any. */

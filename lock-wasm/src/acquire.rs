@@ -30,6 +30,11 @@
 //!   instead: "the service was unavailable" is not "held by someone else". A timeout of an
 //!   attempt whose hop the budget had cut short tells nothing new (a slow answer under load,
 //!   or none): the attempt before it decides.
+//! - Modes: the hold asked for ([`HoldKind`]) is validated before the key's turn is taken
+//!   (`lock_api::limits::validate_hold`: a limit of 1…10,000, shared only), and only a shared
+//!   hold puts `mode` and `limit` on the L4 body, so an exclusive acquire's body is what it
+//!   was before shared holds. 409 LIMIT_MISMATCH and UPGRADE_NOT_ALLOWED end the loop at
+//!   once (never retried: no wait changes a disagreeing limit, and an upgrade is refused).
 //! - A lost or closed session fails the loop at once, even mid-sleep or mid-request.
 //! - Cancellation: drop the future. The claim passes the key's turn on; a grant the server
 //!   made meanwhile is released by the next heartbeat (orphan release).
@@ -40,8 +45,8 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::limits::validate_key;
-use lock_api::{AcquireRequest, ErrorCode, LockGrant};
+use lock_api::limits::{validate_hold, validate_key};
+use lock_api::{AcquireRequest, ErrorCode, HoldKind, LockGrant, LockMode};
 
 use crate::backoff::{millis, Backoff};
 use crate::error::{LockError, TransportError};
@@ -71,6 +76,7 @@ enum Verdict {
 pub(crate) async fn acquire(
     session: &SessionState,
     key: &str,
+    hold: HoldKind,
     ttl: Duration,
     policy: &AcquirePolicy,
 ) -> Result<Option<LockHandle>, LockError> {
@@ -78,7 +84,7 @@ pub(crate) async fn acquire(
     let span = AcquireSpan::start(key);
     let start = clock.now();
     let result = span
-        .instrument(claim_and_attempt(session, key, ttl, policy, &span))
+        .instrument(claim_and_attempt(session, key, hold, ttl, policy, &span))
         .await;
     let outcome = match &result {
         Ok(Some(_)) => Outcome::Granted,
@@ -99,6 +105,7 @@ pub(crate) async fn acquire(
 async fn claim_and_attempt(
     session: &SessionState,
     key: &str,
+    hold: HoldKind,
     ttl: Duration,
     policy: &AcquirePolicy,
     span: &AcquireSpan,
@@ -106,11 +113,12 @@ async fn claim_and_attempt(
     let parts = session.parts();
     validate_key(key).map_err(|e| LockError::validation("key", e.to_string()))?;
     parts.config.check_lock_ttl(ttl, "ttlMillis")?;
+    let hold = checked_hold(hold)?;
     let start = parts.clock.now();
     let deadline = start + policy.total_budget();
     match session.claim(key, deadline).await? {
         Some(claim) => {
-            let attempts = Attempts::new(claim, key, ttl, policy, span, start);
+            let attempts = Attempts::new(claim, key, hold, ttl, policy, span, start);
             attempts.run().await
         }
         None => {
@@ -121,6 +129,22 @@ async fn claim_and_attempt(
             });
             Ok(None)
         }
+    }
+}
+
+/// `hold` as the shared rules take it (`validate_hold`): a `HoldKind` can be built with a
+/// limit out of range, so it is checked here, before anything is sent.
+fn checked_hold(hold: HoldKind) -> Result<HoldKind, LockError> {
+    validate_hold(Some(hold.mode()), hold.limit())
+        .map_err(|message| LockError::validation("limit", message))
+}
+
+/// The L4 body's `mode` and `limit`: set for a shared hold only, so an exclusive acquire's
+/// body is byte for byte the one a server before shared holds knows.
+fn wire_hold(hold: HoldKind) -> (Option<LockMode>, Option<u32>) {
+    match hold {
+        HoldKind::Exclusive => (None, None),
+        HoldKind::Shared { limit } => (Some(LockMode::Shared), limit),
     }
 }
 
@@ -151,19 +175,21 @@ impl<'a> Attempts<'a> {
     fn new(
         claim: Claim<'a>,
         key: &'a str,
+        hold: HoldKind,
         ttl: Duration,
         policy: &'a AcquirePolicy,
         span: &'a AcquireSpan,
         start: Duration,
     ) -> Self {
         let parts = claim.parts();
+        let (mode, limit) = wire_hold(hold);
         Attempts {
             request: AcquireRequest {
                 session_id: claim.session_id().to_owned(),
                 ttl_millis: Some(millis(ttl)),
                 wait_millis: Some(policy.wait_millis()),
-                mode: None,
-                limit: None,
+                mode,
+                limit,
             },
             parts,
             claim,

@@ -9,6 +9,8 @@
 //! | 404 SESSION_NOT_FOUND | `Status` | `SessionLost` | never: the session's locks are gone |
 //! | 409 LOCK_LOST | `Status` | `LockLost` | never (benign on release) |
 //! | 409 FENCED_OUT | `Status` | `FencedOut` | **never**: another worker may own the side effect |
+//! | 409 LIMIT_MISMATCH | `Status` | `LimitMismatch` | never: the caller's limit disagrees with the key's shared holders' |
+//! | 409 UPGRADE_NOT_ALLOWED | `Status` | `UpgradeNotAllowed` | never: the session holds the key shared |
 //! | 401 UNAUTHORIZED | `Status` | `Unauthorized` | never: the token is missing or unknown |
 //! | 403 FORBIDDEN | `Status` | `Forbidden` | never: the key is outside the client's prefixes |
 //! | no answer in time | `Timeout` | `Timeout` | L4 only (see below) |
@@ -187,6 +189,26 @@ pub enum LockError {
         /// The highest token the resource has seen, when it said.
         highest_token: Option<u64>,
     },
+    /// 409 LIMIT_MISMATCH: a shared acquire asked for a limit other than the one the key's
+    /// shared holders (and queued shared requests) agreed on. Never retried: the caller's
+    /// configuration disagrees with the others', and waiting does not change that.
+    #[error("limit mismatch on {key}: the limit in force is {}", limit_text(*.limit))]
+    LimitMismatch {
+        /// The key.
+        key: String,
+        /// The limit in force for the key's shared holds; `None`: they have no limit.
+        limit: Option<u32>,
+    },
+    /// 409 UPGRADE_NOT_ALLOWED, or refused by the SDK before sending anything: an exclusive
+    /// hold asked for by a holder of the key's shared hold (an exclusive acquire by a session
+    /// that holds the key shared, or [`crate::LockHandle::nest_exclusive`] on a shared
+    /// handle). Two readers upgrading would wait for each other forever; release the shared
+    /// hold, then acquire exclusive. Never retried.
+    #[error("upgrade not allowed on {key}: it is held shared; release it, then acquire exclusive")]
+    UpgradeNotAllowed {
+        /// The key.
+        key: String,
+    },
     /// 401: the server has an auth file and the client's token (the `token` option) is
     /// missing or unknown to it. Never retried: a configuration error.
     #[error("unauthorized: {message}")]
@@ -264,6 +286,13 @@ impl LockError {
                 ErrorCode::Unauthorized => LockError::Unauthorized {
                     message: body.message,
                 },
+                ErrorCode::LimitMismatch => LockError::LimitMismatch {
+                    key: key.to_owned(),
+                    limit: body.limit,
+                },
+                ErrorCode::UpgradeNotAllowed => LockError::UpgradeNotAllowed {
+                    key: key.to_owned(),
+                },
                 ErrorCode::Forbidden => LockError::Forbidden {
                     message: body.message,
                 },
@@ -289,6 +318,8 @@ impl LockError {
             LockError::FencedOut { .. } => ErrorCode::FencedOut.as_str(),
             LockError::Unauthorized { .. } => ErrorCode::Unauthorized.as_str(),
             LockError::Forbidden { .. } => ErrorCode::Forbidden.as_str(),
+            LockError::LimitMismatch { .. } => ErrorCode::LimitMismatch.as_str(),
+            LockError::UpgradeNotAllowed { .. } => ErrorCode::UpgradeNotAllowed.as_str(),
             LockError::Timeout(_) | LockError::Network(_) => TRANSPORT,
             LockError::UnexpectedAnswer { .. } => UNEXPECTED_ANSWER,
             LockError::Unexpected { code, .. } => code.as_str(),
@@ -308,6 +339,11 @@ impl LockError {
             message: message.into(),
         }
     }
+}
+
+/// A shared limit for a message: the number, or "none".
+fn limit_text(limit: Option<u32>) -> String {
+    limit.map_or_else(|| "none".to_owned(), |l| l.to_string())
 }
 
 #[cfg(test)]
@@ -357,6 +393,30 @@ mod tests {
             map(ErrorCode::Forbidden),
             LockError::Forbidden { .. }
         ));
+        let mut body = ErrorBody::new(ErrorCode::LimitMismatch, "m");
+        body.limit = Some(3);
+        let mismatch = LockError::from_transport(TransportError::Status { status: 409, body }, "k");
+        assert_eq!(
+            mismatch,
+            LockError::LimitMismatch {
+                key: "k".into(),
+                limit: Some(3)
+            }
+        );
+        assert_eq!(mismatch.code(), "LIMIT_MISMATCH");
+        assert!(!mismatch.retryable());
+        assert_eq!(
+            map(ErrorCode::LimitMismatch),
+            LockError::LimitMismatch {
+                key: "k".into(),
+                limit: None
+            },
+            "no limit in the body: the key's shared holders have none"
+        );
+        let upgrade = map(ErrorCode::UpgradeNotAllowed);
+        assert_eq!(upgrade, LockError::UpgradeNotAllowed { key: "k".into() });
+        assert_eq!(upgrade.code(), "UPGRADE_NOT_ALLOWED");
+        assert!(!upgrade.retryable());
         assert!(matches!(
             map(ErrorCode::Internal),
             LockError::Unexpected { status: 500, .. }

@@ -16,7 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_api::LockGrant;
+use lock_api::{LockGrant, LockMode};
 
 use crate::clock::Clock;
 use crate::error::LockError;
@@ -76,6 +76,11 @@ struct HandleInner {
     session_id: String,
     fencing_token: u64,
     ttl: Duration,
+    /// The grant's mode, as the server answered it: a shared acquire by the key's exclusive
+    /// holder is answered with the exclusive grant.
+    mode: LockMode,
+    /// A shared grant's limit, when the key has one.
+    limit: Option<u32>,
     /// Registration order within the session: the heartbeat judges only handles registered
     /// before it was sent (a newer grant may be missing from an older answer).
     seq: u64,
@@ -126,6 +131,8 @@ impl LockHandle {
                 session_id: grant.session_id.clone(),
                 fencing_token: grant.fencing_token,
                 ttl: Duration::from_millis(grant.ttl_millis),
+                mode: grant.mode,
+                limit: grant.limit,
                 seq: lease.seq,
                 clock,
                 state: Mutex::new(HandleState {
@@ -158,6 +165,18 @@ impl LockHandle {
     /// The lock TTL the server granted.
     pub fn ttl(&self) -> Duration {
         self.inner.ttl
+    }
+
+    /// How the key is held: [`LockMode::Exclusive`] or [`LockMode::Shared`], as granted (a
+    /// shared acquire by the key's exclusive holder is answered with the exclusive grant).
+    pub fn mode(&self) -> LockMode {
+        self.inner.mode
+    }
+
+    /// A shared grant's limit (the semaphore's permits); `None` for an exclusive grant or
+    /// shared holds without a limit.
+    pub fn limit(&self) -> Option<u32> {
+        self.inner.limit
     }
 
     /// The conservative local deadline, on the client's [`Clock`].
@@ -232,12 +251,39 @@ impl LockHandle {
         true
     }
 
-    /// A nested hold of this grant, for the holder's own inner section: the same handle and
-    /// token, no request; the lock is released when the outermost hold is. Only the holder can
-    /// nest (it needs the handle), so a stranger is never let into a held lock. Fails with
-    /// `LockLost` once the handle is lost or released: the section that would run under it
-    /// must not start.
+    /// A nested hold of this grant in its own mode, for the holder's own inner section: the
+    /// same handle and token, no request; the lock is released when the outermost hold is.
+    /// Only the holder can nest (it needs the handle), so a stranger is never let into a held
+    /// lock. Fails with `LockLost` once the handle is lost or released: the section that
+    /// would run under it must not start.
     pub fn nest(&self) -> Result<LockHandle, LockError> {
+        self.nest_as(self.inner.mode)
+    }
+
+    /// A nested shared hold: allowed under a shared hold and under an exclusive one (the
+    /// exclusive hold already keeps every other holder out, so the inner reader runs under
+    /// the same handle and token). Fails as [`LockHandle::nest`] does.
+    pub fn nest_shared(&self) -> Result<LockHandle, LockError> {
+        self.nest_as(LockMode::Shared)
+    }
+
+    /// A nested exclusive hold: under an exclusive hold it is [`LockHandle::nest`]; under a
+    /// shared one it is refused with `UpgradeNotAllowed`, sending nothing. An upgrade would
+    /// have to wait for the other shared holders to leave, and two holders upgrading at once
+    /// would wait for each other forever; release the shared hold, then acquire exclusive.
+    pub fn nest_exclusive(&self) -> Result<LockHandle, LockError> {
+        self.nest_as(LockMode::Exclusive)
+    }
+
+    /// A nested hold in `mode` (see [`LockHandle::nest_shared`],
+    /// [`LockHandle::nest_exclusive`]). The upgrade is refused before the handle's state is
+    /// read: it is never allowed, whatever became of the lock.
+    pub fn nest_as(&self, mode: LockMode) -> Result<LockHandle, LockError> {
+        if mode == LockMode::Exclusive && self.inner.mode == LockMode::Shared {
+            return Err(LockError::UpgradeNotAllowed {
+                key: self.inner.key.clone(),
+            });
+        }
         let now = self.inner.clock.now();
         let mut state = self.inner.state.lock().unwrap();
         if state.lost.is_some() || now >= state.deadline || state.depth == 0 {
@@ -287,6 +333,7 @@ impl std::fmt::Debug for LockHandle {
             .field("key", &self.inner.key)
             .field("session_id", &self.inner.session_id)
             .field("fencing_token", &self.inner.fencing_token)
+            .field("mode", &self.inner.mode)
             .field("deadline", &state.deadline)
             .field("lost", &state.lost)
             .finish()
@@ -299,12 +346,18 @@ mod tests {
     use crate::clock::ManualClock;
 
     fn handle(clock: &ManualClock, deadline_ms: u64) -> LockHandle {
+        held_in(clock, deadline_ms, LockMode::Exclusive)
+    }
+
+    fn held_in(clock: &ManualClock, deadline_ms: u64, mode: LockMode) -> LockHandle {
         let grant = LockGrant {
             key: "k".into(),
             session_id: "s".into(),
             fencing_token: 7,
             ttl_millis: 1_000,
             waited_millis: 0,
+            mode,
+            limit: None,
         };
         let lease = Lease {
             seq: 0,
@@ -386,5 +439,43 @@ mod tests {
         let h = handle(&clock, 1_000);
         h.report_lost(LostReason::NotInHeartbeat, || {});
         assert!(h.nest().is_err());
+    }
+
+    #[test]
+    fn a_shared_hold_nests_under_an_exclusive_one_but_never_the_other_way() {
+        let clock = ManualClock::new();
+        let writer = held_in(&clock, 100, LockMode::Exclusive);
+        let reader = writer
+            .nest_shared()
+            .expect("a reader inside the writer's section");
+        assert!(reader.same_grant(&writer));
+        assert_eq!(
+            reader.mode(),
+            LockMode::Exclusive,
+            "still the writer's grant"
+        );
+        assert!(writer.nest_exclusive().is_ok());
+        assert_eq!(writer.leave(), Leave::Nested);
+        assert_eq!(writer.leave(), Leave::Nested);
+        assert_eq!(writer.leave(), Leave::Last);
+
+        let shared = held_in(&clock, 100, LockMode::Shared);
+        assert!(shared.nest().is_ok(), "same mode");
+        assert!(shared.nest_shared().is_ok());
+        assert_eq!(
+            shared.nest_exclusive().unwrap_err(),
+            LockError::UpgradeNotAllowed { key: "k".into() }
+        );
+        assert_eq!(
+            shared.nest_as(LockMode::Exclusive).unwrap_err().code(),
+            "UPGRADE_NOT_ALLOWED"
+        );
+        assert_eq!(shared.leave(), Leave::Nested);
+        assert_eq!(shared.leave(), Leave::Nested);
+        assert_eq!(
+            shared.leave(),
+            Leave::Last,
+            "the refused upgrade took no hold"
+        );
     }
 }

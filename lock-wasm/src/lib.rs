@@ -28,7 +28,8 @@
 //!   (one session's shared state and its transitions; the acquire loop reaches it through
 //!   two doors only), `heartbeat` (the background task: heartbeat loop, deadline watchdog,
 //!   orphan release), [`acquire`] (the bounded loop), [`session`] (`LockClient`,
-//!   `LockClientSession`: the public API on top).
+//!   `LockClientSession`: the public API on top), [`semaphore`] (`Semaphore`: N permits on a
+//!   key as shared holds, taken on a session or on the client's own).
 //! - Runtimes: `native` (feature `native`, non-wasm targets: tokio clock and spawner, reqwest
 //!   transport, OS-seeded RNG) and [`wasm`] (wasm32 only: fetch transport, JS-timer clock,
 //!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
@@ -58,6 +59,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod parts;
 pub mod policy;
 pub mod renewal;
+pub mod semaphore;
 pub mod session;
 pub(crate) mod session_state;
 pub mod signal;
@@ -84,7 +86,10 @@ pub use config::ClientConfig;
 pub use error::{LockError, TransportError};
 pub use events::{ClientEvent, EventSink, NoEvents};
 pub use handle::{LockHandle, LostReason};
+/// The hold an acquire asks for and the mode a grant has (`lock-api`'s own types).
+pub use lock_api::{HoldKind, LockMode};
 pub use policy::{AcquirePolicy, PolicySettings};
+pub use semaphore::Semaphore;
 pub use session::{LockClient, LockClientSession};
 pub use spawn::{BoxFuture, MaybeSend, MaybeSync, Spawner};
 #[cfg(any(test, feature = "test-util"))]

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_api::{ErrorCode, OpenSessionRequest, SessionStatus};
+use lock_api::{ErrorCode, HoldKind, OpenSessionRequest, SessionStatus};
 
 use crate::backoff::RngSource;
 use crate::clock::Clock;
@@ -105,6 +105,15 @@ impl LockClient {
         Ok(session)
     }
 
+    /// The client's own session if one is open now, without opening one.
+    pub(crate) async fn open_own_session(&self) -> Option<LockClientSession> {
+        let managed = self.managed.lock().await;
+        managed
+            .as_ref()
+            .filter(|s| s.state.ensure_open().is_ok())
+            .cloned()
+    }
+
     /// Closes the client's own session, if one is open (graceful shutdown: its locks are
     /// released server-side at once instead of at their TTL). The next
     /// [`LockClient::session`] opens a new one.
@@ -166,10 +175,10 @@ impl LockClientSession {
         self.state.holder_id()
     }
 
-    /// Acquires `key` for `ttl` under `policy`: `Ok(Some(handle))` when granted, `Ok(None)`
-    /// when not granted within the budget. Every call is an independent caller: when another
-    /// caller of this session has the key, this one waits its turn within its budget and then
-    /// gets a grant and a token of its own (nest through the handle instead:
+    /// Acquires `key` exclusively for `ttl` under `policy`: `Ok(Some(handle))` when granted,
+    /// `Ok(None)` when not granted within the budget. Every call is an independent caller:
+    /// when another caller of this session has the key, this one waits its turn within its
+    /// budget and then gets a grant and a token of its own (nest through the handle instead:
     /// [`LockHandle::nest`]). See [`crate::acquire`] for the loop. Cancel by dropping the
     /// future.
     pub async fn acquire(
@@ -178,13 +187,60 @@ impl LockClientSession {
         ttl: Duration,
         policy: &AcquirePolicy,
     ) -> Result<Option<LockHandle>, LockError> {
-        crate::acquire::acquire(&self.state, key, ttl, policy).await
+        self.acquire_hold(key, HoldKind::Exclusive, ttl, policy)
+            .await
+    }
+
+    /// Acquires `key` in the mode `hold` asks for: [`HoldKind::Exclusive`] (as
+    /// [`LockClientSession::acquire`]) or [`HoldKind::Shared`], beside the key's other shared
+    /// holders up to its `limit` (`None`: no limit). Every grant, shared or not, has a token
+    /// of its own. A limit out of 1…10,000 is `Validation` on `limit`, before anything is sent.
+    /// Ends at once with `LimitMismatch` (the key's shared holders agreed on another limit,
+    /// which the error carries) or `UpgradeNotAllowed` (an exclusive acquire while this
+    /// session holds the key shared); neither is retried. Callers of one session take turns
+    /// per key in either mode (C2 ct2-shared).
+    pub async fn acquire_hold(
+        &self,
+        key: &str,
+        hold: HoldKind,
+        ttl: Duration,
+        policy: &AcquirePolicy,
+    ) -> Result<Option<LockHandle>, LockError> {
+        crate::acquire::acquire(&self.state, key, hold, ttl, policy).await
+    }
+
+    /// A read lock: `key` shared without a limit, beside every other reader, while no writer
+    /// holds it ([`LockClientSession::acquire_hold`] with `HoldKind::Shared { limit: None }`).
+    pub async fn read(
+        &self,
+        key: &str,
+        ttl: Duration,
+        policy: &AcquirePolicy,
+    ) -> Result<Option<LockHandle>, LockError> {
+        let hold = HoldKind::Shared { limit: None };
+        self.acquire_hold(key, hold, ttl, policy).await
+    }
+
+    /// A write lock: `key` exclusively, with no reader and no other writer beside it; the
+    /// same as [`LockClientSession::acquire`], named for the read-write pair.
+    pub async fn write(
+        &self,
+        key: &str,
+        ttl: Duration,
+        policy: &AcquirePolicy,
+    ) -> Result<Option<LockHandle>, LockError> {
+        self.acquire(key, ttl, policy).await
     }
 
     /// [`LockClientSession::acquire`] with the default lock TTL and [`AcquirePolicy::default`].
     pub async fn acquire_default(&self, key: &str) -> Result<Option<LockHandle>, LockError> {
-        let ttl = self.state.parts().config.default_lock_ttl;
+        let ttl = self.default_lock_ttl();
         self.acquire(key, ttl, &AcquirePolicy::default()).await
+    }
+
+    /// The lock TTL of the `*_default` acquires ([`ClientConfig::default_lock_ttl`]).
+    pub(crate) fn default_lock_ttl(&self) -> Duration {
+        self.state.parts().config.default_lock_ttl
     }
 
     /// Releases one hold of `handle`. Only the outermost release (depth zero) sends L6;

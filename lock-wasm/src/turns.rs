@@ -10,6 +10,10 @@
 //! its own and gets a token of its own. Nesting is explicit, through the handle
 //! ([`LockHandle::nest`]), so it is never granted to a stranger.
 //!
+//! Shared holds take turns too: the server keeps one hold per session and key, so two
+//! callers of one session holding the key shared at once would share one grant and one
+//! token. Shared holds at the same time need sessions of their own (C2 ct2-shared).
+//!
 //! A turn is held by exactly one of: an acquire in flight, the holder of a grant (its handle
 //! is registered here, for heartbeats), a release until its L6 is answered, or the
 //! heartbeat's release of an orphan. A key has an entry only while its turn is held, and a
@@ -250,6 +254,8 @@ mod tests {
             fencing_token: 1,
             ttl_millis: 1_000,
             waited_millis: 0,
+            mode: lock_api::LockMode::Exclusive,
+            limit: None,
         };
         let lease = crate::handle::Lease {
             seq: 0,

@@ -32,6 +32,7 @@ fn heartbeat(locks: &[(&str, u64)]) -> Result<HeartbeatResponse, TransportError>
             .map(|(key, token)| HeldLock {
                 key: (*key).into(),
                 fencing_token: *token,
+                mode: Default::default(),
             })
             .collect(),
     })

@@ -7,7 +7,9 @@ import {
   ErrorCode,
   isLockError,
   type LockHandle,
+  type LockMode,
   type LostReason,
+  type Semaphore,
 } from "lock-wasm";
 
 const client = new LockClient({ baseUrl: "http://127.0.0.1:7878" });
@@ -48,4 +50,26 @@ export function lostReason(err: unknown): LostReason | undefined {
     return err.reason;
   }
   return err.code === "LOCK_LOST" ? err.reason : undefined;
+}
+
+// Shared holds: the helpers, a semaphore, the handle's mode and limit, and the narrowing of
+// the two shared-hold refusals (LIMIT_MISMATCH carries the limit in force).
+export async function readers(session: Awaited<ReturnType<LockClient["openSession"]>>, key: string) {
+  const reader: LockHandle | undefined = await session.read(key, { ttlMs: 5000 });
+  const mode: LockMode | undefined = reader?.mode;
+  // @ts-expect-error the helpers set `mode` themselves
+  await session.read(key, { mode: "exclusive" });
+  const slots: Semaphore = client.semaphore(key, 2);
+  const limit: number | undefined = (await slots.acquire({ ttlMs: 5000 }))?.limit;
+  const nested: LockHandle | undefined = reader?.nest({ mode: "shared" });
+  return { mode, limit, nested, written: await session.write(key), one: await session.acquire(key, { mode: "shared", limit: 3 }) };
+}
+
+export function limitInForce(err: unknown): number | null | undefined {
+  if (!isLockError(err)) return undefined;
+  if (err.code === "UPGRADE_NOT_ALLOWED") {
+    // @ts-expect-error an UpgradeNotAllowedError has no `limit`
+    return err.limit;
+  }
+  return err.code === "LIMIT_MISMATCH" ? err.limit : undefined;
 }

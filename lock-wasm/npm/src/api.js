@@ -55,6 +55,28 @@ function splitSignal(opts, field) {
   return { signal: signal ?? undefined, rest };
 }
 
+// The options of a mode's helper (`read`, `write`, a semaphore's `acquire`): the caller's,
+// with the helper's `mode` and `limit`. A caller's own `mode` or `limit` there is refused,
+// not overridden: `read(key, { mode: "exclusive" })` says two things at once.
+function holdOptions(opts, helper, hold) {
+  const given = options(opts, "options");
+  for (const name of ["mode", "limit"]) {
+    if (given[name] !== undefined) throw invalid(name, `is set by ${helper}`);
+  }
+  return { ...given, ...hold };
+}
+
+const SHARED_LIMIT_MAX = 10_000;
+
+// A semaphore's permits are the `limit` of its shared holds: checked when it is made, so a
+// bad number fails where it was written rather than at the first acquire.
+function checkedPermits(permits) {
+  if (!Number.isInteger(permits) || permits < 1 || permits > SHARED_LIMIT_MAX) {
+    throw invalid("permits", `must be an integer from 1 to ${SHARED_LIMIT_MAX}`);
+  }
+  return permits;
+}
+
 /**
  * A held lock. `fencingToken` goes with every side effect; `isLost` and `deadline` are the
  * SDK's conservative local view (deadline: epoch milliseconds, like `Date.now()`); `signal`
@@ -112,15 +134,25 @@ class LockHandle {
   get deadline() {
     return this.#raw.deadline;
   }
+  /** `"exclusive"` or `"shared"`, as granted (a shared acquire by the key's writer gets its exclusive grant). */
+  get mode() {
+    return this.#raw.mode;
+  }
+  /** A shared grant's limit (a semaphore's permits), else `undefined`. */
+  get limit() {
+    return this.#raw.limit;
+  }
   /**
    * A nested hold of this lock for the holder's own inner section: returns this handle, with
    * its token, and sends nothing; release it once per `nest()` (or `await using inner =
    * handle.nest()`), and the lock goes with the outermost release. Only code that has the
-   * handle can nest, so another caller is never let into a held lock. Throws a
-   * `LockLostError` once the lock is lost or released.
+   * handle can nest, so another caller is never let into a held lock. `{ mode }` nests in
+   * another mode: `"shared"` under an exclusive hold is allowed (the same handle); an
+   * `"exclusive"` nest under a shared hold throws an `UpgradeNotAllowedError` and sends
+   * nothing. Throws a `LockLostError` once the lock is lost or released.
    */
-  nest() {
-    adoptSync(() => this.#raw.nest());
+  nest(opts) {
+    adoptSync(() => this.#raw.nest(opts));
     return this;
   }
   /** Same as `session.release(handle)`. */
@@ -239,6 +271,18 @@ class Session {
     trace?.done(handle);
     return handle;
   }
+  /** A read lock: `acquire` with `mode: "shared"` and no limit, beside every other reader. */
+  read(key, opts) {
+    return this.acquire(key, holdOptions(opts, "read()", { mode: "shared" }));
+  }
+  /** A write lock: `acquire` in the default mode, exclusive; no reader or writer beside it. */
+  write(key, opts) {
+    return this.acquire(key, holdOptions(opts, "write()", { mode: "exclusive" }));
+  }
+  /** A counting semaphore of `permits` on `key`, its permits taken on this session. */
+  semaphore(key, permits) {
+    return new Semaphore(this, key, checkedPermits(permits));
+  }
   /**
    * Releases one hold; the lock itself goes with the outermost. A lost lock releases quietly.
    * A failed release never wedges the key: the handle ends at once, the next caller gets the
@@ -273,6 +317,33 @@ class Session {
   /** `await using session = await client.openSession()` closes at scope exit. */
   [asyncDispose]() {
     return this.close();
+  }
+}
+
+/**
+ * A counting semaphore: `permits` shared holds of one key at most, each permit a grant with
+ * a token of its own. Made by `session.semaphore(key, permits)` (permits taken on that
+ * session) or `client.semaphore(key, permits)` (on the client's own session). The server
+ * counts the holders; every holder of the key must use the same number of permits.
+ */
+class Semaphore {
+  #on;
+  constructor(on, key, permits) {
+    this.#on = on;
+    Object.defineProperty(this, "key", { value: key, enumerable: true });
+    Object.defineProperty(this, "permits", { value: permits, enumerable: true });
+  }
+  /** Takes a permit: resolves its handle, or `undefined` when none was free within the budget. */
+  acquire(opts) {
+    return this.#on.acquire(this.key, this.#hold(opts));
+  }
+  /** Takes a permit, runs `fn(handle, signal)`, gives it back (see `session.using`). */
+  async using(opts, fn) {
+    [opts, fn] = usingArgs(opts, fn);
+    return this.#on.using(this.key, this.#hold(opts), fn);
+  }
+  #hold(opts) {
+    return holdOptions(opts, "semaphore()", { mode: "shared", limit: this.permits });
   }
 }
 
@@ -373,6 +444,18 @@ class LockClient {
     const handle = await this.#onOwnSession((session) => session.acquire(key, opts));
     return runUnder(granted(handle, key), fn);
   }
+  /** `session.read` on the client's own session (see `acquire` for a lost session). */
+  read(key, opts) {
+    return this.acquire(key, holdOptions(opts, "read()", { mode: "shared" }));
+  }
+  /** `session.write` on the client's own session (see `acquire` for a lost session). */
+  write(key, opts) {
+    return this.acquire(key, holdOptions(opts, "write()", { mode: "exclusive" }));
+  }
+  /** A counting semaphore of `permits` on `key`, its permits taken on the client's own session. */
+  semaphore(key, permits) {
+    return new Semaphore(this, key, checkedPermits(permits));
+  }
   /** Closes the client's own session, if one was opened (graceful shutdown); its locks go with it. */
   async close() {
     const managed = this.#managed;
@@ -444,7 +527,7 @@ const CLIENT_OVER = Symbol.for("lock-wasm.clientOver");
  */
 export function createApi(raw) {
   RawClient = raw.RawClient;
-  const api = { LockClient, Session, LockHandle, ...errorExports };
+  const api = { LockClient, Session, LockHandle, Semaphore, ...errorExports };
   Object.defineProperty(api, CLIENT_OVER, { value: clientOver });
   return api;
 }

@@ -28,6 +28,8 @@ const ErrorCode = Object.freeze({
   NOT_FOUND: "NOT_FOUND",
   METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
   INTERNAL: "INTERNAL",
+  LIMIT_MISMATCH: "LIMIT_MISMATCH",
+  UPGRADE_NOT_ALLOWED: "UPGRADE_NOT_ALLOWED",
   TRANSPORT: "TRANSPORT",
   UNEXPECTED_ANSWER: "UNEXPECTED_ANSWER",
   NOT_GRANTED: "NOT_GRANTED",
@@ -69,6 +71,24 @@ class LockLostError extends LockError {}
 class FencedOutError extends LockError {}
 /** NOT_GRANTED: `using` could not get the key within the acquire budget; its callback did not run. */
 class NotGrantedError extends LockError {}
+/**
+ * LIMIT_MISMATCH: a shared acquire (a semaphore's permit) asked for a limit other than the
+ * one the key's shared holders agreed on. `limit` is the limit in force (`null`: they have
+ * none). Never retryable: the callers' configurations disagree.
+ */
+class LimitMismatchError extends LockError {
+  constructor(message, options = {}) {
+    super(message, options);
+    this.limit = options.limit ?? null;
+  }
+}
+/**
+ * UPGRADE_NOT_ALLOWED: an exclusive hold asked for by a holder of the key's shared hold (an
+ * exclusive `nest` of a shared handle, refused without a request, or an exclusive acquire by
+ * a session the server sees holding the key shared). Two readers upgrading would wait for
+ * each other forever: release the shared hold, then acquire exclusive. Never retryable.
+ */
+class UpgradeNotAllowedError extends LockError {}
 
 const DEFAULT_CODES = new Map([
   [ContentionError, ErrorCode.LOCK_CONTENDED],
@@ -78,6 +98,8 @@ const DEFAULT_CODES = new Map([
   [LockLostError, ErrorCode.LOCK_LOST],
   [FencedOutError, ErrorCode.FENCED_OUT],
   [NotGrantedError, ErrorCode.NOT_GRANTED],
+  [LimitMismatchError, ErrorCode.LIMIT_MISMATCH],
+  [UpgradeNotAllowedError, ErrorCode.UPGRADE_NOT_ALLOWED],
 ]);
 
 /** UNAUTHORIZED: the server has an auth file and the `token` option is missing or unknown. */
@@ -96,6 +118,8 @@ const ERROR_CLASSES = {
   UNAUTHORIZED: UnauthorizedError,
   FORBIDDEN: ForbiddenError,
   NOT_GRANTED: NotGrantedError,
+  LIMIT_MISMATCH: LimitMismatchError,
+  UPGRADE_NOT_ALLOWED: UpgradeNotAllowedError,
 };
 
 /** Whether `err` is an error of this package (for TypeScript, narrows to the union on `code`). */
@@ -108,13 +132,15 @@ function lockError(code, message, extra = {}) {
   return new Class(message, { code, ...extra });
 }
 
-// The Rust side rejects with plain `Error`s carrying `code`/`retryable`/`field`; turn them
+// The Rust side rejects with plain `Error`s carrying `code`/`retryable`/`field`/`limit`; turn them
 // into the classes above. Anything else (an AbortSignal's reason, a user callback's error)
 // passes through untouched.
 function adoptError(err) {
   if (err instanceof LockError) return err;
   if (err && typeof err === "object" && err.name === "LockError" && typeof err.code === "string") {
-    return lockError(err.code, err.message, { retryable: err.retryable, field: err.field });
+    const extra = { retryable: err.retryable, field: err.field };
+    if ("limit" in err) extra.limit = err.limit;
+    return lockError(err.code, err.message, extra);
   }
   return err;
 }
@@ -133,6 +159,8 @@ const errorExports = {
   UnauthorizedError,
   ForbiddenError,
   NotGrantedError,
+  LimitMismatchError,
+  UpgradeNotAllowedError,
   ErrorCode,
   isLockError,
 };

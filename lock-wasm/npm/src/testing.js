@@ -99,11 +99,19 @@ export function createTestKitApi(raw, api) {
     }
 
     /**
-     * The live holder of `key` as the service's L7 shows it: `{ holderId, owner?,
-     * fencingToken, remainingMs }`, or `null` when the key is free.
+     * The live exclusive holder of `key` as the service's L7 shows it: `{ holderId, owner?,
+     * fencingToken, remainingMs }`, or `null` when the key is free or held shared.
      */
     holder(key) {
       return this.#raw.holder(keyOf(key));
+    }
+
+    /**
+     * Every live holder of `key` in either mode, in token order: `[{ holderId, owner?,
+     * fencingToken, remainingMs, mode }]`, empty when the key is free.
+     */
+    holders(key) {
+      return this.#raw.holders(keyOf(key));
     }
 
     /** Cuts (`true`) or restores (`false`) a session's network path: its requests then fail

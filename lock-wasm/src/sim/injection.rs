@@ -22,9 +22,9 @@ use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::transport::{Answer, Intercept, Outgoing};
 
-use super::service::LostSessions;
+use super::network::LostSessions;
 #[cfg(doc)]
-use super::service::SimTransport;
+use super::network::SimTransport;
 
 /// Which infrastructure faults a run injects besides its seed's lossy network and
 /// occasional pauses.

@@ -30,8 +30,9 @@
 //! bursts, dropped answers, delay spikes, frequent pauses; see [`injection`]): the
 //! `sim-faults` command of lock-chaos.
 //!
-//! Layout: [`executor`] (the deterministic executor), [`service`] (the modelled server, its
-//! lossy network and the lost-session check), [`injection`] (the fault-injecting transport),
+//! Layout: [`executor`] (the deterministic executor), [`service`] (the modelled server: its
+//! hold rules and the history of every ticket and hold), [`network`] (its lossy network and
+//! the lost-session check), [`injection`] (the fault-injecting transport),
 //! [`watch`] (each L2 as its client saw it); then, each using only those before it:
 //! `world` (the shared record of one run), `recorder` (each client's event sink, writing
 //! into the world), `scenario` (the shape of a run drawn from its seed), `invariants` (the
@@ -40,6 +41,7 @@
 
 pub mod executor;
 pub mod injection;
+pub mod network;
 pub mod service;
 pub mod watch;
 
@@ -52,6 +54,7 @@ mod world;
 
 pub use executor::{run, run_with, SimExecutor};
 pub use injection::{FaultCounts, FaultInjector, FaultPlan, Injection};
+pub use network::{LostSessions, Network, SimTransport};
 pub use runner::{run_seed, run_seed_with, run_seeds, SimReport, SimTotals};
-pub use service::{Faults, Lapse, LostSessions, Network, SimService, SimTransport};
+pub use service::{Event, Faults, History, Lapse, LiveHold, SimService, Step};
 pub use watch::HeartbeatWatch;

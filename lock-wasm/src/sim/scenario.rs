@@ -9,7 +9,7 @@ use crate::config::ClientConfig;
 use crate::policy::{AcquirePolicy, PolicySettings};
 
 use super::injection::Injection;
-use super::service::Network;
+use super::network::Network;
 
 /// The randomised shape of one run, drawn from the seed.
 pub(super) struct Scenario {

@@ -1,29 +1,39 @@
-//! A model of lock-server for the simulation: sessions and locks with TTLs on the simulated
+//! A model of lock-server for the simulation: sessions and holds with TTLs on the simulated
 //! clock, per-key strictly increasing fencing tokens, idempotent L4 per session,
-//! compare-and-delete L6, and the wait queue per key (tickets served in arrival order, the
-//! lock handed to the first live ticket when it ends, a grace period after a ticket's last
-//! request, unclaimed hand-offs, no barging, the cap) — the C3 rules, in memory.
-//! [`SimTransport`] puts a seeded, lossy network in front of it.
+//! compare-and-delete L6, exclusive and shared holds (read-write locks, counting semaphores)
+//! and the wait queue per key (one FIFO for both modes; the hand-off grants every head ticket
+//! that fits and stops at the first that does not, so a queued writer holds back later
+//! readers; a grace period after a ticket's last request, unclaimed hand-offs, no barging,
+//! the cap) — the C3 rules, in memory. Which hold fits beside which, and the shared limit in
+//! force, are `holds`' rules; every ticket and hold is recorded in a [`History`] the
+//! simulation checks. [`super::SimTransport`] puts a seeded, lossy network in front of it.
 //!
 //! One deliberate difference: an L4 by the holder returns its grant *without* renewing it
 //! (a server of the kind C2 stays safe against), except when it claims an unclaimed
 //! hand-off, which the server renews from the claiming request's arrival.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod history;
+mod holds;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, Holder, LockGrant,
-    LockState, LockStatus, OpenSessionRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, HoldKind, Holder, LockMode,
+    LockOutcome, LockState, LockStatus, OpenSessionRequest, ReleaseRequest, RevokeRequest,
+    SessionOpened, SessionStatus,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::signal::Notify;
-use crate::transport::{Answer, Reply, Request, Transport};
+use crate::transport::{Answer, Reply, Request};
+
+pub use history::{Event, History, Step};
+use holds::{fits, held_back, limit_in_force, SimLock, SimTicket};
 
 /// How long a ticket keeps its place after its last request ended (the server's default).
 pub const GRACE: Duration = Duration::from_millis(1_000);
@@ -42,6 +52,13 @@ pub struct Faults {
     pub fast_expiry: bool,
     /// The queue hands the lock to its newest live ticket instead of its oldest.
     pub lifo_queue: bool,
+    /// A shared hold is granted beside an exclusive one (readers let in with a writer).
+    pub shared_beside_exclusive: bool,
+    /// A shared hold is granted whatever the key's limit (a semaphore over its permits).
+    pub ignore_limit: bool,
+    /// A shared L4 of a key held shared is granted past queued tickets (a reader-preferring
+    /// lock: a stream of readers starves a queued writer).
+    pub readers_barge: bool,
 }
 
 /// The modelled server. Cheap to clone; clones share state.
@@ -58,44 +75,94 @@ pub struct SimService {
 struct ServiceState {
     next_session: u64,
     sessions: BTreeMap<String, SimSession>,
-    locks: BTreeMap<String, SimLock>,
+    /// Each held key's live holds, in token order (never an empty list).
+    locks: BTreeMap<String, Vec<SimLock>>,
     last_token: BTreeMap<String, u64>,
-    /// Locks that ran out their own TTL while their session lived, in expiry order.
+    /// Holds that ran out their own TTL while their session lived, in expiry order.
     lapsed: Vec<Lapse>,
     /// Each key's wait queue, oldest ticket first.
     queues: BTreeMap<String, Vec<SimTicket>>,
     next_ticket: u64,
     /// Hand-offs that skipped an older live ticket (the FIFO invariant).
     out_of_order: Vec<String>,
+    history: History,
 }
 
-/// A ticket in a key's wait queue.
-#[derive(Clone)]
-struct SimTicket {
-    session: String,
-    ttl: Duration,
-    /// Until when a request of it is open.
-    open_until: Duration,
-    /// Arrival order.
-    seq: u64,
-}
+impl ServiceState {
+    /// `key`'s live holds (none when it is free).
+    fn holds(&self, key: &str) -> &[SimLock] {
+        self.locks.get(key).map_or(&[], Vec::as_slice)
+    }
 
-impl SimTicket {
-    fn live(&self, now: Duration, sessions: &BTreeMap<String, SimSession>) -> bool {
-        now < self.open_until + GRACE && sessions.contains_key(&self.session)
+    /// `key`'s queue (live tickets only after an expiry pass).
+    fn queue(&self, key: &str) -> &[SimTicket] {
+        self.queues.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Adds `lock` to `key`'s holds under the key's next token; returns it as added.
+    fn issue(&mut self, now: Duration, key: &str, lock: SimLock, ticket: Option<u64>) -> SimLock {
+        let token = self.last_token.get(key).copied().unwrap_or(0) + 1;
+        self.last_token.insert(key.to_owned(), token);
+        let lock = SimLock { token, ..lock };
+        let step = Step::Granted {
+            token,
+            session: lock.session.clone(),
+            kind: lock.kind,
+            ticket,
+        };
+        self.history.record(now, key, step);
+        self.locks
+            .entry(key.to_owned())
+            .or_default()
+            .push(lock.clone());
+        lock
+    }
+
+    /// Ends the holds of `key` that `ends` picks.
+    fn end_holds(&mut self, now: Duration, key: &str, ends: impl Fn(&SimLock) -> bool) -> Vec<u64> {
+        let Some(holds) = self.locks.get_mut(key) else {
+            return Vec::new();
+        };
+        let (ended, kept): (Vec<SimLock>, Vec<SimLock>) = holds.drain(..).partition(ends);
+        *holds = kept;
+        if holds.is_empty() {
+            self.locks.remove(key);
+        }
+        let tokens: Vec<u64> = ended.iter().map(|l| l.token).collect();
+        for &token in &tokens {
+            self.history.record(now, key, Step::Ended { token });
+        }
+        tokens
+    }
+
+    /// Drops the tickets of `key` that `drops` picks.
+    fn drop_tickets(&mut self, now: Duration, key: &str, drops: impl Fn(&SimTicket) -> bool) {
+        let Some(queue) = self.queues.get_mut(key) else {
+            return;
+        };
+        let (dropped, kept): (Vec<SimTicket>, Vec<SimTicket>) = queue.drain(..).partition(drops);
+        *queue = kept;
+        if queue.is_empty() {
+            self.queues.remove(key);
+        }
+        for ticket in dropped {
+            let step = Step::Left { ticket: ticket.seq };
+            self.history.record(now, key, step);
+        }
     }
 }
 
 /// What one L4 attempt found.
 enum Attempt {
     /// Granted; the lease runs from `lease_start`.
-    Granted(LockGrant, Duration),
+    Granted(lock_api::LockGrant, Duration),
     Contended,
-    /// This session's ticket waits; the holder's lock lives at most this much longer.
+    /// This session's ticket waits; something that may let it in happens at most this much
+    /// later (a hold ends, a ticket ahead dies).
     Queued(Duration),
 }
 
-/// A lock that expired by its own TTL while its session was alive: nothing renewed it in
+/// A hold that expired by its own TTL while its session was alive: nothing renewed it in
 /// time (the simulation's invariant "a lock whose session's heartbeats are all answered
 /// never expires at the server" looks at these).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,33 +177,30 @@ pub struct Lapse {
     pub at: Duration,
 }
 
+/// One live hold of a key, as [`SimService::holds`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveHold {
+    /// The holding session.
+    pub session: String,
+    /// The hold's token.
+    pub token: u64,
+    /// Exclusive, or shared under the key's limit.
+    pub kind: HoldKind,
+}
+
 struct SimSession {
     ttl: Duration,
     expires: Duration,
 }
 
-#[derive(Clone)]
-struct SimLock {
-    session: String,
-    token: u64,
-    ttl: Duration,
-    expires: Duration,
-    /// A hand-off to a ticket whose request had ended: the lock lives only until then unless
-    /// an L4 of its session claims it.
-    claim_by: Option<Duration>,
-}
-
-impl SimLock {
-    /// When it ends unless renewed or claimed.
-    fn end(&self) -> Duration {
-        self.claim_by.map_or(self.expires, |c| c.min(self.expires))
-    }
-}
-
 fn status(code: ErrorCode) -> TransportError {
+    error(ErrorBody::new(code, "sim"))
+}
+
+fn error(body: ErrorBody) -> TransportError {
     TransportError::Status {
-        status: code.status(),
-        body: ErrorBody::new(code, "sim"),
+        status: body.code.status(),
+        body,
     }
 }
 
@@ -151,81 +215,90 @@ impl SimService {
         }
     }
 
-    /// Drops expired sessions and locks (a lock dies with its session; one whose own TTL ran
-    /// out first is recorded as a [`Lapse`]), then hands every free key with a live ticket
-    /// to its queue. Every operation starts here, so, as at the real server, the first one
-    /// after an expiry is what hands the key on.
+    /// The server's clock (the network's delays run on it too).
+    pub(super) fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    /// Drops expired sessions and holds (a hold dies with its session; one whose own TTL ran
+    /// out first is recorded as a [`Lapse`]), then hands every key with a live ticket on.
+    /// Every operation starts here, so, as at the real server, the first one after an expiry
+    /// is what hands the key on.
     fn expire(&self, s: &mut ServiceState) {
         let now = self.clock.now();
-        let ServiceState {
-            sessions,
-            locks,
-            lapsed,
-            ..
-        } = s;
-        locks.retain(|key, lock| {
-            if lock.end() > now {
-                return true;
+        let keys: Vec<String> = s.locks.keys().cloned().collect();
+        for key in &keys {
+            for lapse in lapses(s, key, now) {
+                s.lapsed.push(lapse);
             }
-            let session_expires = sessions.get(&lock.session).map(|s| s.expires);
-            if lock.claim_by.is_none() && session_expires.is_some_and(|e| e > lock.expires) {
-                lapsed.push(Lapse {
-                    key: key.clone(),
-                    session: lock.session.clone(),
-                    token: lock.token,
-                    at: lock.expires,
-                });
-            }
-            false
-        });
-        sessions.retain(|_, session| session.expires > now);
-        locks.retain(|_, lock| sessions.contains_key(&lock.session));
+            let sessions = &s.sessions;
+            let alive = |l: &SimLock| sessions.get(&l.session).is_some_and(|s| s.expires > now);
+            let ended: Vec<u64> = s
+                .holds(key)
+                .iter()
+                .filter(|l| l.end() <= now || !alive(l))
+                .map(|l| l.token)
+                .collect();
+            s.end_holds(now, key, |l| ended.contains(&l.token));
+        }
+        s.sessions.retain(|_, session| session.expires > now);
         let keys: Vec<String> = s.queues.keys().cloned().collect();
         for key in keys {
             self.settle(s, &key);
         }
     }
 
-    /// The hand-off: if `key` is free, grants it to the first live ticket of its queue
-    /// (dropping dead ones ahead), checking that no older live ticket was passed over.
+    /// The hand-off: drops `key`'s dead tickets, then grants every head ticket whose hold
+    /// fits beside the key's holds, in order, stopping at the first that does not (a queued
+    /// writer holds back the readers behind it). Records a hand-off that passed over an older
+    /// live ticket.
     fn settle(&self, s: &mut ServiceState, key: &str) {
         let now = self.clock.now();
-        let Some(queue) = s.queues.get_mut(key) else {
-            return;
-        };
         let sessions = &s.sessions;
-        queue.retain(|t| t.live(now, sessions));
-        if s.locks.contains_key(key) || queue.is_empty() {
-            if queue.is_empty() {
-                s.queues.remove(key);
+        let dead: Vec<u64> = s
+            .queue(key)
+            .iter()
+            .filter(|t| !t.live(now, sessions))
+            .map(|t| t.seq)
+            .collect();
+        s.drop_tickets(now, key, |t| dead.contains(&t.seq));
+        while let Some(ticket) = self.next_in_line(s.queue(key)) {
+            if !fits(s.holds(key), ticket.kind, &self.faults) {
+                return;
             }
-            return;
+            self.hand_to(s, key, ticket, now);
         }
+    }
+
+    /// The ticket the hand-off looks at: the oldest (the newest with `lifo_queue` planted).
+    fn next_in_line(&self, queue: &[SimTicket]) -> Option<SimTicket> {
         let chosen = if self.faults.lifo_queue {
-            queue.len() - 1
+            queue.last()
         } else {
-            0
+            queue.first()
         };
-        let oldest = queue.iter().map(|t| t.seq).min();
-        let ticket = queue.remove(chosen);
+        chosen.cloned()
+    }
+
+    /// Grants `key` to `ticket`, taking it out of the queue.
+    fn hand_to(&self, s: &mut ServiceState, key: &str, ticket: SimTicket, now: Duration) {
+        let oldest = s.queue(key).iter().map(|t| t.seq).min();
         if oldest != Some(ticket.seq) {
             s.out_of_order.push(format!(
                 "{key} handed at {now:?} to ticket {} of {} while ticket {oldest:?} waited",
                 ticket.seq, ticket.session
             ));
         }
-        let token = s.last_token.get(key).copied().unwrap_or(0) + 1;
-        s.last_token.insert(key.to_owned(), token);
-        s.locks.insert(
-            key.to_owned(),
-            SimLock {
-                session: ticket.session,
-                token,
-                ttl: ticket.ttl,
-                expires: now + ticket.ttl,
-                claim_by: (now >= ticket.open_until).then_some(ticket.open_until + GRACE),
-            },
-        );
+        s.drop_tickets(now, key, |t| t.seq == ticket.seq);
+        let lock = SimLock {
+            session: ticket.session,
+            token: 0,
+            kind: ticket.kind,
+            ttl: ticket.ttl,
+            expires: now + ticket.ttl,
+            claim_by: (now >= ticket.open_until).then_some(ticket.open_until + GRACE),
+        };
+        s.issue(now, key, lock, Some(ticket.seq));
         self.handed.notify();
     }
 
@@ -241,18 +314,59 @@ impl SimService {
         s.lapsed.clone()
     }
 
-    /// The live holder of `key` right now: `(session, token)`.
-    pub fn holder(&self, key: &str) -> Option<(String, u64)> {
+    /// Every ticket and hold so far, in order (after an expiry pass, so it is up to now).
+    pub fn history(&self) -> History {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
-        s.locks.get(key).map(|l| (l.session.clone(), l.token))
+        s.history.clone()
     }
 
-    /// R1, as an operator would: ends `key`'s lock whoever holds it. Returns its token.
-    pub fn revoke(&self, key: &str) -> Option<u64> {
+    /// The live exclusive holder of `key` right now: `(session, token)`.
+    pub fn holder(&self, key: &str) -> Option<(String, u64)> {
+        self.holds(key)
+            .into_iter()
+            .find(|h| h.kind == HoldKind::Exclusive)
+            .map(|h| (h.session, h.token))
+    }
+
+    /// Every live hold of `key` right now, in token order.
+    pub fn holds(&self, key: &str) -> Vec<LiveHold> {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
-        let revoked = s.locks.remove(key).map(|lock| lock.token);
+        s.holds(key)
+            .iter()
+            .map(|l| LiveHold {
+                session: l.session.clone(),
+                token: l.token,
+                kind: l.kind,
+            })
+            .collect()
+    }
+
+    /// R1, as an operator would: ends every hold of `key` whoever holds it. Returns the
+    /// lowest revoked token (R1's `revokedToken`).
+    pub fn revoke(&self, key: &str) -> Option<u64> {
+        self.revoke_holds(key, None).first().copied()
+    }
+
+    /// R1 with its body: every hold of `key`, or only the one with `fencingToken`.
+    pub fn revoke_request(&self, key: &str, request: &RevokeRequest) -> LockOutcome {
+        let revoked = self.revoke_holds(key, request.fencing_token);
+        LockOutcome {
+            key: key.to_owned(),
+            revoked_token: revoked.first().copied(),
+            revoked_tokens: revoked,
+            reason: request.reason.clone(),
+        }
+    }
+
+    /// Ends `key`'s holds (only the one with `token`, if given); returns their tokens in
+    /// order.
+    fn revoke_holds(&self, key: &str, token: Option<u64>) -> Vec<u64> {
+        let mut s = self.state.lock().unwrap();
+        self.expire(&mut s);
+        let now = self.clock.now();
+        let revoked = s.end_holds(now, key, |l| token.is_none_or(|t| t == l.token));
         // Every change ends with the expiry pass, as every operation starts with it.
         self.expire(&mut s);
         revoked
@@ -283,20 +397,26 @@ impl SimService {
         session.expires = now + session.ttl;
         let ttl_millis = session.ttl.as_millis() as u64;
         let mut locks = Vec::new();
-        for (key, lock) in s.locks.iter_mut().filter(|(_, l)| l.session == id) {
-            lock.expires = now + lock.ttl;
-            locks.push(HeldLock {
-                mode: Default::default(),
-                key: key.clone(),
-                fencing_token: lock.token,
-            });
+        for (key, holds) in s.locks.iter_mut() {
+            for lock in holds.iter_mut().filter(|l| l.session == id) {
+                lock.expires = now + lock.ttl;
+                locks.push(HeldLock {
+                    key: key.clone(),
+                    fencing_token: lock.token,
+                    mode: lock.kind.mode(),
+                });
+            }
         }
         Ok(HeartbeatResponse { ttl_millis, locks })
     }
 
     fn close(&self, id: &str) -> Result<(), TransportError> {
         let mut s = self.state.lock().unwrap();
-        s.locks.retain(|_, l| l.session != id);
+        let now = self.clock.now();
+        let keys: Vec<String> = s.locks.keys().cloned().collect();
+        for key in keys {
+            s.end_holds(now, &key, |l| l.session == id);
+        }
         let closed = s.sessions.remove(id);
         self.expire(&mut s);
         match closed {
@@ -312,64 +432,100 @@ impl SimService {
         request: &AcquireRequest,
         open_until: Option<Duration>,
     ) -> Result<Attempt, TransportError> {
+        let hold = lock_api::limits::validate_hold(request.mode, request.limit)
+            .map_err(|message| error(ErrorBody::validation("limit", message)))?;
         let mut s = self.state.lock().unwrap();
         let now = self.clock.now();
         let id = &request.session_id;
-        if let (Some(open_until), Some(queue)) = (open_until, s.queues.get_mut(key)) {
-            // A live ticket stays open until this request's end; a dead one goes (the
-            // request queues again at the end).
-            queue.retain(|t| &t.session != id || now < t.open_until + GRACE);
-            if let Some(ticket) = queue.iter_mut().find(|t| &t.session == id) {
-                ticket.open_until = ticket.open_until.max(open_until);
-            }
+        if let Some(open_until) = open_until {
+            self.keep_ticket_open(&mut s, key, id, open_until);
         }
         self.expire(&mut s);
         if !s.sessions.contains_key(id) {
             return Err(status(ErrorCode::SessionNotFound));
         }
+        if s.holds(key).iter().any(|l| &l.session == id) {
+            return self.existing(&mut s, key, id, hold);
+        }
+        if let HoldKind::Shared { limit } = hold {
+            match limit_in_force(s.holds(key), s.queue(key)) {
+                Some(in_force) if in_force != limit => return Err(limit_mismatch(in_force)),
+                _ => {}
+            }
+        }
         let mut ttl = Duration::from_millis(request.ttl_millis.unwrap_or(10_000));
         if self.faults.fast_expiry {
             ttl /= 2;
         }
-        if let Some(lock) = s.locks.get_mut(key) {
-            if &lock.session == id {
-                // Idempotent per session: a retried L4 gets the same token. Claiming an
-                // unclaimed hand-off renews it from now.
-                let lease_start = match lock.claim_by.take() {
-                    Some(_) => {
-                        lock.expires = now + lock.ttl;
-                        now
-                    }
-                    None => lock.expires - lock.ttl,
+        let (holds, queue) = (s.holds(key), s.queue(key));
+        if fits(holds, hold, &self.faults) && !held_back(queue, holds, id, hold, &self.faults) {
+            s.drop_tickets(now, key, |t| &t.session == id);
+            let lock = SimLock {
+                session: id.clone(),
+                token: 0,
+                kind: hold,
+                ttl,
+                expires: now + ttl,
+                claim_by: None,
+            };
+            let mut answer = s.issue(now, key, lock, None).grant(key);
+            answer.ttl_millis = request.ttl_millis.unwrap_or(10_000);
+            return Ok(Attempt::Granted(answer, now));
+        }
+        match open_until {
+            None => Ok(Attempt::Contended),
+            Some(open_until) => {
+                let ticket = SimTicket {
+                    session: id.clone(),
+                    kind: hold,
+                    ttl,
+                    open_until,
+                    seq: 0,
                 };
-                let answer = grant(key, lock);
-                if let Some(queue) = s.queues.get_mut(key) {
-                    queue.retain(|t| &t.session != id);
-                }
-                return Ok(Attempt::Granted(answer, lease_start));
-            }
-            if !self.faults.double_grant {
-                let holder_left = lock.end().saturating_sub(now);
-                return match open_until {
-                    None => Ok(Attempt::Contended),
-                    Some(open_until) => self.join(&mut s, key, id, ttl, open_until, holder_left),
-                };
+                self.join(&mut s, key, ticket)
             }
         }
-        // Free, and `expire` left no live ticket (no barging).
-        let token = s.last_token.get(key).copied().unwrap_or(0) + 1;
-        s.last_token.insert(key.to_owned(), token);
-        let lock = SimLock {
-            session: id.clone(),
-            token,
-            ttl,
-            expires: now + ttl,
-            claim_by: None,
+    }
+
+    /// A request of a session that has a ticket for `key` keeps it open until the request's
+    /// end; a dead one goes (the request queues again at the end).
+    fn keep_ticket_open(&self, s: &mut ServiceState, key: &str, id: &str, open_until: Duration) {
+        let now = self.clock.now();
+        s.drop_tickets(now, key, |t| t.session == id && now >= t.open_until + GRACE);
+        if let Some(queue) = s.queues.get_mut(key) {
+            if let Some(ticket) = queue.iter_mut().find(|t| t.session == id) {
+                ticket.open_until = ticket.open_until.max(open_until);
+            }
+        }
+    }
+
+    /// L4 of a session that holds `key`: its grant again, idempotently (a shared request
+    /// under an exclusive hold gets the exclusive grant) — except an exclusive request under
+    /// a shared hold: two readers upgrading would wait for each other forever. Claiming an
+    /// unclaimed hand-off renews it from now.
+    fn existing(
+        &self,
+        s: &mut ServiceState,
+        key: &str,
+        id: &str,
+        hold: HoldKind,
+    ) -> Result<Attempt, TransportError> {
+        let now = self.clock.now();
+        let holds = s.locks.get_mut(key).expect("the session holds the key");
+        let lock = holds.iter_mut().find(|l| l.session == id).unwrap();
+        if lock.kind != HoldKind::Exclusive && hold == HoldKind::Exclusive {
+            return Err(status(ErrorCode::UpgradeNotAllowed));
+        }
+        let lease_start = match lock.claim_by.take() {
+            Some(_) => {
+                lock.expires = now + lock.ttl;
+                now
+            }
+            None => lock.expires - lock.ttl,
         };
-        let mut answer = grant(key, &lock);
-        answer.ttl_millis = request.ttl_millis.unwrap_or(10_000);
-        s.locks.insert(key.to_owned(), lock);
-        Ok(Attempt::Granted(answer, now))
+        let answer = lock.grant(key);
+        s.drop_tickets(now, key, |t| t.session == id);
+        Ok(Attempt::Granted(answer, lease_start))
     }
 
     /// Takes a ticket at the end of `key`'s queue unless the session has one; 429 when full.
@@ -377,69 +533,69 @@ impl SimService {
         &self,
         s: &mut ServiceState,
         key: &str,
-        id: &str,
-        ttl: Duration,
-        open_until: Duration,
-        holder_left: Duration,
+        mut ticket: SimTicket,
     ) -> Result<Attempt, TransportError> {
-        s.next_ticket += 1;
-        let seq = s.next_ticket;
-        let queue = s.queues.entry(key.to_owned()).or_default();
-        if !queue.iter().any(|t| t.session == id) {
-            if queue.len() >= QUEUE_CAP {
+        let now = self.clock.now();
+        if !s.queue(key).iter().any(|t| t.session == ticket.session) {
+            if s.queue(key).len() >= QUEUE_CAP {
                 return Err(status(ErrorCode::ContentionExceeded));
             }
-            queue.push(SimTicket {
-                session: id.to_owned(),
-                ttl,
-                open_until,
-                seq,
-            });
+            s.next_ticket += 1;
+            ticket.seq = s.next_ticket;
+            let step = Step::Queued {
+                ticket: ticket.seq,
+                session: ticket.session.clone(),
+                kind: ticket.kind,
+            };
+            s.history.record(now, key, step);
+            s.queues.entry(key.to_owned()).or_default().push(ticket);
         }
-        Ok(Attempt::Queued(holder_left))
+        Ok(Attempt::Queued(next_change(s, key, now)))
     }
 
     /// L4 as the server runs it: one attempt, or, with `waitMillis` > 0, attempts until a
-    /// hand-off grants the lock or the wait ends. `waitedMillis` is the lease's start minus
+    /// hand-off grants the hold or the wait ends. `waitedMillis` is the lease's start minus
     /// the request's arrival.
     async fn acquire(
         &self,
         key: &str,
         request: &AcquireRequest,
-    ) -> Result<LockGrant, TransportError> {
+    ) -> Result<lock_api::LockGrant, TransportError> {
         let arrival = self.clock.now();
         let wait = Duration::from_millis(request.wait_millis.unwrap_or(0));
         let open_until = (wait > Duration::ZERO).then_some(arrival + wait);
         loop {
             let handed = self.handed.listen();
-            let holder_left = match self.attempt(key, request, open_until)? {
+            let change = match self.attempt(key, request, open_until)? {
                 Attempt::Granted(mut grant, lease_start) => {
                     grant.waited_millis = lease_start.saturating_sub(arrival).as_millis() as u64;
                     return Ok(grant);
                 }
                 Attempt::Contended => return Err(status(ErrorCode::LockContended)),
-                Attempt::Queued(holder_left) => holder_left,
+                Attempt::Queued(change) => change,
             };
             let left = (arrival + wait).saturating_sub(self.clock.now());
             if left.is_zero() {
                 return Err(status(ErrorCode::LockContended));
             }
-            let sleep = self.clock.sleep(left.min(holder_left + EXPIRY_SLACK));
+            let sleep = self.clock.sleep(left.min(change + EXPIRY_SLACK));
             futures::future::select(Box::pin(handed), sleep).await;
         }
     }
 
+    /// L6: compare-and-delete of the one hold with the token (each shared holder releases
+    /// its own), then the hand-off.
     fn release(&self, key: &str, request: &ReleaseRequest) -> Result<(), TransportError> {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
-        match s.locks.get(key) {
-            Some(lock) if lock.token == request.fencing_token => {
-                s.locks.remove(key);
-                self.settle(&mut s, key);
-                Ok(())
-            }
-            _ => Err(status(ErrorCode::LockLost)),
+        let now = self.clock.now();
+        if s.end_holds(now, key, |l| l.token == request.fencing_token)
+            .is_empty()
+        {
+            return Err(status(ErrorCode::LockLost));
         }
+        self.settle(&mut s, key);
+        Ok(())
     }
 
     fn status(&self, id: &str) -> Result<SessionStatus, TransportError> {
@@ -453,12 +609,13 @@ impl SimService {
         let locks = s
             .locks
             .iter()
+            .flat_map(|(key, holds)| holds.iter().map(move |l| (key, l)))
             .filter(|(_, l)| l.session == id)
             .map(|(key, l)| LockStatus {
-                mode: Default::default(),
                 key: key.clone(),
                 fencing_token: l.token,
                 remaining_millis: (l.end() - now).as_millis() as u64,
+                mode: l.kind.mode(),
             })
             .collect();
         Ok(SessionStatus {
@@ -468,27 +625,34 @@ impl SimService {
         })
     }
 
+    /// L7: every holder in token order; `holder` only when the key is held exclusive.
     fn read(&self, key: &str) -> LockState {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
         let now = self.clock.now();
+        let holds = s.holds(key);
+        let exclusive = holds.iter().find(|l| l.kind == HoldKind::Exclusive);
+        let holder = |l: &SimLock| Holder {
+            holder_id: sim_holder_id(&l.session),
+            owner: None,
+            fencing_token: l.token,
+            remaining_millis: (l.end() - now).as_millis() as u64,
+        };
         LockState {
-            mode: None,
-            holders: Vec::new(),
-            limit: None,
             key: key.to_owned(),
-            holder: s.locks.get(key).map(|l| Holder {
-                holder_id: sim_holder_id(&l.session),
-                owner: None,
-                fencing_token: l.token,
-                remaining_millis: (l.end() - now).as_millis() as u64,
+            mode: holds.first().map(|_| match exclusive {
+                Some(_) => LockMode::Exclusive,
+                None => LockMode::Shared,
             }),
-            waiter_count: s.queues.get(key).map_or(0, |q| q.len() as u32),
+            holder: exclusive.map(holder),
+            holders: holds.iter().map(holder).collect(),
+            limit: holds.iter().find_map(|l| l.kind.limit()),
+            waiter_count: s.queue(key).len() as u32,
         }
     }
 
     /// The server's answer to `request` (L4 may wait in its queue).
-    async fn answer(&self, request: Request<'_>) -> Answer {
+    pub(super) async fn answer(&self, request: Request<'_>) -> Answer {
         match request {
             Request::OpenSession(body) => Ok(Reply::Opened(self.open(body))),
             Request::Heartbeat(id) => self.heartbeat(id).map(Reply::Renewed),
@@ -501,139 +665,44 @@ impl SimService {
     }
 }
 
+/// The holds of `key` whose own TTL runs out by `now` while their session lives on past it.
+fn lapses(s: &ServiceState, key: &str, now: Duration) -> Vec<Lapse> {
+    s.holds(key)
+        .iter()
+        .filter(|l| l.end() <= now && l.claim_by.is_none())
+        .filter(|l| {
+            s.sessions
+                .get(&l.session)
+                .is_some_and(|s| s.expires > l.expires)
+        })
+        .map(|l| Lapse {
+            key: key.to_owned(),
+            session: l.session.clone(),
+            token: l.token,
+            at: l.expires,
+        })
+        .collect()
+}
+
+/// How long until something may let a waiter of `key` in: the first of its holds ends, or
+/// the first ticket in the queue dies.
+fn next_change(s: &ServiceState, key: &str, now: Duration) -> Duration {
+    let hold_ends = s.holds(key).iter().map(SimLock::end);
+    let ticket_deaths = s.queue(key).iter().map(|t| t.open_until + GRACE);
+    hold_ends
+        .chain(ticket_deaths)
+        .min()
+        .map_or(GRACE, |at| at.saturating_sub(now))
+}
+
+/// 409 LIMIT_MISMATCH naming the limit in force (absent for none).
+fn limit_mismatch(in_force: Option<u32>) -> TransportError {
+    let mut body = ErrorBody::new(ErrorCode::LimitMismatch, "sim");
+    body.limit = in_force;
+    error(body)
+}
+
 /// The simulated server's public name of a session (the real one is a keyed hash).
 fn sim_holder_id(session_id: &str) -> String {
     format!("holder-of-{session_id}")
-}
-
-fn grant(key: &str, lock: &SimLock) -> LockGrant {
-    LockGrant {
-        mode: Default::default(),
-        limit: None,
-        key: key.to_owned(),
-        session_id: lock.session.clone(),
-        fencing_token: lock.token,
-        ttl_millis: lock.ttl.as_millis() as u64,
-        waited_millis: 0,
-    }
-}
-
-/// Network behaviour of a [`SimTransport`].
-#[derive(Debug, Clone, Copy)]
-pub struct Network {
-    /// One-way delay, uniform in `[min, max]` milliseconds.
-    pub delay_millis: (u64, u64),
-    /// Probability that a request or an answer is lost (the caller's timeout fires).
-    pub loss: f64,
-}
-
-/// The invariant "no call after a lost session": sessions the clients declared lost are
-/// registered in [`LostSessions::sessions`], and any later call naming one is a violation.
-/// Cheap to clone; clones share state.
-#[derive(Clone, Default)]
-pub struct LostSessions {
-    lost: Arc<Mutex<BTreeSet<String>>>,
-    violations: Arc<Mutex<Vec<String>>>,
-}
-
-impl LostSessions {
-    /// The set of sessions the clients have declared lost (shared with the harness).
-    pub fn sessions(&self) -> Arc<Mutex<BTreeSet<String>>> {
-        self.lost.clone()
-    }
-
-    /// Calls made after their session was declared lost.
-    pub fn violations(&self) -> Vec<String> {
-        self.violations.lock().unwrap().clone()
-    }
-
-    /// Records a violation if `what`, sent at `now`, names a session declared lost.
-    pub fn check(&self, what: &str, session_id: &str, now: Duration) {
-        if self.lost.lock().unwrap().contains(session_id) {
-            self.violations.lock().unwrap().push(format!(
-                "{what} sent at {now:?} for session {session_id} after it was declared lost"
-            ));
-        }
-    }
-}
-
-/// A lossy network in front of a [`SimService`]. It also checks [`LostSessions`] as calls
-/// reach it.
-#[derive(Clone)]
-pub struct SimTransport {
-    service: SimService,
-    network: Network,
-    rng: Arc<Mutex<StdRng>>,
-    lost: LostSessions,
-    /// `SIM_TRACE` set: print every call and answer with its simulated time (for replaying a
-    /// failing seed by hand).
-    trace: bool,
-}
-
-impl SimTransport {
-    /// A transport to `service` whose delays and losses are drawn from `seed`.
-    pub fn new(service: SimService, network: Network, seed: u64) -> Self {
-        SimTransport {
-            service,
-            network,
-            rng: Arc::new(Mutex::new(StdRng::seed_from_u64(seed))),
-            lost: LostSessions::default(),
-            trace: std::env::var_os("SIM_TRACE").is_some(),
-        }
-    }
-
-    /// The set of sessions the client has declared lost (shared with the harness).
-    pub fn lost_sessions(&self) -> Arc<Mutex<BTreeSet<String>>> {
-        self.lost.sessions()
-    }
-
-    /// Calls made after their session was declared lost.
-    pub fn violations(&self) -> Vec<String> {
-        self.lost.violations()
-    }
-
-    fn check_session(&self, what: &str, session_id: &str) {
-        if self.trace {
-            eprintln!("{:?} {session_id} sends {what}", self.service.clock.now());
-        }
-        self.lost.check(what, session_id, self.service.clock.now());
-    }
-
-    /// One network hop: a seeded delay, or forever if the packet is lost.
-    async fn hop(&self) {
-        let (delay, lost) = {
-            let mut rng = self.rng.lock().unwrap();
-            let (lo, hi) = self.network.delay_millis;
-            (
-                rng.random_range(lo..=hi),
-                rng.random_bool(self.network.loss),
-            )
-        };
-        if lost {
-            std::future::pending::<()>().await;
-        }
-        self.service.clock.sleep(Duration::from_millis(delay)).await;
-    }
-
-    /// Request hop, the server's work from arrival time, answer hop.
-    async fn exchange(&self, request: Request<'_>) -> Answer {
-        self.hop().await;
-        let answer = self.service.answer(request).await;
-        if self.trace {
-            eprintln!("{:?} server answered {answer:?}", self.service.clock.now());
-        }
-        self.hop().await;
-        answer
-    }
-}
-
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl Transport for SimTransport {
-    async fn send(&self, request: Request<'_>, _timeout: Duration) -> Answer {
-        if let Some(id) = request.session_id() {
-            self.check_session(request.route().label(), id);
-        }
-        self.exchange(request).await
-    }
 }

@@ -189,6 +189,8 @@ mod tests {
             session_id: "s1".into(),
             ttl_millis: Some(5_000),
             wait_millis: None,
+            mode: None,
+            limit: None,
         };
         let l4 = Request::Acquire("a/b", &acquire);
         assert_eq!(

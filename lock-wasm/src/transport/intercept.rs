@@ -125,6 +125,8 @@ mod tests {
                 session_id: id.clone(),
                 ttl_millis: None,
                 wait_millis: Some(250),
+                mode: None,
+                limit: None,
             };
             t.acquire("k", &acquire, hop).await.unwrap_err();
             t.session_status(&id, hop).await.unwrap_err();

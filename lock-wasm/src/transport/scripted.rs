@@ -114,6 +114,8 @@ impl ScriptedTransport {
             fencing_token: token,
             ttl_millis,
             waited_millis: 0,
+            mode: Default::default(),
+            limit: None,
         }
     }
 
@@ -150,6 +152,7 @@ impl Script {
                 mode: Default::default(),
                 key: key.clone(),
                 fencing_token: *token,
+                mode: Default::default(),
             })
             .collect();
         self.heartbeat.pop_front().unwrap_or(Ok(HeartbeatResponse {

@@ -169,6 +169,8 @@ mod tests {
             session_id: "s1".into(),
             ttl_millis: None,
             wait_millis: None,
+            mode: None,
+            limit: None,
         };
         block_on(async {
             malformed(
@@ -181,7 +183,10 @@ mod tests {
             malformed(t.read_lock("k", hop).await, "L7");
             let state = LockState {
                 key: "k".into(),
+                mode: None,
                 holder: None,
+                holders: Vec::new(),
+                limit: None,
                 waiter_count: 0,
             };
             let t = Answers(Reply::Lock(state.clone()));

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{select, Either};
+use lock_api::HoldKind;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -256,9 +257,9 @@ impl RawSession {
         let scope = self.trace_scope(KeyCallKind::Acquire, &key, traceparent);
         future_to_promise(async move {
             let settled = async {
-                let (ttl, policy) = parsed.map_err(|e| to_js(&e))?;
+                let (ttl, policy, hold) = parsed.map_err(|e| to_js(&e))?;
                 let policy = options::policy(policy, "policy").map_err(|e| to_js(&e))?;
-                let acquire = Box::pin(session.acquire(&key, ttl, &policy));
+                let acquire = Box::pin(session.acquire_hold(&key, hold, ttl, &policy));
                 let outcome = match signal {
                     None => acquire.await,
                     Some(signal) => match select(acquire, Box::pin(Aborted::new(signal))).await {
@@ -283,11 +284,14 @@ impl RawSession {
         })
     }
 
-    fn acquire_settings(&self, options: JsValue) -> Result<(Duration, PolicySettings), LockError> {
+    fn acquire_settings(
+        &self,
+        options: JsValue,
+    ) -> Result<(Duration, PolicySettings, HoldKind), LockError> {
         let opts = AcquireOptions::parse(options)?;
         let ttl = options::lock_ttl(opts.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
         let policy = opts.policy.unwrap_or_default().over(self.defaults.policy);
-        Ok((ttl, policy))
+        Ok((ttl, policy, opts.hold))
     }
 
     /// The scope of one call's `traceparent`, when traced.
@@ -366,10 +370,26 @@ impl RawHandle {
         self.handle.lost_reason().map(|r| r.as_str().to_owned())
     }
 
+    /// `"exclusive"` or `"shared"`, as granted.
+    #[wasm_bindgen(getter)]
+    pub fn mode(&self) -> String {
+        self.handle.mode().as_str().to_owned()
+    }
+
+    /// A shared grant's limit, or `undefined`.
+    #[wasm_bindgen(getter)]
+    pub fn limit(&self) -> Option<u32> {
+        self.handle.limit()
+    }
+
     /// A nested hold of this grant (same token, no request; the lock goes with the outermost
-    /// release). Throws LOCK_LOST when the handle is lost or released.
-    pub fn nest(&self) -> Result<(), JsValue> {
-        self.handle.nest().map(drop).map_err(|e| to_js(&e))
+    /// release), in the handle's own mode or `options.mode`. Throws UPGRADE_NOT_ALLOWED for
+    /// an exclusive hold nested under a shared one, LOCK_LOST when the handle is lost or
+    /// released, VALIDATION_FAILED for a bad option.
+    pub fn nest(&self, options: JsValue) -> Result<(), JsValue> {
+        let mode = options::nest_mode(options).map_err(|e| to_js(&e))?;
+        let mode = mode.unwrap_or(self.handle.mode());
+        self.handle.nest_as(mode).map(drop).map_err(|e| to_js(&e))
     }
 
     /// Resolves with the reason the moment the handle is reported lost: at its deadline

@@ -30,6 +30,16 @@ fn message(err: &LockError) -> String {
         LockError::FencedOut {
             highest_token: None,
         } => "fenced out".to_owned(),
+        LockError::LimitMismatch {
+            key,
+            limit: Some(limit),
+        } => format!("limit mismatch on {key}: its shared holders use limit {limit}"),
+        LockError::LimitMismatch { key, limit: None } => {
+            format!("limit mismatch on {key}: its shared holders use no limit")
+        }
+        LockError::UpgradeNotAllowed { key } => format!(
+            "upgrade not allowed on {key}: it is held shared; release it, then acquire exclusive"
+        ),
         LockError::Unauthorized { message } => format!("unauthorized: {message}"),
         LockError::Forbidden { message } => format!("forbidden: {message}"),
         LockError::Timeout(after) => format!("no answer within {} ms", after.as_millis() as u64),
@@ -52,7 +62,8 @@ fn message(err: &LockError) -> String {
     }
 }
 
-/// Builds `Error { name: "LockError", message, code, retryable, field? }`.
+/// Builds `Error { name: "LockError", message, code, retryable, field?, limit? }`
+/// (`limit`: LIMIT_MISMATCH's limit in force, `null` for none).
 pub fn to_js(err: &LockError) -> JsValue {
     let js = js_sys::Error::new(&message(err));
     js.set_name("LockError");
@@ -61,8 +72,13 @@ pub fn to_js(err: &LockError) -> JsValue {
     };
     set("code", JsValue::from_str(err.code()));
     set("retryable", JsValue::from_bool(err.retryable()));
-    if let LockError::Validation { field, .. } = err {
-        set("field", JsValue::from_str(field));
+    match err {
+        LockError::Validation { field, .. } => set("field", JsValue::from_str(field)),
+        LockError::LimitMismatch { limit, .. } => set(
+            "limit",
+            limit.map_or(JsValue::NULL, |l| JsValue::from_f64(l.into())),
+        ),
+        _ => {}
     }
     js.into()
 }

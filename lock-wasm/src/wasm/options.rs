@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use lock_api::limits::{validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
+use lock_api::limits::{validate_hold, validate_ttl, DEFAULT_LOCK_TTL_MILLIS};
+use lock_api::{HoldKind, LockMode};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::config::ClientConfig;
@@ -59,13 +60,16 @@ pub struct SessionOptions {
     pub owner: Option<String>,
 }
 
-/// `session.acquire(key, { ttlMs, policy })` (the JS layer keeps `signal` apart).
+/// `session.acquire(key, { ttlMs, policy, mode, limit })` (the JS layer keeps `signal`
+/// apart).
 #[derive(Debug, Clone, Default)]
 pub struct AcquireOptions {
     /// Lock TTL.
     pub ttl_ms: Option<u64>,
     /// Policy overrides.
     pub policy: Option<PolicyOptions>,
+    /// The hold asked for, from `mode` and `limit` (exclusive when both are absent).
+    pub hold: HoldKind,
 }
 
 /// Reads one options object field by field. Each field is read on its own, so a type error names exactly that field; fields the SDK
@@ -165,6 +169,10 @@ impl Expected for String {
     const EXPECTED: &'static str = "must be a string";
 }
 
+impl Expected for LockMode {
+    const EXPECTED: &'static str = "must be \"shared\" or \"exclusive\"";
+}
+
 fn policy_options(fields: Option<Fields>) -> Result<Option<PolicyOptions>, LockError> {
     let Some(mut f) = fields else { return Ok(None) };
     let policy = PolicyOptions {
@@ -251,13 +259,33 @@ impl AcquireOptions {
         let Some(mut f) = Fields::new(value, "")? else {
             return Ok(Self::default());
         };
-        let options = AcquireOptions {
-            ttl_ms: f.get("ttlMs")?,
-            policy: policy_options(f.nested("policy")?)?,
-        };
+        let ttl_ms = f.get("ttlMs")?;
+        let policy = policy_options(f.nested("policy")?)?;
+        let mode = f.get::<LockMode>("mode")?;
+        let limit = f.get::<u32>("limit")?;
         f.finish()?;
-        Ok(options)
+        Ok(AcquireOptions {
+            ttl_ms,
+            policy,
+            hold: hold(mode, limit)?,
+        })
     }
+}
+
+/// The hold `mode` and `limit` ask for, by the shared rules (`validate_hold`): a limit of
+/// 1…10,000, with `mode: "shared"` only. The error names `limit`, the JS spelling too.
+pub fn hold(mode: Option<LockMode>, limit: Option<u32>) -> Result<HoldKind, LockError> {
+    validate_hold(mode, limit).map_err(|message| invalid("limit".into(), &message))
+}
+
+/// A nesting mode (`handle.nest({ mode })`): absent is the handle's own.
+pub fn nest_mode(value: JsValue) -> Result<Option<LockMode>, LockError> {
+    let Some(mut f) = Fields::new(value, "")? else {
+        return Ok(None);
+    };
+    let mode = f.get::<LockMode>("mode")?;
+    f.finish()?;
+    Ok(mode)
 }
 
 fn join(parent: &str, child: &str) -> String {

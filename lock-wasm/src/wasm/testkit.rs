@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use lock_api::{Holder, LockMode, LockState};
 use wasm_bindgen::prelude::*;
 
 use crate::backoff::SeededRngSource;
@@ -118,34 +119,42 @@ impl RawKit {
             .advance_to(Duration::from_nanos((ms * 1e6).round() as u64));
     }
 
-    /// The live holder of `key` as L7 reports it: `{ holderId, owner, fencingToken,
-    /// remainingMs }` (`owner` only when the session has one), or `null`.
+    /// The live exclusive holder of `key` as L7 reports it: `{ holderId, owner, fencingToken,
+    /// remainingMs }` (`owner` only when the session has one), or `null` (free, or held
+    /// shared: see [`RawKit::holders`]).
     pub fn holder(&self, key: &str) -> JsValue {
-        let state = self
-            .network
+        match self.read(key).and_then(|s| s.holder) {
+            Some(holder) => holder_object(&holder, None).into(),
+            None => JsValue::NULL,
+        }
+    }
+
+    /// Every live holder of `key` in either mode, in token order, each as in
+    /// [`RawKit::holder`] plus its `mode`; empty when the key is free.
+    pub fn holders(&self, key: &str) -> js_sys::Array {
+        let Some(state) = self.read(key) else {
+            return js_sys::Array::new();
+        };
+        // A service that lists no `holders` (one that predates shared holds) has at most its
+        // exclusive `holder`.
+        let mode = state.mode.unwrap_or_default();
+        let holders = if state.holders.is_empty() {
+            state.holder.into_iter().collect()
+        } else {
+            state.holders
+        };
+        holders
+            .iter()
+            .map(|h| JsValue::from(holder_object(h, Some(mode))))
+            .collect()
+    }
+
+    /// L7 of `key`, as the service answers it now.
+    fn read(&self, key: &str) -> Option<LockState> {
+        self.network
             .read_lock(key, Duration::ZERO)
             .now_or_never()
-            .and_then(Result::ok);
-        let Some(holder) = state.and_then(|s| s.holder) else {
-            return JsValue::NULL;
-        };
-        let object = js_sys::Object::new();
-        let set = |name: &str, value: JsValue| {
-            let _ = js_sys::Reflect::set(&object, &JsValue::from_str(name), &value);
-        };
-        set("holderId", JsValue::from_str(&holder.holder_id));
-        if let Some(owner) = &holder.owner {
-            set("owner", JsValue::from_str(owner));
-        }
-        set(
-            "fencingToken",
-            JsValue::from_f64(holder.fencing_token as f64),
-        );
-        set(
-            "remainingMs",
-            JsValue::from_f64(holder.remaining_millis as f64),
-        );
-        object.into()
+            .and_then(Result::ok)
     }
 
     /// R1: ends `key`'s lock whoever holds it. Returns the revoked token, or `undefined`.
@@ -162,6 +171,30 @@ impl RawKit {
             partitioned.remove(&session_id);
         }
     }
+}
+
+/// `{ holderId, owner?, fencingToken, remainingMs, mode? }` of one L7 holder.
+fn holder_object(holder: &Holder, mode: Option<LockMode>) -> js_sys::Object {
+    let object = js_sys::Object::new();
+    let set = |name: &str, value: JsValue| {
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(name), &value);
+    };
+    set("holderId", JsValue::from_str(&holder.holder_id));
+    if let Some(owner) = &holder.owner {
+        set("owner", JsValue::from_str(owner));
+    }
+    set(
+        "fencingToken",
+        JsValue::from_f64(holder.fencing_token as f64),
+    );
+    set(
+        "remainingMs",
+        JsValue::from_f64(holder.remaining_millis as f64),
+    );
+    if let Some(mode) = mode {
+        set("mode", JsValue::from_str(mode.as_str()));
+    }
+    object
 }
 
 fn millis(d: Duration) -> f64 {

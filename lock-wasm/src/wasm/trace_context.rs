@@ -137,6 +137,8 @@ mod tests {
             session_id: "s".into(),
             ttl_millis: None,
             wait_millis: None,
+            mode: None,
+            limit: None,
         };
         (key.to_owned(), body)
     }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use lock_api::{AcquireRequest, ErrorBody, OpenSessionRequest, ReleaseRequest};
+use lock_api::{AcquireRequest, ErrorBody, LockMode, OpenSessionRequest, ReleaseRequest};
 
 use crate::error::{LockError, TransportError};
 use crate::transport::http::{Body, ReadJson};
@@ -122,11 +122,15 @@ fn acquire_body(request: &AcquireRequest) -> Option<String> {
         session_id,
         ttl_millis,
         wait_millis,
+        mode,
+        limit,
     } = request;
     JsObject::default()
         .text("sessionId", session_id)
         .opt_number("ttlMillis", *ttl_millis)
         .opt_number("waitMillis", *wait_millis)
+        .opt_text("mode", mode.map(LockMode::as_str))
+        .opt_number("limit", limit.map(u64::from))
         .to_json()
 }
 
@@ -173,5 +177,42 @@ impl Transport for FetchTransport {
         let traceparent = self.traces.as_ref().and_then(|t| t.for_request(&request));
         let reply = self.call(method, &path, body, traceparent, timeout).await?;
         request.read_reply(&reply.body, &PlatformJson)
+    }
+}
+
+// Run with `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test
+// -p lock-wasm --target wasm32-unknown-unknown --lib` (Node).
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    use super::*;
+
+    /// The L4 body the platform's transport writes is the one the native transport (serde)
+    /// writes, in both modes: an exclusive acquire carries no `mode` and no `limit`.
+    #[wasm_bindgen_test]
+    fn acquire_bodies_are_serdes_in_both_modes() {
+        let exclusive = AcquireRequest {
+            session_id: "s".into(),
+            ttl_millis: Some(5_000),
+            wait_millis: Some(0),
+            mode: None,
+            limit: None,
+        };
+        let shared = AcquireRequest {
+            mode: Some(LockMode::Shared),
+            limit: Some(3),
+            ..exclusive.clone()
+        };
+        for request in [&exclusive, &shared] {
+            assert_eq!(
+                acquire_body(request).unwrap(),
+                serde_json::to_string(request).unwrap()
+            );
+        }
+        assert_eq!(
+            acquire_body(&exclusive).unwrap(),
+            r#"{"sessionId":"s","ttlMillis":5000,"waitMillis":0}"#
+        );
     }
 }

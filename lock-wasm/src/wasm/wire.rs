@@ -10,8 +10,8 @@
 //! `None`, and the callers turn that into their fixed messages.
 
 use lock_api::{
-    ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, Holder, LockGrant, LockState, LockStatus,
-    SessionOpened, SessionStatus,
+    ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, Holder, LockGrant, LockMode, LockState,
+    LockStatus, SessionOpened, SessionStatus,
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -66,6 +66,23 @@ impl FromJs for ErrorCode {
     }
 }
 
+/// The wire spelling, `"exclusive"` or `"shared"` (serde's `rename_all = "lowercase"`).
+impl FromJs for LockMode {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        match value.as_string()?.as_str() {
+            "exclusive" => Some(LockMode::Exclusive),
+            "shared" => Some(LockMode::Shared),
+            _ => None,
+        }
+    }
+}
+
+/// A field that defaults when absent or null (`#[serde(default)]`), and must have its type
+/// when present.
+fn field_or_default<T: FromJs + Default>(object: &JsValue, name: &str) -> Option<T> {
+    field::<Option<T>>(object, name).map(Option::unwrap_or_default)
+}
+
 /// `null`/`undefined` is `None`, as serde reads a missing or null optional field.
 impl<T: FromJs> FromJs for Option<T> {
     fn from_js(value: &JsValue) -> Option<Self> {
@@ -115,6 +132,8 @@ impl FromJs for HeldLock {
         Some(HeldLock {
             key: field(v, "key")?,
             fencing_token: field(v, "fencingToken")?,
+            // Absent from a server before shared holds: exclusive.
+            mode: field_or_default(v, "mode")?,
         })
     }
 }
@@ -134,6 +153,7 @@ impl FromJs for LockStatus {
             key: field(v, "key")?,
             fencing_token: field(v, "fencingToken")?,
             remaining_millis: field(v, "remainingMillis")?,
+            mode: field_or_default(v, "mode")?,
         })
     }
 }
@@ -156,7 +176,10 @@ impl FromJs for LockGrant {
             fencing_token: field(v, "fencingToken")?,
             ttl_millis: field(v, "ttlMillis")?,
             // Absent from a server without the wait queue: it did not wait.
-            waited_millis: field::<Option<u64>>(v, "waitedMillis")?.unwrap_or(0),
+            waited_millis: field_or_default(v, "waitedMillis")?,
+            // Left out of an exclusive grant (and by a server before shared holds).
+            mode: field_or_default(v, "mode")?,
+            limit: field(v, "limit")?,
         })
     }
 }
@@ -176,7 +199,11 @@ impl FromJs for LockState {
     fn from_js(v: &JsValue) -> Option<Self> {
         Some(LockState {
             key: field(v, "key")?,
+            mode: field(v, "mode")?,
             holder: field(v, "holder")?,
+            // Absent from a server before shared holds: `holder` is the only one.
+            holders: field_or_default(v, "holders")?,
+            limit: field(v, "limit")?,
             waiter_count: field(v, "waiterCount")?,
         })
     }
@@ -191,6 +218,7 @@ impl FromJs for ErrorBody {
         body.leader = field(v, "leader")?;
         body.retry_after_millis = field(v, "retryAfterMillis")?;
         body.highest_token = field(v, "highestToken")?;
+        body.limit = field(v, "limit")?;
         Some(body)
     }
 }
@@ -333,8 +361,17 @@ mod tests {
                 fencing_token: 3,
                 ttl_millis: 10,
                 waited_millis: 0,
+                mode: LockMode::Exclusive,
+                limit: None,
             })
         );
+        let shared = json(
+            r#"{"key":"k","sessionId":"s","fencingToken":3,"ttlMillis":10,"mode":"shared","limit":2}"#,
+        );
+        let shared = LockGrant::from_js(&shared).unwrap();
+        assert_eq!((shared.mode, shared.limit), (LockMode::Shared, Some(2)));
+        let odd = json(r#"{"key":"k","sessionId":"s","fencingToken":3,"ttlMillis":10,"mode":"x"}"#);
+        assert_eq!(LockGrant::from_js(&odd), None, "an unknown mode");
         let waited =
             json(r#"{"key":"k","sessionId":"s","fencingToken":3,"ttlMillis":10,"waitedMillis":7}"#);
         assert_eq!(

@@ -362,6 +362,8 @@ async fn fetch_transport_maps_contract_errors() {
         session_id: "nope".into(),
         ttl_millis: None,
         wait_millis: Some(30_001),
+        mode: None,
+        limit: None,
     };
     match transport.acquire("k", &request, hop).await.unwrap_err() {
         TransportError::Status { status, body } => {
