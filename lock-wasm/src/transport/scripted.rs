@@ -107,8 +107,6 @@ impl ScriptedTransport {
     /// A grant body as the server would send it.
     pub fn grant(key: &str, session_id: &str, token: u64, ttl_millis: u64) -> LockGrant {
         LockGrant {
-            mode: Default::default(),
-            limit: None,
             key: key.to_owned(),
             session_id: session_id.to_owned(),
             fencing_token: token,
@@ -149,7 +147,6 @@ impl Script {
             .held
             .iter()
             .map(|(key, token)| lock_api::HeldLock {
-                mode: Default::default(),
                 key: key.clone(),
                 fencing_token: *token,
                 mode: Default::default(),
