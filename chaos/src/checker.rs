@@ -23,10 +23,18 @@
 //!   docs/fencing.md, "Why: the paused worker").
 //! - [`Check::RetriedAfterFence`]: a process wrote again with a token the ledger had
 //!   fenced out for it (the side effect is never retried).
+//! - [`Check::ExclusiveNotAlone`] and [`Check::OverLimit`], on keys held shared (`holds`):
+//!   an exclusive hold live beside any other hold of its key; more shared holds live at once
+//!   than the key's limit. Such keys get these instead of [`Check::TwoHolders`], since
+//!   shared holds live side by side by design; every other check covers every key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use lock_api::LockMode;
 
 use crate::history::{Event, LedgerVerdict, Window};
+
+mod holds;
 
 /// Which claim a violation breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +51,10 @@ pub enum Check {
     FencedNotLost,
     /// A fenced-out write was retried.
     RetriedAfterFence,
+    /// An exclusive hold live beside another hold of its key.
+    ExclusiveNotAlone,
+    /// More shared holds of a key live at once than its limit.
+    OverLimit,
 }
 
 /// One broken claim, with a human-readable account.
@@ -78,12 +90,18 @@ pub struct Report {
     pub acquires: usize,
     /// Grants.
     pub grants: usize,
+    /// Of which shared.
+    pub shared_grants: usize,
     /// Successful releases.
     pub releases: usize,
     /// Ledger writes (accepted, fenced out, indeterminate).
     pub ledger_writes: [usize; 3],
     /// L7 samples.
     pub samples: usize,
+    /// Readers' ledger reads.
+    pub ledger_reads: usize,
+    /// Per key, the most holders one L7 answer listed.
+    pub most_holders: BTreeMap<String, usize>,
     /// Faults by kind.
     pub faults: BTreeMap<String, usize>,
     /// Largest `acquire duration - budget - pauses` seen, in microseconds (may be negative).
@@ -95,7 +113,11 @@ pub struct Report {
 impl Report {
     /// Total operations (acquires, releases, ledger writes, samples).
     pub fn operations(&self) -> usize {
-        self.acquires + self.releases + self.ledger_writes.iter().sum::<usize>() + self.samples
+        self.acquires
+            + self.releases
+            + self.ledger_writes.iter().sum::<usize>()
+            + self.samples
+            + self.ledger_reads
     }
 
     /// Number of violations of `check`.
@@ -112,7 +134,9 @@ impl Report {
 pub fn check(events: &[Event], config: CheckerConfig) -> Report {
     let mut report = Report::default();
     count(events, &mut report);
-    check_two_holders(events, &mut report);
+    let shared = holds::shared_keys(events);
+    check_two_holders(events, &shared, &mut report);
+    holds::check_holds(events, &shared, &mut report);
     check_ledger(events, &mut report);
     check_token_order(events, &mut report);
     check_budgets(events, config, &mut report);
@@ -123,7 +147,12 @@ fn count(events: &[Event], report: &mut Report) {
     for e in events {
         match e {
             Event::AcquireStart { .. } => report.acquires += 1,
-            Event::Grant { .. } => report.grants += 1,
+            Event::Grant { mode, .. } => {
+                report.grants += 1;
+                if *mode == LockMode::Shared {
+                    report.shared_grants += 1;
+                }
+            }
             Event::Release { ok: true, .. } => report.releases += 1,
             Event::LedgerWrite { verdict, .. } => {
                 report.ledger_writes[match verdict {
@@ -132,7 +161,18 @@ fn count(events: &[Event], report: &mut Report) {
                     LedgerVerdict::Indeterminate => 2,
                 }] += 1
             }
-            Event::L7Sample { .. } => report.samples += 1,
+            Event::L7Sample {
+                key,
+                token,
+                holders,
+                ..
+            } => {
+                report.samples += 1;
+                let listed = holders.len().max(usize::from(token.is_some()));
+                let most = report.most_holders.entry(key.clone()).or_default();
+                *most = (*most).max(listed);
+            }
+            Event::LedgerRead { .. } => report.ledger_reads += 1,
             Event::Fault { kind, .. } => *report.faults.entry(kind.clone()).or_default() += 1,
             _ => {}
         }
@@ -155,9 +195,13 @@ fn fact<'a, 'm>(
     keys.entry(key).or_default().entry(token).or_default()
 }
 
-fn check_two_holders(events: &[Event], report: &mut Report) {
+/// [`Check::TwoHolders`] on every key never held shared.
+fn check_two_holders(events: &[Event], shared: &HashSet<&str>, report: &mut Report) {
     let mut keys: HashMap<&str, BTreeMap<u64, TokenFacts>> = HashMap::new();
-    for e in events {
+    for e in events
+        .iter()
+        .filter(|e| !event_key(e).is_some_and(|k| shared.contains(k)))
+    {
         match e {
             Event::Grant {
                 key, token, window, ..
@@ -207,6 +251,16 @@ fn check_two_holders(events: &[Event], report: &mut Report) {
                 }
             }
         }
+    }
+}
+
+/// The lock key an event of the two-holder check is about.
+fn event_key(e: &Event) -> Option<&str> {
+    match e {
+        Event::Grant { key, .. } | Event::L7Sample { key, .. } | Event::Release { key, .. } => {
+            Some(key)
+        }
+        _ => None,
     }
 }
 
