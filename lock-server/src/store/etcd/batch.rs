@@ -15,8 +15,9 @@
 //!
 //! Rules that keep a batch valid:
 //! - etcd refuses a transaction that writes one key twice ("duplicate key"), so a batch holds
-//!   at most one transaction per lock key (a lock's index key is named by its lock key); a
-//!   second one for the same key waits for the next batch.
+//!   at most one transaction per lock key (every transaction on a key's holds, index entries
+//!   and tickets is named by the key's stamp); a second one for the same key waits for the
+//!   next batch.
 //! - A put on a lease that has gone fails the whole outer transaction. The creates and
 //!   renewals compare their session record's revision first, and etcd deletes a lease's keys
 //!   in the same step that ends the lease, so a write whose put is attempted has a live lease.
@@ -63,7 +64,8 @@ struct Waiting {
 }
 
 impl EtcdStore {
-    /// Runs `txn`, which writes only `lock_key` and its index entry, alone or in a batch.
+    /// Runs `txn`, which writes only keys of the lock key `lock_key` names (its stamp, holds,
+    /// their index entries and markers, its tickets), alone or in a batch.
     /// Answers exactly as [`EtcdStore::txn_raw`] would for `txn` alone.
     pub(super) async fn txn_grouped(
         &self,

@@ -29,6 +29,21 @@ pub(super) struct OpenTicket {
     pub record: TicketRecord,
 }
 
+/// A grant this replica saw, by its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HolderHint {
+    pub token: u64,
+    /// The holder session.
+    pub session_id: String,
+    /// `create_revision` of the holder's index entry, which names the grant.
+    pub index_revision: i64,
+    /// `mod_revision` of the key's stamp right after the grant: unchanged, the grant is still
+    /// the key's only hold when it is exclusive.
+    pub stamp_revision: i64,
+    /// Whether the hold is exclusive (only those are released in one transaction).
+    pub exclusive: bool,
+}
+
 /// The hints. std mutexes: held for one map operation, never across an await.
 #[derive(Debug, Default)]
 pub(super) struct Hints {
@@ -37,9 +52,8 @@ pub(super) struct Hints {
     /// key on in one transaction (its compares check that the oldest of them is the queue's
     /// head, and unchanged).
     tickets: Mutex<HashMap<String, Vec<OpenTicket>>>,
-    /// key → (fencing token, holder session id, `create_revision` of the holder's index
-    /// entry, which names the grant).
-    holders: Mutex<HashMap<String, (u64, String, i64)>>,
+    /// key → the last grant of it this replica saw.
+    holders: Mutex<HashMap<String, HolderHint>>,
 }
 
 impl Hints {
@@ -55,21 +69,16 @@ impl Hints {
         lock(&self.sessions).remove(session_id);
     }
 
-    /// The holder session of `key` and its index entry's `create_revision`, if the hint is
-    /// for this very token.
-    pub(super) fn holder(&self, key: &str, token: u64) -> Option<(String, i64)> {
+    /// The grant of `key` this replica saw, if it is this very token's.
+    pub(super) fn holder(&self, key: &str, token: u64) -> Option<HolderHint> {
         lock(&self.holders)
             .get(key)
-            .filter(|(held, _, _)| *held == token)
-            .map(|(_, session, index)| (session.clone(), *index))
+            .filter(|hint| hint.token == token)
+            .cloned()
     }
 
-    pub(super) fn remember_holder(&self, key: &str, token: u64, session_id: &str, index: i64) {
-        insert_bounded(
-            &mut lock(&self.holders),
-            key.to_owned(),
-            (token, session_id.to_owned(), index),
-        );
+    pub(super) fn remember_holder(&self, key: &str, hint: HolderHint) {
+        insert_bounded(&mut lock(&self.holders), key.to_owned(), hint);
     }
 
     pub(super) fn forget_holder(&self, key: &str) {

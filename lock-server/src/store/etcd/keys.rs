@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! <prefix>s/<sessionId>            SessionRecord  (session lease)
-//! <prefix>l/<encKey>               LockRecord     (holder's session lease); token = create_revision
+//! <prefix>v/<encKey>               StampRecord    (lease of a holder); rewritten by every txn that
+//!                                                 changes the key's holders, compared by every grant
+//! <prefix>l/<encKey>/<sessionId>   LockRecord     one hold (holder's session lease); token = create_revision
 //! <prefix>h/<sessionId>/<encKey>   LockRecord     (same lease; written in the same txns as l/)
+//! <prefix>r/<encKey>/<sessionId>   empty          a shared hold's marker, for the gauge (same lease)
 //! <prefix>q/<encKey>/<sessionId>   TicketRecord   (waiter's session lease); queue order = create_revision
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
@@ -12,7 +15,9 @@
 //! ```
 //!
 //! Lock keys are percent-encoded with [`lock_api::limits::encode_key`], which escapes `/`, so
-//! the prefix `e/<encKey>/` of one key can never cover the entries of another key.
+//! the prefix `l/<encKey>/` (or `q/`, `e/`) of one key can never cover another key's holds
+//! (tickets, entries): `l/a%2Fb/...` is not under `l/a/`. A session holds a key at most once,
+//! so `l/<encKey>/<sessionId>` names one hold, and one prefix read finds all of a key's.
 
 use lock_api::limits::encode_key;
 
@@ -39,12 +44,36 @@ impl Keys {
         format!("{}s/", self.prefix)
     }
 
-    pub(super) fn lock(&self, key: &str) -> String {
-        format!("{}l/{}", self.prefix, encode_key(key))
+    /// The hold of `session_id` on `key`.
+    pub(super) fn hold(&self, key: &str, session_id: &str) -> String {
+        format!("{}l/{}/{session_id}", self.prefix, encode_key(key))
     }
 
-    pub(super) fn all_locks(&self) -> String {
+    /// Every hold of `key` (a prefix).
+    pub(super) fn holds(&self, key: &str) -> String {
+        format!("{}l/{}/", self.prefix, encode_key(key))
+    }
+
+    /// Every hold of every key: what the locks gauge counts.
+    pub(super) fn all_holds(&self) -> String {
         format!("{}l/", self.prefix)
+    }
+
+    /// The key's stamp: its `mod_revision` changes with every transaction of ours that adds
+    /// or ends a hold of the key, so a grant that compares it knows the holders it decided on
+    /// are still the holders.
+    pub(super) fn stamp(&self, key: &str) -> String {
+        format!("{}v/{}", self.prefix, encode_key(key))
+    }
+
+    /// The marker of a shared hold of `session_id` on `key`.
+    pub(super) fn shared_marker(&self, key: &str, session_id: &str) -> String {
+        format!("{}r/{}/{session_id}", self.prefix, encode_key(key))
+    }
+
+    /// Every shared hold's marker: what the shared-holds gauge counts.
+    pub(super) fn all_shared_markers(&self) -> String {
+        format!("{}r/", self.prefix)
     }
 
     /// The session's index entry for one lock it holds, so L2/L5 find a session's locks with
@@ -93,7 +122,12 @@ mod tests {
     #[test]
     fn slashes_in_keys_cannot_alias_another_keys_prefix() {
         let keys = Keys::new("/p/");
-        assert_eq!(keys.lock("a/b"), "/p/l/a%2Fb");
+        assert_eq!(keys.stamp("a/b"), "/p/v/a%2Fb");
+        assert_eq!(keys.hold("a/b", "s1"), "/p/l/a%2Fb/s1");
+        assert!(!keys.hold("a/b", "s1").starts_with(&keys.holds("a")));
+        assert!(keys.hold("a", "s1").starts_with(&keys.holds("a")));
+        assert!(!keys.holds("a").starts_with(&keys.stamp("a/")));
+        assert!(!keys.ticket("a/b", "s1").starts_with(&keys.queue("a")));
         assert!(!keys
             .ledger_entry("a/b", 0)
             .starts_with(&keys.ledger_entries("a")));

@@ -1,31 +1,42 @@
 //! Locks: L4 acquire, L6 release, L7 read, R1 revoke.
 //!
-//! `l/<key>` holds the live lock, on its holder session's lease. Every transaction that
-//! creates, renews, hands on or deletes `l/<key>` does the same to the holder's index entry
-//! `h/<session>/<key>`, so the two always exist together and carry the same record; the index
-//! entry's `create_revision` names one grant (the hinted L6 compares it). The fencing token is
-//! [`LockRecord::token`]: `l/<key>`'s `create_revision` when the granting transaction created
-//! it, the ticket's when the lock was handed to a queued ticket (`queue`).
+//! A key's holds are `l/<key>/<session>`, one per holding session, each with its index twin
+//! and, when shared, its marker (`holds` has how they are written and how grants are kept
+//! from racing). The fencing token is [`LockRecord::token`]: the hold key's `create_revision`
+//! when the granting transaction created it, the ticket's when the hold was handed to a
+//! queued ticket (`queue`). A grant decided on a key's holds compares the key's stamp, so it
+//! commits only if those are still the holds; a transaction that ends holds serves the queue
+//! in the same step ([`EtcdStore::settle`]).
 
-use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
-use lock_api::{Holder, LockGrant};
+use std::collections::BTreeSet;
 
+use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp};
+use lock_api::{HoldKind, Holder, LockGrant, LockMode};
+
+use super::cache::HolderHint;
 use super::creating::Turn;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::queue::{Joined, PassedOn};
+use super::queue::{Joined, Settled};
 use super::records::{unchanged, KeyView, LiveSession, LockRecord, Whose};
-use super::{encode, EtcdStore, CAS_ATTEMPTS};
+use super::writes::Writes;
+use super::{EtcdStore, CAS_ATTEMPTS};
+use crate::store::holds::{check_limit, grantable_heads, limit_in_force, Held};
 use crate::store::lease::now_millis;
 use crate::store::queue::Attempt;
 use crate::store::{session, AcquireCall, KeyState, StoreError};
 
+/// Waits for this replica's own create of the key, per L4 attempt, before it answers 503
+/// (ASSUMPTION: a crowd on one replica is served one create at a time, so each waits about
+/// as many turns as requests are ahead of it; these are not lost races).
+const TURN_WAITS: usize = 256;
+
 impl EtcdStore {
     /// L4, one attempt. With a session hint from this replica an uncontended grant is one
-    /// transaction: create if the key is free, nobody queues and the session is unchanged,
-    /// else read the session, the lock and the queue back (a key this replica knows to be
-    /// held or queued for is read first). From that view it renews the
-    /// holder's own lock, queues (or answers contended), or hands on a lock that ended
-    /// unnoticed, and goes round again after a lost race.
+    /// transaction: create if the key has no hold and no ticket and the session is unchanged,
+    /// else read the session, the holds and the queue back (a key this replica knows to be
+    /// held or queued for is read first). From that view it renews the session's own hold,
+    /// grants beside the holds there, queues (or answers contended), or serves a queue whose
+    /// holds ended unnoticed, and goes round again after a lost race.
     pub(super) async fn attempt(&self, call: AcquireCall<'_>) -> Result<Attempt, StoreError> {
         if !session::is_id(call.session_id) {
             return Err(StoreError::SessionNotFound);
@@ -37,37 +48,48 @@ impl EtcdStore {
             .hinted_session(call.session_id, Whose::Client(call.client))
             .filter(|_| !self.hints.contended(call.key));
         let mut round = match hinted {
-            Some(live) => Round::Create(live),
+            Some(live) => Round::Create(live, None),
             None => Round::Read,
         };
-        for _ in 0..CAS_ATTEMPTS {
+        let (mut rounds, mut waits) = (0, 0);
+        while rounds < CAS_ATTEMPTS && waits < TURN_WAITS {
             let flow = match round {
                 Round::Read => {
                     let (live, view) = self
                         .read_session_and_key(call.session_id, call.client, call.key)
                         .await?;
-                    self.decide(call, live, &view).await?
+                    self.decide(call, live, Box::new(view)).await?
                 }
-                Round::Create(live) => self.create_free(call, live).await?,
-                Round::Decide(live, view) => self.decide(call, live, &view).await?,
+                Round::Create(live, view) => self.create(call, live, view).await?,
+                Round::Decide(live, view) => self.decide(call, live, view).await?,
             };
-            match flow {
+            round = match flow {
                 Flow::Done(attempt) => return Ok(attempt),
-                Flow::Again(next) => round = next,
-            }
+                Flow::Again(next) => {
+                    rounds += 1;
+                    next
+                }
+                Flow::Waited(next) => {
+                    waits += 1;
+                    next
+                }
+            };
         }
         Err(unavailable("acquire lost too many races; retry"))
     }
 
-    /// The optimistic create of a free key. One create of a free key at a time from this
-    /// replica: the others wait for it, then read the key (most likely held now) and queue or
-    /// answer contended.
-    async fn create_free(
+    /// A fresh grant: on a key with no hold and no ticket when `view` is `None` (the
+    /// optimistic create), else beside the holds of `view`, which the caller found compatible,
+    /// with nobody queued. One create of a key at a time from this replica: the others wait
+    /// for it, then read the key again (most likely held now: they queue, answer contended, or
+    /// are granted beside it).
+    async fn create(
         &self,
         call: AcquireCall<'_>,
         live: LiveSession,
+        view: Option<Box<KeyView>>,
     ) -> Result<Flow, StoreError> {
-        let (key, now) = (call.key, now_millis());
+        let key = call.key;
         let _turn = match self.creating.turn(key) {
             Turn::Create(turn) => turn,
             Turn::Wait(create) => {
@@ -75,24 +97,39 @@ impl EtcdStore {
                 let (live, read) = self
                     .read_session_and_key(call.session_id, call.client, key)
                     .await?;
-                return Ok(Flow::Again(Round::Decide(live, Box::new(read))));
+                return Ok(Flow::Waited(Round::Decide(live, Box::new(read))));
             }
         };
-        let lock = LockRecord {
+        let now = now_millis();
+        let hold = LockRecord {
             key: key.to_owned(),
             session_id: call.session_id.to_owned(),
             ttl_millis: call.ttl_millis,
+            mode: call.hold.mode(),
+            limit: call.hold.limit(),
             deadline_ms: now + call.ttl_millis,
             session_deadline_ms: live.record.deadline_ms,
             owner: live.record.owner.clone(),
             token: None,
             claim_by_ms: None,
         };
-        let free = vec![
-            Compare::create_revision(self.keys.lock(key), CompareOp::Equal, 0),
-            self.queue_empty(key),
-        ];
-        let written = self.write_lock(&lock, &live, free, Vec::new()).await?;
+        let (guard, holders) = match &view {
+            None => (self.key_free(key), 1),
+            Some(view) => {
+                let mut guard = self.holders_unchanged(key, view);
+                guard.push(self.queue_empty(key));
+                // Its key is created here, so its `create_revision` is this grant's token.
+                guard.push(Compare::create_revision(
+                    self.keys.hold(key, call.session_id),
+                    CompareOp::Equal,
+                    0,
+                ));
+                (guard, view.holds.len() + 1)
+            }
+        };
+        let written = self
+            .write_lock(&hold, &live, guard, LockWrite::Fresh { holders })
+            .await?;
         self.after_write(call, written, now)
     }
 
@@ -101,53 +138,79 @@ impl EtcdStore {
         &self,
         call: AcquireCall<'_>,
         live: LiveSession,
-        view: &KeyView,
+        view: Box<KeyView>,
     ) -> Result<Flow, StoreError> {
         let now = now_millis();
-        match view.live_lock(now) {
-            Some((kv, lock)) if lock.session_id == call.session_id => {
-                self.renew_own(call, live, kv, lock, now).await
+        if let Some((kv, hold)) = view.live_hold_of(call.session_id, now) {
+            if call.hold == HoldKind::Exclusive && hold.mode == LockMode::Shared {
+                return Err(StoreError::UpgradeNotAllowed);
             }
-            Some((_, lock)) => {
-                let holder_remaining = lock.remaining(now).unwrap_or(0);
-                self.queue_behind(call, &live, view, holder_remaining).await
-            }
-            // Free and nobody queues: the optimistic create.
-            None if view.lock.is_none() && view.tickets.is_empty() => {
-                Ok(Flow::Again(Round::Create(live)))
-            }
-            None => self.hand_on(call, live, view, now).await,
+            return self.renew_own(call, live, kv, hold, now).await;
         }
+        let (held, queued) = (view.held(now), view.queued(now));
+        check_limit(call.hold, limit_in_force(held, queued.iter().copied()))
+            .map_err(|in_force| StoreError::LimitMismatch { in_force })?;
+        if view.has_expired_holds(now) || grantable_heads(held, queued.iter().copied()) > 0 {
+            // Holds ended unnoticed, or tickets wait that could be served: serve them (this
+            // session's among them, maybe) and look again.
+            return self.serve(call, &view).await;
+        }
+        if queued.is_empty() && held.admits(call.hold) {
+            return Ok(match view.tickets.is_empty() {
+                true => Flow::Again(Round::Create(live, Some(view))),
+                // Only dead tickets: they go first, then a fresh grant.
+                false => self.serve(call, &view).await?,
+            });
+        }
+        let holder_remaining = view.holder_remaining(now);
+        self.queue_behind(call, &live, &view, holder_remaining)
+            .await
     }
 
-    /// Idempotent L4: the same grant (same token, the lock's own TTL), renewed from now and
-    /// claimed, so every answered L4 is a lease from its arrival.
+    /// Ends the holds of `view` that expired and serves the queue's compatible head tickets;
+    /// granted if this session's ticket was among them, else the next round reads again.
+    async fn serve(&self, call: AcquireCall<'_>, view: &KeyView) -> Result<Flow, StoreError> {
+        let now = now_millis();
+        let settled = self
+            .settle(call.key, view, |_, _| false, Some(call.session_id))
+            .await?;
+        let mine = match settled {
+            Settled::Done { granted, .. } => granted
+                .into_iter()
+                .find(|grant| grant.session_id == call.session_id),
+            Settled::Conflict => None,
+        };
+        Ok(match mine {
+            Some(grant) => Flow::Done(Attempt::Granted { grant, at: now }),
+            None => Flow::Again(Round::Read),
+        })
+    }
+
+    /// Idempotent L4: the same grant (same token and mode, the hold's own TTL), renewed from
+    /// now and claimed, so every answered L4 is a lease from its arrival.
     async fn renew_own(
         &self,
         call: AcquireCall<'_>,
         live: LiveSession,
         kv: &KeyValue,
-        lock: &LockRecord,
+        hold: &LockRecord,
         now: u64,
     ) -> Result<Flow, StoreError> {
         let renewed = LockRecord {
-            deadline_ms: now + lock.ttl_millis,
+            deadline_ms: now + hold.ttl_millis,
             session_deadline_ms: live.record.deadline_ms,
             claim_by_ms: None,
-            ..lock.clone()
+            ..hold.clone()
         };
-        let claim = vec![TxnOp::delete(
-            self.keys.ticket(call.key, call.session_id),
-            None,
-        )];
         let written = self
-            .write_lock(&renewed, &live, vec![unchanged(kv)], claim)
+            .write_lock(&renewed, &live, vec![unchanged(kv)], LockWrite::Renewal)
             .await?;
         self.after_write(call, written, now)
     }
 
-    /// Another session holds the key: without a queue the answer is contended; with one the
-    /// session's ticket joins the queue or stays open, and a lost race reads again.
+    /// The key is held incompatibly, or others queue: without a queue the answer is
+    /// contended; with one the session's ticket joins the queue or stays open, and a lost race
+    /// (or a ticket that could be served at once) reads again.
     async fn queue_behind(
         &self,
         call: AcquireCall<'_>,
@@ -158,25 +221,16 @@ impl EtcdStore {
         let Some(queue) = call.queue else {
             return Ok(Flow::Done(Attempt::Contended));
         };
-        let (key, session_id) = (call.key, call.session_id);
-        let joined = self
-            .join_queue(
-                key,
-                session_id,
-                call.ttl_millis,
-                queue,
-                live,
-                view,
-                holder_remaining,
-            )
-            .await?;
-        match joined {
+        match self
+            .join_queue(call, queue, live, view, holder_remaining)
+            .await?
+        {
             Joined::Queued {
                 revision,
                 ticket,
                 holder_remaining,
             } => {
-                self.hints.remember_ticket(key, ticket);
+                self.hints.remember_ticket(call.key, ticket);
                 Ok(Flow::Done(Attempt::Queued {
                     holder_remaining,
                     seen: revision,
@@ -186,29 +240,7 @@ impl EtcdStore {
         }
     }
 
-    /// The lock ended unnoticed, or tickets wait on a free key: hand it on, maybe to this very
-    /// session.
-    async fn hand_on(
-        &self,
-        call: AcquireCall<'_>,
-        live: LiveSession,
-        view: &KeyView,
-        now: u64,
-    ) -> Result<Flow, StoreError> {
-        let guard = match &view.lock {
-            Some((kv, _)) => unchanged(kv),
-            None => Compare::create_revision(self.keys.lock(call.key), CompareOp::Equal, 0),
-        };
-        Ok(match self.pass_on(call.key, view, guard).await? {
-            PassedOn::Handed(grant) if grant.session_id == call.session_id => {
-                Flow::Done(Attempt::Granted { grant, at: now })
-            }
-            PassedOn::Freed => Flow::Again(Round::Create(live)),
-            PassedOn::Handed(_) | PassedOn::Conflict => Flow::Again(Round::Read),
-        })
-    }
-
-    /// After a lock write: the grant, or the next round from the session and the key as the
+    /// After a hold write: the grant, or the next round from the session and the key as the
     /// conflicting transaction read them.
     fn after_write(
         &self,
@@ -226,52 +258,58 @@ impl EtcdStore {
         }
     }
 
-    /// L6: compare-and-delete on `(key, token)`, handing the key to its queue in the same
-    /// transaction.
+    /// L6: compare-and-delete of the one hold `(key, token)`, serving the key's queue in the
+    /// same transaction.
     pub(super) async fn release_token(&self, key: &str, token: u64) -> Result<(), StoreError> {
         let view = match self.release_hinted(key, token).await? {
             Hinted::Released(result) => return result,
             Hinted::Read(view) => view,
             Hinted::NoHint => self.read_key(key).await?,
         };
-        match self
-            .end_lock(key, view, |kv, lock| lock.token(kv) == token)
-            .await?
-        {
-            Some((_, true)) => Ok(()),
-            // An expired lock is deleted for tidiness but was already lost.
-            _ => Err(StoreError::LockLost),
+        let ended = self
+            .end_holds(key, view, |kv, hold| hold.token(kv) == token)
+            .await?;
+        match ended.contains(&(token, true)) {
+            true => Ok(()),
+            // An expired hold is deleted for tidiness but was already lost.
+            false => Err(StoreError::LockLost),
         }
     }
 
-    /// L6 in one transaction when this replica knows the grant of `(key, token)`: the holder's
-    /// index entry, by its `create_revision`, pins the exact grant. If a request waiting on
-    /// this replica holds a ticket for the key, the same transaction hands the key to the
-    /// oldest such ticket, provided no older ticket exists anywhere (so it is the queue's
-    /// head); else it requires an empty queue. Otherwise the transaction reads the key back.
+    /// L6 in one transaction when this replica knows the exclusive grant of `(key, token)`:
+    /// the holder's index entry, by its `create_revision`, pins the exact grant, and the key's
+    /// stamp, unchanged since, that it is the key's only hold. If a request waiting on this
+    /// replica holds an exclusive ticket for the key, the same transaction hands the key to
+    /// the oldest such ticket, provided no older ticket exists anywhere (so it is the queue's
+    /// head, and the only one served); else it requires an empty queue. Otherwise the
+    /// transaction reads the key back.
     async fn release_hinted(&self, key: &str, token: u64) -> Result<Hinted, StoreError> {
-        let Some((holder, index_revision)) = self.hints.holder(key, token) else {
+        let Some(hint) = self.hints.holder(key, token).filter(|hint| hint.exclusive) else {
             return Ok(Hinted::NoHint);
         };
         self.hints.forget_holder(key);
-        let (lock_key, held_key) = (self.keys.lock(key), self.keys.held(&holder, key));
-        let mut compares = vec![Compare::create_revision(
-            held_key.clone(),
-            CompareOp::Equal,
-            index_revision,
-        )];
-        let mut ops = vec![
-            TxnOp::get(lock_key.clone(), None),
-            TxnOp::delete(held_key, None),
+        let holder = hint.session_id.as_str();
+        let hold_key = self.keys.hold(key, holder);
+        let mut compares = vec![
+            Compare::create_revision(
+                self.keys.held(holder, key),
+                CompareOp::Equal,
+                hint.index_revision,
+            ),
+            Compare::mod_revision(self.keys.stamp(key), CompareOp::Equal, hint.stamp_revision),
         ];
+        let mut writes = Writes::default();
+        self.end_hold(&mut writes, key, holder);
         let head = self.hints.first_ticket(key).and_then(|ticket| {
             let session = self.hinted_session(&ticket.session_id, Whose::Any)?;
             Some((ticket, session))
         });
+        let head = head.filter(|(ticket, _)| {
+            ticket.session_id != holder && ticket.record.hold() == HoldKind::Exclusive
+        });
         match &head {
-            Some((ticket, session)) if ticket.session_id != holder => {
-                let (checks, writes, _) = self.hand_to(key, ticket, session, now_millis());
-                compares.extend(checks);
+            Some((ticket, session)) => {
+                let hold = self.hand_to(key, ticket, session, now_millis(), false, &mut compares);
                 compares.push(
                     Compare::create_revision(
                         self.keys.queue(key),
@@ -280,124 +318,187 @@ impl EtcdStore {
                     )
                     .with_prefix(),
                 );
-                ops.extend(writes);
+                self.write_hand_off(&mut writes, &hold, session.record.lease);
+                self.write_stamp(&mut writes, key, 1, session.record.lease);
             }
-            _ => {
+            None => {
                 compares.push(self.queue_empty(key));
-                ops.push(TxnOp::delete(lock_key.clone(), None));
+                self.write_stamp(&mut writes, key, 0, 0);
             }
         }
+        let mut ops = vec![TxnOp::get(hold_key, None)];
+        ops.extend(writes.into_ops());
         let txn = Txn::new()
             .when(compares)
             .and_then(ops)
             .or_else(self.key_reads(key));
-        let response = self
-            .txn_grouped_first(lock_key, txn)
-            .await
-            .map_err(from_etcd)?;
+        let response = match self.txn_grouped_first(self.keys.stamp(key), txn).await {
+            Ok(response) => response,
+            // The hinted waiter's session ended: read and settle.
+            Err(error) if is_lease_gone(&error) => {
+                if let Some((ticket, _)) = &head {
+                    self.hints.forget_session(&ticket.session_id);
+                }
+                return Ok(Hinted::NoHint);
+            }
+            Err(error) => return Err(from_etcd(error)),
+        };
         let revision = response.header().map_or(0, |h| h.revision());
-        let mut reads = super::range_results(&response).into_iter();
+        let reads = super::range_results(&response);
         if !response.succeeded() {
             if let Some((ticket, _)) = &head {
                 // Maybe a stale session hint: the next hand-off reads the session.
                 self.hints.forget_session(&ticket.session_id);
             }
-            let lock = reads.next().unwrap_or_default();
-            let tickets = reads.next().unwrap_or_default();
-            return Ok(Hinted::Read(KeyView::decode(lock, tickets, revision)?));
+            return Ok(Hinted::Read(KeyView::decode(reads.into_iter(), revision)?));
         }
-        let ended = KeyView::decode(reads.next().unwrap_or_default(), Vec::new(), revision)?;
-        // An expired lock is deleted (or handed on) for tidiness but was already lost.
-        Ok(Hinted::Released(match ended.live_lock(now_millis()) {
-            Some(_) => Ok(()),
-            None => Err(StoreError::LockLost),
+        let ended = reads.into_iter().next().unwrap_or_default();
+        let live = match ended.first() {
+            Some(kv) => super::decode::<LockRecord>(kv)?
+                .remaining(now_millis())
+                .is_some(),
+            None => false,
+        };
+        // An expired hold is deleted (or handed on) for tidiness but was already lost.
+        Ok(Hinted::Released(match live {
+            true => Ok(()),
+            false => Err(StoreError::LockLost),
         }))
     }
 
-    /// Ends `key`'s lock if `pick` accepts it, handing the key to its queue in the same
-    /// transaction. Returns the ended lock's token and whether it was still live; `None` if
-    /// there was no such lock.
-    pub(super) async fn end_lock(
+    /// Ends the holds of `key` that `pick` accepts, serving the queue in the same
+    /// transaction (in several, when more holds end than one transaction may carry). Returns
+    /// each ended hold's token and whether it was still live; empty if `pick` took none.
+    pub(super) async fn end_holds(
         &self,
         key: &str,
         mut view: KeyView,
         pick: impl Fn(&KeyValue, &LockRecord) -> bool,
-    ) -> Result<Option<(u64, bool)>, StoreError> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((kv, lock)) = view.lock.as_ref().filter(|(kv, lock)| pick(kv, lock)) else {
-                return Ok(None);
-            };
-            let ended = (lock.token(kv), lock.remaining(now_millis()).is_some());
-            match self.pass_on(key, &view, unchanged(kv)).await? {
-                PassedOn::Conflict => view = self.read_key(key).await?,
-                PassedOn::Freed | PassedOn::Handed(_) => return Ok(Some(ended)),
-            }
+    ) -> Result<Vec<(u64, bool)>, StoreError> {
+        let mut ended = Vec::new();
+        if !view.holds.iter().any(|(kv, hold)| pick(kv, hold)) {
+            return Ok(ended);
         }
-        Err(unavailable("ending a lock lost too many races; retry"))
+        let mut lost = 0;
+        loop {
+            match self.settle(key, &view, &pick, None).await? {
+                Settled::Conflict => {
+                    lost += 1;
+                    if lost >= CAS_ATTEMPTS {
+                        return Err(unavailable("ending a lock lost too many races; retry"));
+                    }
+                }
+                Settled::Done {
+                    ended: now_ended,
+                    more,
+                    ..
+                } => {
+                    ended.extend(now_ended);
+                    if !more {
+                        return Ok(ended);
+                    }
+                }
+            }
+            view = self.read_key(key).await?;
+        }
     }
 
-    /// L7: the live holder (named by its holder id, never its session id) and the live
-    /// tickets, read at one revision.
+    /// L7: the live holds (named by their holder ids, never their session ids) in token
+    /// order, how they hold the key, and the live tickets, read at one revision.
     pub(super) async fn read_state(&self, key: &str) -> Result<KeyState, StoreError> {
         let holder_ids = self.holder_ids().await?;
         let view = self.read_key(key).await?;
         let now = now_millis();
-        let holder = view.live_lock(now).map(|(kv, lock)| Holder {
-            holder_id: holder_ids.of(&lock.session_id),
-            owner: lock.owner.clone(),
-            fencing_token: lock.token(kv),
-            remaining_millis: lock.remaining(now).unwrap_or(0),
-        });
+        let holders = view
+            .live_holds(now)
+            .map(|(kv, hold)| Holder {
+                holder_id: holder_ids.of(&hold.session_id),
+                owner: hold.owner.clone(),
+                fencing_token: hold.token(kv),
+                remaining_millis: hold.remaining(now).unwrap_or(0),
+            })
+            .collect();
+        let hold = match view.held(now) {
+            Held::Free => None,
+            Held::Exclusive => Some(HoldKind::Exclusive),
+            Held::Shared { limit, .. } => Some(HoldKind::Shared { limit }),
+        };
         Ok(KeyState {
-            hold: holder.as_ref().map(|_| lock_api::HoldKind::Exclusive),
-            holders: holder.into_iter().collect(),
+            hold,
+            holders,
             waiters: view.waiters(now),
         })
     }
 
-    /// R1: deletes whatever lock is there, handing the key to its queue; the token only if it
-    /// was still live.
-    pub(super) async fn revoke_key(&self, key: &str) -> Result<Option<u64>, StoreError> {
+    /// R1: ends every live hold of the key, or with `only` the one with that token, serving
+    /// its queue; the tokens of the holds it ended live, in order.
+    pub(super) async fn revoke_key(
+        &self,
+        key: &str,
+        only: Option<u64>,
+    ) -> Result<Vec<u64>, StoreError> {
         let view = self.read_key(key).await?;
-        let ended = self.end_lock(key, view, |_, _| true).await?;
-        Ok(ended.and_then(|(token, live)| live.then_some(token)))
+        let tokens: BTreeSet<u64> = view
+            .live_holds(now_millis())
+            .map(|(kv, hold)| hold.token(kv))
+            .filter(|token| only.is_none_or(|only| only == *token))
+            .collect();
+        if tokens.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ended = self
+            .end_holds(key, view, |kv, hold| tokens.contains(&hold.token(kv)))
+            .await?;
+        let mut revoked: Vec<u64> = ended
+            .into_iter()
+            .filter_map(|(token, live)| live.then_some(token))
+            .collect();
+        revoked.sort_unstable();
+        Ok(revoked)
     }
 
-    /// Writes `l/<key>` and its index entry on the session's lease (plus `extra` operations)
-    /// if `unchanged` holds and the session record is still the one in `session`; otherwise
-    /// reads the session and the key back in the same transaction.
+    /// Writes `hold` and its index entry on the session's lease (`write` says what else) if
+    /// `guard` holds and the session record is still the one in `session`, reading them back;
+    /// otherwise reads the session and the key back in the same transaction.
     async fn write_lock(
         &self,
-        lock: &LockRecord,
+        hold: &LockRecord,
         session: &LiveSession,
-        mut unchanged: Vec<Compare>,
-        extra: Vec<TxnOp>,
+        mut guard: Vec<Compare>,
+        write: LockWrite,
     ) -> Result<Written, StoreError> {
-        let lock_key = self.keys.lock(&lock.key);
-        let held_key = self.keys.held(&lock.session_id, &lock.key);
-        let session_key = self.keys.session(&lock.session_id);
-        let value = encode(lock);
-        let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
-        unchanged.push(Compare::mod_revision(
+        let key = hold.key.as_str();
+        let hold_key = self.keys.hold(key, &hold.session_id);
+        let held_key = self.keys.held(&hold.session_id, key);
+        let session_key = self.keys.session(&hold.session_id);
+        let lease = session.record.lease;
+        guard.push(Compare::mod_revision(
             session_key.clone(),
             CompareOp::Equal,
             session.mod_revision,
         ));
-        let mut writes = vec![
-            TxnOp::put(lock_key.clone(), value.clone(), on_lease.clone()),
-            TxnOp::put(held_key.clone(), value, on_lease),
-            // Read back in the same transaction: the token, and the grant's index revision.
-            TxnOp::get(lock_key.clone(), None),
+        let mut writes = Writes::default();
+        self.write_hold(&mut writes, hold, lease);
+        match write {
+            LockWrite::Fresh { holders } => self.write_stamp(&mut writes, key, holders, lease),
+            // The claim: its ticket, if any, leaves the queue.
+            LockWrite::Renewal => writes.delete(self.keys.ticket(key, &hold.session_id)),
+        }
+        let mut ops = writes.into_ops();
+        // Read back in the same transaction: the token, the grant's index revision and the
+        // stamp the grant left.
+        ops.extend([
+            TxnOp::get(hold_key, None),
             TxnOp::get(held_key, None),
-        ];
-        writes.extend(extra);
+            TxnOp::get(self.keys.stamp(key), None),
+        ]);
         let mut reads = vec![TxnOp::get(session_key, None)];
-        reads.extend(self.key_reads(&lock.key));
-        let txn = Txn::new().when(unchanged).and_then(writes).or_else(reads);
-        let response = match self.txn_grouped(lock_key, txn).await {
+        reads.extend(self.key_reads(key));
+        let txn = Txn::new().when(guard).and_then(ops).or_else(reads);
+        let response = match self.txn_grouped(self.keys.stamp(key), txn).await {
             Ok(response) => response,
             Err(error) if is_lease_gone(&error) => {
-                self.hints.forget_session(&lock.session_id);
+                self.hints.forget_session(&hold.session_id);
                 return Err(StoreError::SessionNotFound);
             }
             Err(error) => return Err(from_etcd(error)),
@@ -406,27 +507,42 @@ impl EtcdStore {
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {
             let session = reads.next().and_then(|kvs| kvs.into_iter().next());
-            let lock = reads.next().unwrap_or_default();
-            let tickets = reads.next().unwrap_or_default();
             return Ok(Written::Conflict(
                 session,
-                Box::new(KeyView::decode(lock, tickets, revision)?),
+                Box::new(KeyView::decode(reads, revision)?),
             ));
         }
-        let (Some(written), Some(index)) = (
-            reads.next().and_then(|kvs| kvs.into_iter().next()),
-            reads.next().and_then(|kvs| kvs.into_iter().next()),
-        ) else {
-            return Err(StoreError::Internal("written lock not read back".into()));
+        let mut first = || reads.next().and_then(|kvs| kvs.into_iter().next());
+        let (Some(written), Some(index)) = (first(), first()) else {
+            return Err(StoreError::Internal("written hold not read back".into()));
         };
-        let granted = lock.grant(lock.token(&written))?;
-        self.hints.remember_holder(
-            &lock.key,
+        let stamp_revision = first().map_or(0, |stamp| stamp.mod_revision());
+        let granted = hold.grant(hold.token(&written))?;
+        self.remember_holder(
+            hold,
             granted.fencing_token,
-            &lock.session_id,
             index.create_revision(),
+            stamp_revision,
         );
         Ok(Written::Granted(granted))
+    }
+
+    /// Remembers a grant this replica made or answered, for a one-transaction release.
+    pub(super) fn remember_holder(
+        &self,
+        hold: &LockRecord,
+        token: u64,
+        index_revision: i64,
+        stamp_revision: i64,
+    ) {
+        let hint = HolderHint {
+            token,
+            session_id: hold.session_id.clone(),
+            index_revision,
+            stamp_revision,
+            exclusive: hold.mode == LockMode::Exclusive,
+        };
+        self.hints.remember_holder(&hold.key, hint);
     }
 }
 
@@ -434,8 +550,9 @@ impl EtcdStore {
 enum Round {
     /// Nothing is known: read the session and the key.
     Read,
-    /// The session is live and the key was free with nobody queueing: create the lock.
-    Create(LiveSession),
+    /// The session is live and a fresh grant is possible: on a key with no hold and no
+    /// ticket (`None`), or beside the holds of the view, with nobody queued.
+    Create(LiveSession, Option<Box<KeyView>>),
     /// The session and the key as read at one revision.
     Decide(LiveSession, Box<KeyView>),
 }
@@ -443,14 +560,25 @@ enum Round {
 /// How a round of an L4 attempt ended.
 enum Flow {
     Done(Attempt),
+    /// Another round, after a lost race or a write that changed what the next one sees.
     Again(Round),
+    /// Another round, after waiting for this replica's own create of the key.
+    Waited(Round),
 }
 
-/// What a lock write transaction found.
+/// What a hold write is besides the hold.
+enum LockWrite {
+    /// A new hold: the key's stamp is rewritten for `holders` holds.
+    Fresh { holders: usize },
+    /// The session's own hold, renewed and claimed.
+    Renewal,
+}
+
+/// What a hold write transaction found.
 enum Written {
     Granted(LockGrant),
-    /// The lock, the queue or the session record was not as expected: the session record and
-    /// the key as read by the transaction.
+    /// The holds, the queue or the session record were not as expected: the session record
+    /// and the key as read by the transaction.
     Conflict(Option<KeyValue>, Box<KeyView>),
 }
 

@@ -11,8 +11,12 @@
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
 //! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
+//! - `holds`: the keys of one hold (exclusive or shared), the key's stamp, and the compares
+//!   that keep two grants from racing.
+//! - `writes`: the writes of one transaction, one per etcd key.
 //! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke.
-//! - `queue`: the wait queue per key (tickets, the hand-off, the watch behind `waitMillis`).
+//! - `queue`: the wait queue per key (tickets, the hand-off of `settle`, the watch behind
+//!   `waitMillis`).
 //! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
 //!
 //! Design in one paragraph (docs/etcd.md has the long form): a session is an etcd lease; every
@@ -20,20 +24,26 @@
 //! when heartbeats stop, etcd deletes them all, whichever replicas are alive. No replica holds
 //! a keep-alive stream: the client's L2 heartbeat, at any replica, sends one keep-alive for the
 //! lease and rewrites the millisecond deadlines. Replicas therefore keep no state and a session
-//! survives the loss of the replica that opened it. The fencing token of a lock is the etcd
-//! `create_revision` of its key: the cluster-wide revision of the transaction that created it,
-//! strictly increasing, replicated, and so never reused across failovers.
+//! survives the loss of the replica that opened it. Each hold (an exclusive one, or each of
+//! a key's shared holders) is its own key, and its fencing token is that key's etcd
+//! `create_revision` (a queued ticket's, on a hand-off): the cluster-wide revision of the
+//! transaction that created it, strictly increasing, replicated, and so never reused across
+//! failovers. Every grant compares the key's stamp, which every change of its holders
+//! rewrites, so replicas granting at once never put an exclusive hold beside another or go
+//! past a shared limit.
 
 mod batch;
 mod cache;
 mod creating;
 mod error;
+mod holds;
 mod keys;
 mod ledger;
 mod lock;
 mod queue;
 mod records;
 mod session;
+mod writes;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -389,11 +399,7 @@ impl Store for EtcdStore {
     }
 
     async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError> {
-        let revoked = self.revoke_key(key).await?;
-        Ok(revoked
-            .filter(|t| fencing_token.is_none_or(|only| only == *t))
-            .into_iter()
-            .collect())
+        self.revoke_key(key, fencing_token).await
     }
 
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
@@ -411,7 +417,8 @@ impl Store for EtcdStore {
         let response = self
             .txn(Txn::new().and_then(vec![
                 TxnOp::get(self.keys.all_sessions(), count()),
-                TxnOp::get(self.keys.all_locks(), count()),
+                TxnOp::get(self.keys.all_holds(), count()),
+                TxnOp::get(self.keys.all_shared_markers(), count()),
             ]))
             .await?;
         let counts: Vec<u64> = response
@@ -425,7 +432,7 @@ impl Store for EtcdStore {
         Ok(StoreCounts {
             sessions: counts.first().copied().unwrap_or(0),
             locks: counts.get(1).copied().unwrap_or(0),
-            shared_holds: 0,
+            shared_holds: counts.get(2).copied().unwrap_or(0),
         })
     }
 }

@@ -1,20 +1,23 @@
-//! The wait queue of a key on etcd (`store::queue` has the rules): tickets `q/<key>/<session>`
-//! on their session's lease, in `create_revision` order, shared by every replica; and the
-//! hand-off ([`EtcdStore::pass_on`]), which ends a lock and grants the key to the first live
-//! ticket in one transaction.
+//! The wait queue of a key on etcd (`store::queue` has the rules, `store::holds` which holds
+//! go together): tickets `q/<key>/<session>` on their session's lease, in `create_revision`
+//! order, shared by every replica, each recording the hold it waits for; and the hand-off
+//! ([`EtcdStore::settle`]), which ends holds and grants the key to the queue's head tickets,
+//! as many as are compatible, in one transaction.
 //!
-//! A lock handed to a ticket gets that ticket's `create_revision` as its fencing token,
-//! recorded in the lock. Tokens still strictly increase per key: a lock whose transaction
-//! created `l/<key>` (token = that revision) is granted only while the queue is empty, so
-//! every ticket served after it was created after it; and tickets are served in
-//! `create_revision` order, a skipped (dead) ticket being deleted in the same transaction.
+//! A hold handed to a ticket gets that ticket's `create_revision` as its fencing token,
+//! recorded in the hold. Tokens still strictly increase per key, shared holds' too: a hold
+//! whose transaction created its key (token = that revision) is granted only while the queue
+//! is empty, so every ticket served after it was created after it; and tickets are served in
+//! `create_revision` order (a batch of readers in queue order), a skipped (dead) ticket being
+//! deleted in the same transaction.
 //!
-//! What no transaction of ours sees: an etcd lease ending deletes the holder's `l/<key>`
-//! without a hand-off, and a deadline passing writes nothing. The next transaction on the
-//! key that notices — a waiter's attempt, woken at the holder's deadline at the latest, on
-//! any replica — hands the key to the first live ticket. Until then an L7 read may show the
-//! key free while tickets wait (about `EXPIRY_SLACK` after a deadline; after a lost session,
-//! until its millisecond deadline, which the lease outlives).
+//! What no transaction of ours sees: an etcd lease ending deletes a holder's keys without a
+//! hand-off, a ticket's grace period ending writes nothing, and a deadline passing writes
+//! nothing. The next transaction on the key that notices — a waiter's attempt, woken at the
+//! first holder's deadline or after a grace period at the latest, on any replica — serves the
+//! queue. Until then an L7 read may show the key free (or with room) while tickets wait
+//! (about `EXPIRY_SLACK` after a deadline; after a lost session, until its millisecond
+//! deadline, which the lease outlives).
 
 use std::time::Duration;
 
@@ -22,31 +25,44 @@ use etcd_client::{
     Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn,
     TxnOp, TxnResponse, WatchFilterType, WatchOptions,
 };
-use lock_api::LockGrant;
+use lock_api::{HoldKind, LockGrant};
 
 use super::cache::OpenTicket;
-use super::error::from_etcd;
-use super::records::{unchanged, KeyView, LiveSession, LockRecord, TicketRecord, Whose};
+use super::error::{from_etcd, is_lease_gone};
+use super::records::{held_by, unchanged, KeyView, LiveSession, LockRecord, TicketRecord, Whose};
+use super::writes::Writes;
 use super::{decode, encode, range_results, EtcdStore};
+use crate::store::holds::grantable_heads;
 use crate::store::lease::now_millis;
 use crate::store::queue::Queueing;
-use crate::store::StoreError;
+use crate::store::{AcquireCall, StoreError};
 
-/// What [`EtcdStore::pass_on`] did.
-pub(super) enum PassedOn {
+/// Most compares, and most writes, of one transaction: etcd's default `--max-txn-ops`
+/// (ASSUMPTION: the cluster keeps at least the default). A hand-off that would need more
+/// (many readers ending or batched at once) is done in several transactions.
+const MAX_TXN_OPS: usize = 128;
+
+/// What [`EtcdStore::settle`] did.
+pub(super) enum Settled {
     /// Something changed since the view was read; nothing was written.
     Conflict,
-    /// The lock (if any) ended and the key is free: no live ticket waited.
-    Freed,
-    /// The lock ended and the key went to this ticket's session.
-    Handed(LockGrant),
+    /// Written, or nothing to write.
+    Done {
+        /// The picked holds it ended: each one's token and whether it was still live.
+        ended: Vec<(u64, bool)>,
+        /// The holds handed to queued tickets, in queue order.
+        granted: Vec<LockGrant>,
+        /// It stopped at the size bound of a transaction: more holds to end or tickets to
+        /// serve, from a fresh view.
+        more: bool,
+    },
 }
 
 /// What [`EtcdStore::join_queue`] did.
 pub(super) enum Joined {
     /// The session's ticket is in the queue, open at least until the request's end, as
-    /// written or read at `revision`; a hand-off to it shows up after that. The lock it waits
-    /// behind lives at most `holder_remaining` ms.
+    /// written or read at `revision`; a hand-off to it shows up after that. The holds it waits
+    /// behind may change without a transaction of ours in `holder_remaining` ms.
     Queued {
         revision: i64,
         ticket: OpenTicket,
@@ -62,8 +78,17 @@ struct Joining<'a> {
     key: &'a str,
     session_id: &'a str,
     ttl_millis: u64,
+    hold: HoldKind,
     queue: Queueing,
     session: &'a LiveSession,
+}
+
+/// Where [`EtcdStore::place_in_queue`] found a ticket just written.
+enum Placed {
+    /// It waits; the holds ahead of it may change unseen in `holder_remaining` ms.
+    Waits { holder_remaining: u64 },
+    /// Nothing ahead of it is incompatible: it is to be served now.
+    Grantable,
 }
 
 /// What joining the queue writes, given the session's ticket as read.
@@ -84,23 +109,22 @@ enum TicketWrite {
 }
 
 impl EtcdStore {
-    /// The reads of a [`KeyView`]: `l/<key>` and the queue in ticket order.
+    /// The reads of a [`KeyView`]: the stamp, the holds and the queue in ticket order.
     pub(super) fn key_reads(&self, key: &str) -> Vec<TxnOp> {
         let by_age = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend);
         vec![
-            TxnOp::get(self.keys.lock(key), None),
+            TxnOp::get(self.keys.stamp(key), None),
+            TxnOp::get(self.keys.holds(key), Some(GetOptions::new().with_prefix())),
             TxnOp::get(self.keys.queue(key), Some(by_age)),
         ]
     }
 
     /// A [`KeyView`] of `key`.
     pub(super) async fn read_key(&self, key: &str) -> Result<KeyView, StoreError> {
-        let (mut reads, revision) = self.read(self.key_reads(key)).await?;
-        let tickets = reads.pop().unwrap_or_default();
-        let lock = reads.pop().unwrap_or_default();
-        KeyView::decode(lock, tickets, revision)
+        let (reads, revision) = self.read(self.key_reads(key)).await?;
+        KeyView::decode(reads.into_iter(), revision)
     }
 
     /// Holds while the key's queue has no ticket at all.
@@ -108,125 +132,208 @@ impl EtcdStore {
         Compare::create_revision(self.keys.queue(key), CompareOp::Equal, 0).with_prefix()
     }
 
-    /// Ends the lock in `view` (if any) and grants the key to the first live ticket, dropping
-    /// the dead tickets ahead of it, in one transaction that also requires `guard` (which pins
-    /// the lock being ended, or its absence). With no live ticket the key is left free, and
-    /// the transaction also requires that no ticket joined since the view.
-    pub(super) async fn pass_on(
+    /// Ends the holds of `view` that `pick` accepts (and any past their deadline), then grants
+    /// the key to the queue's head tickets while each is compatible with the holds then
+    /// (`store::holds`: readers batched up to the first writer, within the limit), dropping the
+    /// dead tickets it passes, all in one transaction. It requires the holders, the tickets it
+    /// touches and the grantees' sessions to be as read; when it served every live ticket, also
+    /// that no ticket joined since the view (the newcomer might have been compatible too).
+    /// `claimer`'s ticket, if granted, is claimed: its request is the one settling.
+    pub(super) async fn settle(
         &self,
         key: &str,
         view: &KeyView,
-        guard: Compare,
-    ) -> Result<PassedOn, StoreError> {
+        pick: impl Fn(&KeyValue, &LockRecord) -> bool,
+        claimer: Option<&str>,
+    ) -> Result<Settled, StoreError> {
         let now = now_millis();
-        let mut compares = vec![guard];
-        let mut ops = Vec::new();
-        let mut handed = None;
-        for (kv, ticket) in &view.tickets {
-            if ticket.live(now) {
-                if let Some(session) = self.ticket_session(&ticket.session_id).await? {
-                    let (checks, writes, lock) =
-                        self.hand_to(key, &open_ticket(kv, ticket), &session, now);
-                    compares.extend(checks);
-                    ops.extend(writes);
-                    handed = Some(lock);
+        let mut compares = self.holders_unchanged(key, view);
+        let mut writes = Writes::default();
+        let fits = |compares: &Vec<Compare>, writes: &Writes| {
+            // Room for one more hold or ticket (at most 2 compares, 4 writes), the stamp and
+            // the queue's compare.
+            compares.len() + 4 <= MAX_TXN_OPS && writes.len() + 5 <= MAX_TXN_OPS
+        };
+        let (mut ended, mut stay, mut more) = (Vec::new(), Vec::new(), false);
+        for (kv, hold) in &view.holds {
+            let live = hold.remaining(now).is_some();
+            let picked = pick(kv, hold);
+            if (live && !picked) || !fits(&compares, &writes) {
+                more |= picked || !live;
+                if live {
+                    stay.push((kv, hold));
+                }
+                continue;
+            }
+            compares.push(Compare::create_revision(
+                kv.key(),
+                CompareOp::Equal,
+                kv.create_revision(),
+            ));
+            self.end_hold(&mut writes, key, &hold.session_id);
+            if picked {
+                ended.push((hold.token(kv), live));
+            }
+        }
+        let changed = !writes.is_empty();
+        let mut held = held_by(stay.iter().map(|(_, hold)| hold.hold()));
+        let (mut granted, mut lease) = (Vec::new(), None);
+        // While holds are still to end, nobody is served: the queue goes to what remains.
+        let mut served_all = !more;
+        for (kv, ticket) in view.tickets.iter().take_while(|_| !more) {
+            if !fits(&compares, &writes) {
+                (more, served_all) = (true, false);
+                break;
+            }
+            let session = match ticket.live(now) {
+                true => self.ticket_session(&ticket.session_id).await?,
+                false => None,
+            };
+            if let Some(session) = session {
+                if !held.admits(ticket.hold()) {
+                    served_all = false;
                     break;
                 }
+                let claimed = claimer == Some(ticket.session_id.as_str());
+                let open = open_ticket(kv, ticket);
+                let hold = self.hand_to(key, &open, &session, now, claimed, &mut compares);
+                self.write_hand_off(&mut writes, &hold, session.record.lease);
+                held = held.with(hold.hold());
+                lease.get_or_insert(session.record.lease);
+                granted.push(hold);
+                continue;
             }
             // Dead, or its session is: it leaves the queue.
             compares.push(unchanged(kv));
-            ops.push(TxnOp::delete(kv.key(), None));
+            writes.delete(self.keys.ticket(key, &ticket.session_id));
         }
-        if let Some((_, old)) = &view.lock {
-            if handed.as_ref().map(|h| &h.session_id) != Some(&old.session_id) {
-                ops.push(TxnOp::delete(self.keys.held(&old.session_id, key), None));
-            }
-            if handed.is_none() {
-                ops.push(TxnOp::delete(self.keys.lock(key), None));
-            }
+        if changed || !granted.is_empty() {
+            let holders = stay.len() + granted.len();
+            // The stamp goes on a grantee's lease, else on a staying holder's, compared to be
+            // still there (so is its lease).
+            let staying = stay.iter().max_by_key(|(_, hold)| hold.session_deadline_ms);
+            let lease = match (lease, staying) {
+                (Some(lease), _) => lease,
+                (None, Some((kv, _))) => {
+                    compares.push(Compare::create_revision(
+                        kv.key(),
+                        CompareOp::Equal,
+                        kv.create_revision(),
+                    ));
+                    kv.lease()
+                }
+                (None, None) => 0,
+            };
+            self.write_stamp(&mut writes, key, holders, lease);
         }
-        if handed.is_none() {
-            if ops.is_empty() {
-                return Ok(PassedOn::Freed);
-            }
+        if writes.is_empty() {
+            return Ok(Settled::Done {
+                ended,
+                granted: Vec::new(),
+                more,
+            });
+        }
+        if served_all {
             compares.push(
-                Compare::mod_revision(self.keys.queue(key), CompareOp::Less, view.revision + 1)
+                Compare::create_revision(self.keys.queue(key), CompareOp::Less, view.revision + 1)
                     .with_prefix(),
             );
         }
-        let txn = Txn::new().when(compares).and_then(ops);
-        let response = self
-            .txn_grouped_first(self.keys.lock(key), txn)
-            .await
-            .map_err(from_etcd)?;
+        let txn = Txn::new().when(compares).and_then(writes.into_ops());
+        let response = match self.txn_grouped_first(self.keys.stamp(key), txn).await {
+            Ok(response) => response,
+            // A staying holder's or a grantee's lease ended since the read.
+            Err(error) if is_lease_gone(&error) => return Ok(Settled::Conflict),
+            Err(error) => return Err(from_etcd(error)),
+        };
         if !response.succeeded() {
-            // A stale session hint may be why: the next round reads the session.
-            if let Some(lock) = &handed {
-                self.hints.forget_session(&lock.session_id);
+            // A stale session hint may be why: the next round reads the sessions.
+            for hold in &granted {
+                self.hints.forget_session(&hold.session_id);
             }
-            return Ok(PassedOn::Conflict);
+            return Ok(Settled::Conflict);
         }
-        Ok(match handed {
-            None => PassedOn::Freed,
-            Some(lock) => PassedOn::Handed(lock.grant(lock.token.unwrap_or(0))?),
+        let revision = response.header().map_or(0, |h| h.revision());
+        let granted = granted
+            .iter()
+            .map(|hold| {
+                let grant = hold.grant(hold.token.unwrap_or(0))?;
+                if hold.session_id.as_str() == claimer.unwrap_or_default() {
+                    self.remember_holder(hold, grant.fencing_token, revision, revision);
+                }
+                Ok(grant)
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Settled::Done {
+            ended,
+            granted,
+            more,
         })
     }
 
-    /// The compares and writes that grant `key` to `ticket` of the live `session` at `now`:
-    /// the ticket and the session record must be unchanged; the lock and its index entry are
-    /// written on the session's lease and the ticket leaves the queue. The lock's token is the
-    /// ticket's `create_revision`.
+    /// The compares (added to `compares`) and the hold that grant `key` to `ticket` of the
+    /// live `session` at `now`: the ticket and the session record must be unchanged; the
+    /// ticket leaves the queue (the caller writes the hold). The hold's token is the ticket's
+    /// `create_revision`; `claimed` when the ticket's own request is the one answering.
     pub(super) fn hand_to(
         &self,
         key: &str,
         ticket: &OpenTicket,
         session: &LiveSession,
         now: u64,
-    ) -> (Vec<Compare>, Vec<TxnOp>, LockRecord) {
-        let lock = LockRecord {
+        claimed: bool,
+        compares: &mut Vec<Compare>,
+    ) -> LockRecord {
+        let ticket_key = self.keys.ticket(key, &ticket.session_id);
+        compares.push(Compare::mod_revision(
+            ticket_key,
+            CompareOp::Equal,
+            ticket.mod_revision,
+        ));
+        compares.push(Compare::mod_revision(
+            self.keys.session(&ticket.session_id),
+            CompareOp::Equal,
+            session.mod_revision,
+        ));
+        let hold = ticket.record.hold();
+        LockRecord {
             key: key.to_owned(),
             session_id: ticket.session_id.clone(),
             ttl_millis: ticket.record.ttl_millis,
+            mode: hold.mode(),
+            limit: hold.limit(),
             deadline_ms: now + ticket.record.ttl_millis,
             session_deadline_ms: session.record.deadline_ms,
             token: Some(ticket.create_revision as u64),
-            claim_by_ms: ticket.record.times().claim_by(now),
+            claim_by_ms: match claimed {
+                true => None,
+                false => ticket.record.times().claim_by(now),
+            },
             owner: session.record.owner.clone(),
-        };
-        let ticket_key = self.keys.ticket(key, &ticket.session_id);
-        let compares = vec![
-            Compare::mod_revision(ticket_key.clone(), CompareOp::Equal, ticket.mod_revision),
-            Compare::mod_revision(
-                self.keys.session(&ticket.session_id),
-                CompareOp::Equal,
-                session.mod_revision,
-            ),
-        ];
-        let value = encode(&lock);
-        let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
-        let ops = vec![
-            TxnOp::delete(ticket_key, None),
-            TxnOp::put(self.keys.lock(key), value.clone(), on_lease.clone()),
-            TxnOp::put(self.keys.held(&ticket.session_id, key), value, on_lease),
-        ];
-        (compares, ops, lock)
+        }
+    }
+
+    /// The writes of [`EtcdStore::hand_to`]: the ticket leaves, the hold is written.
+    pub(super) fn write_hand_off(&self, writes: &mut Writes, hold: &LockRecord, lease: i64) {
+        writes.delete(self.keys.ticket(&hold.key, &hold.session_id));
+        self.write_hold(writes, hold, lease);
     }
 
     /// Puts this session's ticket in the queue (at the end, if it has none) or keeps it open
-    /// until the request's end. `holder_remaining` is what is left of the live lock of another
-    /// session in `view`. A new ticket is written only while some other session's lock is
-    /// there, so a ticket never joins a queue whose key was freed meanwhile (nobody would hand
-    /// it on). Not only the very lock in `view`: while many join at once, the key may pass
-    /// from holder to holder before a join's transaction runs, and the ticket is served all
-    /// the same; the lock found is read back for the wake-up at its deadline. Refuses a ticket
-    /// past the cap: counted before writing, and checked again by position after (the queue
-    /// is shared by replicas, so two may add at once; the later ticket withdraws).
-    #[allow(clippy::too_many_arguments)]
+    /// until the request's end, waiting for the hold `call` asks for (a re-send asking for
+    /// another rewrites it, keeping its place). `holder_remaining` is from `view`. A new ticket
+    /// is written only while the key has some hold, so a ticket never joins a queue whose key
+    /// was freed meanwhile (nobody would hand it on). Not only the very holds in `view`: while
+    /// many join at once, the key may pass from holder to holder before a join's transaction
+    /// runs, and the ticket is served all the same. The transaction reads the key back: if
+    /// the ticket could be granted at once there (the holds it waited for ended between the
+    /// read and the join, with nobody incompatible ahead), the caller decides again, which
+    /// serves it; else the holds found give the wake-up. Refuses a ticket past the cap:
+    /// counted before writing, and checked again by position after (the queue is shared by
+    /// replicas, so two may add at once; the later ticket withdraws).
     pub(super) async fn join_queue(
         &self,
-        key: &str,
-        session_id: &str,
-        ttl_millis: u64,
+        call: AcquireCall<'_>,
         queue: Queueing,
         session: &LiveSession,
         view: &KeyView,
@@ -234,12 +341,14 @@ impl EtcdStore {
     ) -> Result<Joined, StoreError> {
         let now = now_millis();
         let joining = Joining {
-            key,
-            session_id,
-            ttl_millis,
+            key: call.key,
+            session_id: call.session_id,
+            ttl_millis: call.ttl_millis,
+            hold: call.hold,
             queue,
             session,
         };
+        let batch_key = self.keys.stamp(call.key);
         let (txn, created, record) = match self.ticket_write(&joining, view, now) {
             TicketWrite::Open(ticket) => {
                 return Ok(Joined::Queued {
@@ -249,9 +358,7 @@ impl EtcdStore {
                 });
             }
             TicketWrite::Expired(txn) => {
-                self.txn_grouped(self.keys.lock(key), txn)
-                    .await
-                    .map_err(from_etcd)?;
+                self.txn_grouped(batch_key, txn).await.map_err(from_etcd)?;
                 return Ok(Joined::Retry);
             }
             TicketWrite::Full => return Err(StoreError::QueueFull),
@@ -261,23 +368,24 @@ impl EtcdStore {
                 record,
             } => (txn, created, record),
         };
-        let response = match self.txn_grouped(self.keys.lock(key), txn).await {
+        let response = match self.txn_grouped(batch_key, txn).await {
             Ok(response) => response,
-            Err(error) if super::error::is_lease_gone(&error) => {
-                return Err(StoreError::SessionNotFound)
-            }
+            Err(error) if is_lease_gone(&error) => return Err(StoreError::SessionNotFound),
             Err(error) => return Err(from_etcd(error)),
         };
         if !response.succeeded() {
             return Ok(Joined::Retry);
         }
         let revision = response.header().map_or(0, |h| h.revision());
-        let holder_remaining = self
-            .place_in_queue(&joining, &response, revision, now)
+        let holder_remaining = match self
+            .place_in_queue(&joining, &response, revision, created.is_none(), now)
             .await?
-            .unwrap_or(holder_remaining);
+        {
+            Placed::Waits { holder_remaining } => holder_remaining,
+            Placed::Grantable => return Ok(Joined::Retry),
+        };
         let ticket = OpenTicket {
-            session_id: session_id.to_owned(),
+            session_id: call.session_id.to_owned(),
             create_revision: created.unwrap_or(revision),
             mod_revision: revision,
             record,
@@ -294,6 +402,7 @@ impl EtcdStore {
         let Joining {
             key,
             session_id,
+            hold,
             queue,
             session,
             ..
@@ -301,18 +410,26 @@ impl EtcdStore {
         let ticket_key = self.keys.ticket(key, session_id);
         let on_lease = Some(PutOptions::new().with_lease(session.record.lease));
         match view.ticket_of(session_id) {
-            Some((kv, ticket)) if ticket.live(now) && ticket.open_until_ms >= queue.open_until => {
+            Some((kv, ticket))
+                if ticket.live(now)
+                    && ticket.open_until_ms >= queue.open_until
+                    && ticket.hold() == hold =>
+            {
                 TicketWrite::Open(open_ticket(kv, ticket))
             }
             Some((kv, ticket)) if ticket.live(now) => {
                 let extended = TicketRecord {
-                    open_until_ms: queue.open_until,
+                    open_until_ms: ticket.open_until_ms.max(queue.open_until),
                     grace_millis: queue.grace,
+                    mode: hold.mode(),
+                    limit: hold.limit(),
                     ..ticket.clone()
                 };
+                let mut ops = vec![TxnOp::put(ticket_key, encode(&extended), on_lease)];
+                ops.extend(self.key_reads(key));
                 let txn = Txn::new()
                     .when(vec![unchanged(kv), self.session_unchanged(joining)])
-                    .and_then(vec![TxnOp::put(ticket_key, encode(&extended), on_lease)]);
+                    .and_then(ops);
                 TicketWrite::Put {
                     txn,
                     created: Some(kv.create_revision()),
@@ -330,21 +447,27 @@ impl EtcdStore {
         }
     }
 
-    /// A new ticket at the end of the queue, written only while the key is held by another
-    /// session; the transaction reads the key back.
+    /// A new ticket at the end of the queue, written only while the key has a hold of
+    /// another session; the transaction reads the key back.
     fn new_ticket(&self, joining: &Joining<'_>) -> TicketWrite {
         let Joining {
-            key, session_id, ..
+            key,
+            session_id,
+            hold,
+            ..
         } = *joining;
         let record = TicketRecord {
             session_id: session_id.to_owned(),
             ttl_millis: joining.ttl_millis,
+            mode: hold.mode(),
+            limit: hold.limit(),
             open_until_ms: joining.queue.open_until,
             grace_millis: joining.queue.grace,
         };
         let ticket_key = self.keys.ticket(key, session_id);
         let absent = Compare::create_revision(ticket_key.clone(), CompareOp::Equal, 0);
-        let held = Compare::create_revision(self.keys.lock(key), CompareOp::Greater, 0);
+        let held =
+            Compare::create_revision(self.keys.holds(key), CompareOp::Greater, 0).with_prefix();
         let not_ours =
             Compare::create_revision(self.keys.held(session_id, key), CompareOp::Equal, 0);
         let on_lease = Some(PutOptions::new().with_lease(joining.session.record.lease));
@@ -374,38 +497,37 @@ impl EtcdStore {
         )
     }
 
-    /// After a new ticket's transaction: what is left of the lock it waits behind, as read
-    /// back; QUEUE_FULL, the ticket withdrawn, if as many live tickets as the cap are ahead of
-    /// it. `None` when the transaction read nothing back (an extended ticket).
+    /// After a ticket's transaction, from the key as it read it back: whether the ticket could
+    /// be granted now, else when the holds it waits behind may change; for a `new` ticket,
+    /// QUEUE_FULL, the ticket withdrawn, if as many live tickets as the cap are ahead of it.
     async fn place_in_queue(
         &self,
         joining: &Joining<'_>,
         response: &TxnResponse,
         revision: i64,
+        new: bool,
         now: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        let mut reads = range_results(response).into_iter();
-        // The reads of `key_reads`, in its order: the lock, then the queue.
-        let (Some(lock), Some(tickets)) = (reads.next(), reads.next()) else {
-            return Ok(None);
-        };
-        let queue_now = KeyView::decode(lock, tickets, revision)?;
-        let holder_remaining = queue_now
-            .lock
-            .as_ref()
-            .map_or(0, |(_, lock)| lock.remaining(now).unwrap_or(0));
-        let ahead = queue_now
+    ) -> Result<Placed, StoreError> {
+        let queue_now = KeyView::decode(range_results(response).into_iter(), revision)?;
+        let ahead: Vec<HoldKind> = queue_now
             .tickets
             .iter()
             .take_while(|(_, t)| t.session_id != *joining.session_id)
             .filter(|(_, t)| t.live(now))
-            .count();
-        if ahead >= joining.queue.cap as usize {
+            .map(|(_, t)| t.hold())
+            .collect();
+        if new && ahead.len() >= joining.queue.cap as usize {
             self.withdraw(joining.key, joining.session_id, revision)
                 .await?;
             return Err(StoreError::QueueFull);
         }
-        Ok(Some(holder_remaining))
+        let through_this = [ahead.as_slice(), &[joining.hold]].concat();
+        if grantable_heads(queue_now.held(now), through_this.iter().copied()) > ahead.len() {
+            return Ok(Placed::Grantable);
+        }
+        Ok(Placed::Waits {
+            holder_remaining: queue_now.holder_remaining(now),
+        })
     }
 
     /// Deletes the ticket this request just wrote at `revision` (it came past the cap).
@@ -418,7 +540,7 @@ impl EtcdStore {
                 revision,
             )])
             .and_then(vec![TxnOp::delete(ticket_key, None)]);
-        self.txn_grouped(self.keys.lock(key), txn)
+        self.txn_grouped(self.keys.stamp(key), txn)
             .await
             .map_err(from_etcd)?;
         Ok(())
@@ -454,7 +576,7 @@ impl EtcdStore {
             if from > revision {
                 if let (Some(kv), _) = self.get(&held_key).await.ok()? {
                     if kv.mod_revision() > revision {
-                        return self.handed(key, session_id, &kv);
+                        return self.handed(session_id, &kv);
                     }
                 }
             }
@@ -468,7 +590,7 @@ impl EtcdStore {
                         .then_some(kv)
                 });
                 if let Some(kv) = handed {
-                    return self.handed(key, session_id, kv);
+                    return self.handed(session_id, kv);
                 }
             }
             None
@@ -479,14 +601,19 @@ impl EtcdStore {
     /// The answer to a waiting request of `session_id` from the index entry `kv` written by
     /// a hand-off: its grant and lease start, or `None` when the request must attempt again
     /// (someone else's, or an unclaimed hand-off that the idempotent L4 claims).
-    fn handed(&self, key: &str, session_id: &str, kv: &KeyValue) -> Option<(LockGrant, u64)> {
+    fn handed(&self, session_id: &str, kv: &KeyValue) -> Option<(LockGrant, u64)> {
         let lock: LockRecord = decode(kv).ok()?;
         if lock.claim_by_ms.is_some() || lock.session_id != session_id {
             return None;
         }
         let grant = lock.grant(lock.token(kv)).ok()?;
-        self.hints
-            .remember_holder(key, grant.fencing_token, session_id, kv.create_revision());
+        // The hand-off wrote the hold and the key's stamp in one transaction.
+        self.remember_holder(
+            &lock,
+            grant.fencing_token,
+            kv.create_revision(),
+            kv.mod_revision(),
+        );
         let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
         Some((grant, lease_start))
     }
@@ -498,7 +625,7 @@ impl EtcdStore {
     pub(super) fn end_wait(&self, key: &str, session_id: &str, open_until: u64) {
         let store = self.clone();
         let ticket_key = self.keys.ticket(key, session_id);
-        let lock_key = self.keys.lock(key);
+        let lock_key = self.keys.stamp(key);
         let end = async move {
             let Ok((Some(kv), _)) = store.get(&ticket_key).await else {
                 return;

@@ -1,6 +1,6 @@
 //! The JSON values stored under the keys of [`super::keys`], the time arithmetic on them, and
-//! how they are held once read: a key's lock and queue at one revision ([`KeyView`]), a live
-//! session with its revision ([`LiveSession`]), the grant a lock record answers.
+//! how they are held once read: a key's holds and queue at one revision ([`KeyView`]), a live
+//! session with its revision ([`LiveSession`]), the grant a hold's record answers.
 //!
 //! Expiry has two layers. The etcd lease of the session (whole seconds, rounded up) deletes
 //! the session, its locks and its index entries when no heartbeat renews it, even if every
@@ -11,10 +11,11 @@
 
 use etcd_client::{Compare, CompareOp, KeyValue};
 use lock_api::limits::MAX_FENCING_TOKEN;
-use lock_api::LockGrant;
+use lock_api::{HoldKind, LockGrant, LockMode};
 use serde::{Deserialize, Serialize};
 
 use super::decode;
+use crate::store::holds::Held;
 use crate::store::queue::TicketTimes;
 use crate::store::{self, lease, StoreError};
 
@@ -42,7 +43,7 @@ impl SessionRecord {
     }
 }
 
-/// The value of `l/<key>` and of its twin `h/<sessionId>/<key>`.
+/// The value of `l/<key>/<sessionId>` (one hold) and of its twin `h/<sessionId>/<key>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct LockRecord {
@@ -50,6 +51,12 @@ pub(super) struct LockRecord {
     pub key: String,
     pub session_id: String,
     pub ttl_millis: u64,
+    /// Exclusive (absent, as in records written before shared holds) or shared.
+    #[serde(default, skip_serializing_if = "LockMode::is_exclusive")]
+    pub mode: LockMode,
+    /// A shared hold's limit, when the key has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     /// The lock's own deadline, moved forward by each heartbeat of its session and by each
     /// L4 of its holder.
     pub deadline_ms: u64,
@@ -59,9 +66,9 @@ pub(super) struct LockRecord {
     /// The holder session's `owner` label, copied for L7 for the same reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    /// The fencing token when the lock was handed to a queued ticket: that ticket's
-    /// `create_revision`. Absent when the transaction that granted it created `l/<key>`: then
-    /// the token is `l/<key>`'s `create_revision`. See [`LockRecord::token`].
+    /// The fencing token when the hold was handed to a queued ticket: that ticket's
+    /// `create_revision`. Absent when the transaction that granted it created the hold's key:
+    /// then the token is that key's `create_revision`. See [`LockRecord::token`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
     /// For a hand-off to a ticket whose request had ended: the lock lives only until then
@@ -81,19 +88,24 @@ impl LockRecord {
         )
     }
 
-    /// The fencing token of this record read at `kv` (`l/<key>` or its index twin, which
-    /// share it).
+    /// The fencing token of this record read at `kv` (the hold's key or its index twin,
+    /// which are created together and share it).
     pub(super) fn token(&self, kv: &KeyValue) -> u64 {
         self.token.unwrap_or(kv.create_revision() as u64)
     }
 
-    /// The L4 answer for this lock with its fencing token `token`; refuses a token a
+    /// Exclusive, or shared under its limit.
+    pub(super) fn hold(&self) -> HoldKind {
+        hold_kind(self.mode, self.limit)
+    }
+
+    /// The L4 answer for this hold with its fencing token `token`; refuses a token a
     /// JavaScript number cannot hold exactly.
     pub(super) fn grant(&self, token: u64) -> Result<LockGrant, StoreError> {
         checked(store::lock_grant(
             &self.key,
             &self.session_id,
-            lock_api::HoldKind::Exclusive,
+            self.hold(),
             token,
             self.ttl_millis,
         ))
@@ -105,8 +117,14 @@ impl LockRecord {
 #[serde(rename_all = "camelCase")]
 pub(super) struct TicketRecord {
     pub session_id: String,
-    /// The TTL the lock gets when handed to this ticket.
+    /// The TTL the hold gets when handed to this ticket.
     pub ttl_millis: u64,
+    /// The mode the ticket waits for (exclusive when absent).
+    #[serde(default, skip_serializing_if = "LockMode::is_exclusive")]
+    pub mode: LockMode,
+    /// A shared ticket's limit, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
     /// Wall-clock ms until which a request of the ticket is open (`store::queue`).
     pub open_until_ms: u64,
     /// The ticket's grace period after `open_until_ms`.
@@ -125,6 +143,29 @@ impl TicketRecord {
     /// Whether the ticket still holds its place.
     pub(super) fn live(&self, now: u64) -> bool {
         self.times().live(now)
+    }
+
+    /// The hold it waits for.
+    pub(super) fn hold(&self) -> HoldKind {
+        hold_kind(self.mode, self.limit)
+    }
+}
+
+/// The value of `v/<key>`: how many holds the key had right after the last transaction of
+/// ours that changed them (a hold whose lease ran out since is not subtracted). Only its
+/// `mod_revision` is ever compared; the count is for a reader of `etcdctl get`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StampRecord {
+    pub holders: usize,
+}
+
+/// A stored mode and limit as the hold they describe (a limit stored beside "exclusive"
+/// cannot be written; it would be ignored).
+fn hold_kind(mode: LockMode, limit: Option<u32>) -> HoldKind {
+    match mode {
+        LockMode::Exclusive => HoldKind::Exclusive,
+        LockMode::Shared => HoldKind::Shared { limit },
     }
 }
 
@@ -153,10 +194,12 @@ impl Whose<'_> {
     }
 }
 
-/// A key's lock and wait queue, read at one revision.
+/// A key's holds and wait queue, read at one revision.
 pub(super) struct KeyView {
-    /// `l/<key>`, live or not.
-    pub lock: Option<(KeyValue, LockRecord)>,
+    /// `v/<key>`, if present.
+    pub stamp: Option<KeyValue>,
+    /// The holds `l/<key>/*`, live or not, in token order.
+    pub holds: Vec<(KeyValue, LockRecord)>,
     /// The tickets, oldest first, live or not.
     pub tickets: Vec<(KeyValue, TicketRecord)>,
     /// The revision the view was read at.
@@ -164,35 +207,79 @@ pub(super) struct KeyView {
 }
 
 impl KeyView {
-    /// Builds the view from the reads of `EtcdStore::key_reads`, in order.
+    /// Builds the view from the reads of `EtcdStore::key_reads`, in order (stamp, holds,
+    /// queue); missing reads are empty.
     pub(super) fn decode(
-        lock: Vec<KeyValue>,
-        tickets: Vec<KeyValue>,
+        mut reads: impl Iterator<Item = Vec<KeyValue>>,
         revision: i64,
     ) -> Result<KeyView, StoreError> {
-        let lock = match lock.into_iter().next() {
-            Some(kv) => {
-                let record = decode(&kv)?;
-                Some((kv, record))
-            }
-            None => None,
-        };
-        let tickets = tickets
+        let stamp = reads.next().unwrap_or_default().into_iter().next();
+        let mut holds = reads
+            .next()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|kv| decode(&kv).map(|hold| (kv, hold)))
+            .collect::<Result<Vec<(KeyValue, LockRecord)>, _>>()?;
+        holds.sort_by_key(|(kv, hold)| hold.token(kv));
+        let tickets = reads
+            .next()
+            .unwrap_or_default()
             .into_iter()
             .map(|kv| decode(&kv).map(|ticket| (kv, ticket)))
             .collect::<Result<_, _>>()?;
         Ok(KeyView {
-            lock,
+            stamp,
+            holds,
             tickets,
             revision,
         })
     }
 
-    /// The lock, if it is live at `now`.
-    pub(super) fn live_lock(&self, now: u64) -> Option<&(KeyValue, LockRecord)> {
-        self.lock
-            .as_ref()
-            .filter(|(_, lock)| lock.remaining(now).is_some())
+    /// The holds live at `now`, in token order.
+    pub(super) fn live_holds(&self, now: u64) -> impl Iterator<Item = &(KeyValue, LockRecord)> {
+        self.holds
+            .iter()
+            .filter(move |(_, hold)| hold.remaining(now).is_some())
+    }
+
+    /// The live hold of `session_id`, if any.
+    pub(super) fn live_hold_of(
+        &self,
+        session_id: &str,
+        now: u64,
+    ) -> Option<&(KeyValue, LockRecord)> {
+        self.live_holds(now)
+            .find(|(_, hold)| hold.session_id == session_id)
+    }
+
+    /// Whether a hold record past its deadline is still there (its key not yet deleted).
+    pub(super) fn has_expired_holds(&self, now: u64) -> bool {
+        self.holds
+            .iter()
+            .any(|(_, hold)| hold.remaining(now).is_none())
+    }
+
+    /// How the live holds hold the key.
+    pub(super) fn held(&self, now: u64) -> Held {
+        held_by(self.live_holds(now).map(|(_, hold)| hold.hold()))
+    }
+
+    /// The live tickets' holds, in queue order.
+    pub(super) fn queued(&self, now: u64) -> Vec<HoldKind> {
+        self.tickets
+            .iter()
+            .filter(|(_, t)| t.live(now))
+            .map(|(_, t)| t.hold())
+            .collect()
+    }
+
+    /// The least time any live hold still has: the first moment the holders may change
+    /// without a transaction of ours (0 when none is live).
+    pub(super) fn holder_remaining(&self, now: u64) -> u64 {
+        self.live_holds(now)
+            .filter_map(|(_, hold)| hold.remaining(now))
+            .min()
+            .unwrap_or(0)
     }
 
     /// Live tickets: L7's `waiterCount`, and what the cap counts.
@@ -205,6 +292,17 @@ impl KeyView {
             .iter()
             .find(|(_, t)| t.session_id == session_id)
     }
+}
+
+/// The key as its holds hold it. An exclusive hold beside others cannot be written (every
+/// grant compares the key's stamp); should one be read all the same, the key counts as held
+/// exclusive, so nothing more is granted beside it.
+pub(super) fn held_by(holds: impl IntoIterator<Item = HoldKind>) -> Held {
+    let holds: Vec<HoldKind> = holds.into_iter().collect();
+    if holds.contains(&HoldKind::Exclusive) {
+        return Held::Exclusive;
+    }
+    Held::of(holds)
 }
 
 /// The value of `g/<key>`: the ledger's fencing state for one key.
@@ -264,6 +362,8 @@ mod tests {
             ttl_millis: 100,
             deadline_ms: 1_000,
             session_deadline_ms: 800,
+            mode: LockMode::Exclusive,
+            limit: None,
             owner: None,
             token: None,
             claim_by_ms: None,
@@ -285,5 +385,42 @@ mod tests {
             r#"{"key":"k","sessionId":"s","ttlMillis":1,"deadlineMs":2,"sessionDeadlineMs":3}"#;
         let lock: LockRecord = serde_json::from_str(old).unwrap();
         assert_eq!((lock.token, lock.claim_by_ms), (None, None));
+        assert_eq!(lock.hold(), HoldKind::Exclusive);
+        let ticket = r#"{"sessionId":"s","ttlMillis":1,"openUntilMs":2,"graceMillis":3}"#;
+        let ticket: TicketRecord = serde_json::from_str(ticket).unwrap();
+        assert_eq!(ticket.hold(), HoldKind::Exclusive);
+    }
+
+    #[test]
+    fn a_shared_hold_keeps_its_limit_and_an_exclusive_one_writes_no_mode() {
+        let shared = r#"{"key":"k","sessionId":"s","ttlMillis":1,"mode":"shared","limit":3,"deadlineMs":2,"sessionDeadlineMs":3}"#;
+        let shared: LockRecord = serde_json::from_str(shared).unwrap();
+        assert_eq!(shared.hold(), HoldKind::Shared { limit: Some(3) });
+        let grant = shared.grant(7).unwrap();
+        assert_eq!((grant.mode, grant.limit), (LockMode::Shared, Some(3)));
+        let exclusive = LockRecord {
+            mode: LockMode::Exclusive,
+            limit: None,
+            ..shared
+        };
+        let written = serde_json::to_string(&exclusive).unwrap();
+        assert!(
+            !written.contains("mode") && !written.contains("limit"),
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn an_exclusive_hold_read_beside_shared_ones_blocks_everything() {
+        const R: HoldKind = HoldKind::Shared { limit: None };
+        assert_eq!(held_by([R, HoldKind::Exclusive, R]), Held::Exclusive);
+        assert_eq!(
+            held_by([R, R]),
+            Held::Shared {
+                count: 2,
+                limit: None
+            }
+        );
+        assert_eq!(held_by([]), Held::Free);
     }
 }

@@ -151,7 +151,7 @@ impl EtcdStore {
                     key: lock.key.clone(),
                     fencing_token: lock.token(kv),
                     remaining_millis: lock.remaining(now)?.min(remaining_millis),
-                    mode: lock_api::LockMode::Exclusive,
+                    mode: lock.mode,
                 })
             })
             .collect();
@@ -213,12 +213,10 @@ impl EtcdStore {
         client: Option<&str>,
         key: &str,
     ) -> Result<(LiveSession, KeyView), StoreError> {
-        let (session, mut reads, revision) = self
+        let (session, reads, revision) = self
             .read_session_and(session_id, client, self.key_reads(key))
             .await?;
-        let tickets = reads.pop().unwrap_or_default();
-        let lock = reads.pop().unwrap_or_default();
-        Ok((session, KeyView::decode(lock, tickets, revision)?))
+        Ok((session, KeyView::decode(reads.into_iter(), revision)?))
     }
 
     /// Parses a read of `s/<id>` into a live session `whose` may use and refreshes the hint; a
@@ -265,7 +263,8 @@ impl EtcdStore {
         })
     }
 
-    /// Hands every lock the session holds to its key's queue, where tickets wait.
+    /// Ends every hold the session has on a key where tickets wait, serving that queue (the
+    /// lease's end takes the others).
     async fn hand_on_held(&self, session_id: &str, client: Option<&str>) -> Result<(), StoreError> {
         let held = match self.read_session(session_id, client).await {
             Ok(view) => view.held,
@@ -275,7 +274,7 @@ impl EtcdStore {
         for (_, lock) in held {
             let view = self.read_key(&lock.key).await?;
             if !view.tickets.is_empty() {
-                self.end_lock(&lock.key, view, |_, l| l.session_id == session_id)
+                self.end_holds(&lock.key, view, |_, hold| hold.session_id == session_id)
                     .await?;
             }
         }
@@ -334,15 +333,20 @@ impl EtcdStore {
         let mut locks = Vec::new();
         for (kv, lock) in &view.held {
             let held_key = kv.key().to_vec();
-            let lock_key = self.keys.lock(&lock.key);
+            let lock_key = self.keys.hold(&lock.key, &view.id);
             compares.push(Compare::mod_revision(
                 held_key.clone(),
                 CompareOp::Equal,
                 kv.mod_revision(),
             ));
             if lock.remaining(now).is_none() {
+                // Like a lease's end, no hand-off: the next transaction on the key serves it.
                 ops.push(TxnOp::delete(lock_key, None));
                 ops.push(TxnOp::delete(held_key, None));
+                ops.push(TxnOp::delete(
+                    self.keys.shared_marker(&lock.key, &view.id),
+                    None,
+                ));
                 continue;
             }
             let renewed_lock = encode(&LockRecord {
@@ -355,7 +359,7 @@ impl EtcdStore {
             locks.push(HeldLock {
                 key: lock.key.clone(),
                 fencing_token: lock.token(kv),
-                mode: lock_api::LockMode::Exclusive,
+                mode: lock.mode,
             });
         }
         match self.txn_raw(Txn::new().when(compares).and_then(ops)).await {
