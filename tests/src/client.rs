@@ -286,6 +286,24 @@ impl Api {
         self.json("POST", &paths::acquire(key), &body).await
     }
 
+    /// L4 of a shared hold (`mode: "shared"`, with `limit` when given).
+    pub async fn acquire_shared(
+        &self,
+        key: &str,
+        session_id: &str,
+        limit: Option<u32>,
+        wait_millis: Option<u64>,
+    ) -> Reply {
+        let mut body = json!({ "sessionId": session_id, "ttlMillis": 30_000, "mode": "shared" });
+        if let Some(limit) = limit {
+            body["limit"] = json!(limit);
+        }
+        if let Some(wait) = wait_millis {
+            body["waitMillis"] = json!(wait);
+        }
+        self.json("POST", &paths::acquire(key), &body).await
+    }
+
     /// L4; panics unless 200.
     pub async fn acquire_ok(&self, key: &str, session_id: &str, ttl_millis: u64) -> LockGrant {
         let reply = self.acquire(key, session_id, Some(ttl_millis), None).await;
@@ -318,6 +336,24 @@ impl Api {
     pub async fn revoke(&self, key: &str, reason: &str) -> Reply {
         let auth = self.admin_token.as_ref().map(|t| format!("Bearer {t}"));
         self.revoke_with_auth(key, reason, auth.as_deref()).await
+    }
+
+    /// R1 of the one hold with `fencing_token`, with the configured admin token.
+    pub async fn revoke_hold(&self, key: &str, reason: &str, fencing_token: u64) -> Reply {
+        let auth = self.admin_token.as_ref().map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = auth
+            .as_deref()
+            .map(|a| ("authorization", a))
+            .into_iter()
+            .collect();
+        let body = json!({ "reason": reason, "fencingToken": fencing_token });
+        self.raw(
+            "POST",
+            &paths::revoke(key),
+            Some(body.to_string().into_bytes()),
+            &headers,
+        )
+        .await
     }
 
     /// R1 with an explicit `Authorization` header value.

@@ -16,6 +16,8 @@
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
 //! - [`queue`]: the wait queue's rules as functions over the replicas of one deployment, so
 //!   every backend (and several etcd replicas) runs the same checks.
+//! - [`shared_holds`]: shared holds (read-write locks, semaphores) on the same queue, as
+//!   functions over the replicas of one deployment, like [`queue`].
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
@@ -29,6 +31,7 @@ pub mod etcd;
 pub mod launcher;
 pub mod queue;
 pub mod raw_h2;
+pub mod shared_holds;
 pub mod tls;
 
 use std::path::{Path, PathBuf};
