@@ -14,8 +14,9 @@
 //!   accepted `b > a`; or its final content is not in non-decreasing token order.
 //! - [`Check::TokenOrder`]: a grant requested after another grant of the same key was
 //!   received carries a token that is not larger (except the idempotent re-grant of L4: the
-//!   same session, the same token, not released in between); or one token was granted to
-//!   two sessions.
+//!   same session, the same token, not released in between; on a key held shared, a grant is
+//!   requested as early as the unanswered acquires of its key right before it, see
+//!   `first_asks`); or one token was granted to two sessions.
 //! - [`Check::AcquireBudget`]: an acquire returned later than its budget plus the time its
 //!   process was paused (SIGSTOP) plus a scheduling tolerance, or never returned.
 //! - [`Check::FencedNotLost`]: the ledger answered FENCED_OUT while the SDK still reported
@@ -32,7 +33,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use lock_api::LockMode;
 
-use crate::history::{Event, LedgerVerdict, Window};
+use crate::history::{AcquireOutcome, Event, LedgerVerdict, Window};
 
 mod holds;
 
@@ -138,7 +139,7 @@ pub fn check(events: &[Event], config: CheckerConfig) -> Report {
     check_two_holders(events, &shared, &mut report);
     holds::check_holds(events, &shared, &mut report);
     check_ledger(events, &mut report);
-    check_token_order(events, &mut report);
+    check_token_order(events, &shared, &mut report);
     check_budgets(events, config, &mut report);
     report
 }
@@ -369,22 +370,72 @@ fn check_ledger(events: &[Event], report: &mut Report) {
     }
 }
 
-fn check_token_order(events: &[Event], report: &mut Report) {
+/// For each grant of a key held shared, by `(process, key, acquire start)`: when the hold may
+/// first have been asked for. An acquire that ended without a grant (its L4's answer lost to
+/// a timeout or a server kill, or its budget run out) may still have created a hold, and
+/// L4 is idempotent per session: the session's next acquire of the key is answered with that
+/// very hold, whose token was issued before the grants other readers received meanwhile.
+/// So a grant is dated from the first of the unanswered acquires of its key right before it.
+/// (On a key held exclusively nobody else is granted meanwhile, and the re-grant rule of
+/// [`Check::TokenOrder`] covers it.)
+fn first_asks<'a>(
+    events: &'a [Event],
+    shared: &HashSet<&str>,
+) -> HashMap<(&'a str, &'a str, u64), u64> {
+    let mut asks = HashMap::new();
+    let mut started: HashMap<&str, u64> = HashMap::new();
+    let mut unanswered_since: HashMap<(&str, &str), u64> = HashMap::new();
+    // Each process's own events are in its order in the merged history.
+    for e in events {
+        match e {
+            Event::AcquireStart { proc, at, .. } => {
+                started.insert(proc, *at);
+            }
+            Event::AcquireEnd {
+                proc, key, outcome, ..
+            } if shared.contains(key.as_str()) => {
+                let Some(&start) = started.get(proc.as_str()) else {
+                    continue;
+                };
+                let since = (proc.as_str(), key.as_str());
+                if let AcquireOutcome::Granted { .. } = outcome {
+                    let first = unanswered_since.remove(&since).unwrap_or(start);
+                    asks.insert((proc.as_str(), key.as_str(), start), first);
+                } else {
+                    unanswered_since.entry(since).or_insert(start);
+                }
+            }
+            _ => {}
+        }
+    }
+    asks
+}
+
+fn check_token_order(events: &[Event], shared: &HashSet<&str>, report: &mut Report) {
+    let asks = first_asks(events, shared);
     let mut grants: HashMap<&str, Vec<(u64, &str, Window)>> = HashMap::new();
     // Successful (204) releases per (key, token): when the token certainly died.
     let mut released: HashMap<(&str, u64), u64> = HashMap::new();
     for e in events {
         match e {
             Event::Grant {
+                proc,
                 key,
                 token,
                 session,
                 window,
                 ..
-            } => grants
-                .entry(key)
-                .or_default()
-                .push((*token, session, *window)),
+            } => {
+                let sent = asks
+                    .get(&(proc.as_str(), key.as_str(), window.sent))
+                    .copied()
+                    .unwrap_or(window.sent);
+                let window = Window { sent, ..*window };
+                grants
+                    .entry(key)
+                    .or_default()
+                    .push((*token, session, window))
+            }
             Event::Release {
                 key,
                 token,
