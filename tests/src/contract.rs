@@ -655,7 +655,8 @@ pub async fn admin_revoke(server: &TestServer) {
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(
         reply.body,
-        json!({"key": key, "revokedToken": grant.fencing_token, "reason": "stuck worker"})
+        json!({"key": key, "revokedToken": grant.fencing_token,
+               "revokedTokens": [grant.fencing_token], "reason": "stuck worker"})
     );
     assert!(api.lock_state(&key).await.holder.is_none());
     let hb = api.heartbeat_ok(&s.session_id).await;
@@ -663,10 +664,11 @@ pub async fn admin_revoke(server: &TestServer) {
     api.release(&key, grant.fencing_token, None)
         .await
         .assert_error(409, "LOCK_LOST");
-    // Nothing held: revokedToken null.
+    // Nothing held: revokedToken null, revokedTokens empty.
     let reply = api.revoke(&key, "again").await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["revokedToken"], Value::Null);
+    assert_eq!(reply.body["revokedTokens"], json!([]));
     // The next grant's token is higher than the revoked one.
     let next = api.acquire_ok(&key, &s.session_id, 5_000).await;
     assert!(next.fencing_token > grant.fencing_token);
@@ -1287,6 +1289,8 @@ pub async fn observability_surfaces(server: &TestServer) {
         "lock_requests_refused_total{outcome=\"forbidden\"}",
         "lock_sessions ",
         "lock_locks ",
+        "lock_holds{mode=\"exclusive\"} ",
+        "lock_holds{mode=\"shared\"} ",
     ] {
         assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
     }
@@ -1298,8 +1302,14 @@ pub async fn observability_surfaces(server: &TestServer) {
                 .split(',')
                 .map(|l| l.split('=').next().unwrap_or(""))
                 .collect();
+            // `mode` (a closed set of two) is the hold gauge's only label.
+            let allowed: &[&str] = if line.starts_with("lock_holds{") {
+                &["mode"]
+            } else {
+                &["outcome", "le"]
+            };
             assert!(
-                names.iter().all(|n| *n == "outcome" || *n == "le"),
+                names.iter().all(|n| allowed.contains(n)),
                 "label beyond the budget: {line}"
             );
         }

@@ -1,5 +1,6 @@
 //! Fencing-token and lease durability of the embedded store across restarts: graceful,
-//! kill -9 under load, and an OS crash simulated by deleting the WAL and faking a reboot.
+//! kill -9 under load, and an OS crash simulated by deleting the WAL and faking a reboot;
+//! shared holds through both.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use lock_api::paths;
-use lock_api::{LockGrant, SessionStatus};
+use lock_api::{LockGrant, LockMode, SessionStatus};
 use lock_e2e::{Api, ServerOptions, TestServer};
 use serde_json::json;
 
@@ -319,4 +320,129 @@ async fn graceful_restart_keeps_everything_and_needs_no_holdback() {
     let other = api.open_session(60_000).await;
     let next = api.acquire_ok("g2", &other.session_id, 1_000).await;
     assert!(next.fencing_token > grant.fencing_token);
+}
+
+/// Shared holds keep every durability guarantee. Readers hold a key shared; kill -9 and a
+/// restart on the same file (same boot: no hold-back) keep each hold with its token, mode
+/// and limit, and the next grants, shared or exclusive, carry tokens above every token issued
+/// before. Then an OS crash (WAL gone, another boot id): during the hold-back nothing is
+/// granted, shared or exclusive, waiting or not, and L7 shows no hold above the old tokens;
+/// after it, grants resume above every earlier token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_holds_survive_kill9_and_are_held_back_after_a_reboot() {
+    const KEY: &str = "shared";
+    const LIMIT: u32 = 5;
+    let boot = tempfile::tempdir().unwrap();
+    let boot_id = boot.path().join("boot_id");
+    std::fs::write(&boot_id, "boot-A\n").unwrap();
+    let options = ServerOptions::new().args([
+        "--boot-id-path".to_string(),
+        boot_id.display().to_string(),
+        "--unclean-holdback-ms".to_string(),
+        "4000".to_string(),
+    ]);
+    let mut server = TestServer::start(options);
+    let api = server.api();
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let session = api.open_session(120_000).await;
+        let reply = api
+            .acquire_shared(KEY, &session.session_id, Some(LIMIT), None)
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        readers.push((session, reply.parse::<LockGrant>()));
+    }
+    let mut max = readers.last().unwrap().1.fencing_token;
+    // Shared grants on another key move the one counter on, too.
+    let churn = api.open_session(120_000).await;
+    for _ in 0..20 {
+        let reply = api
+            .acquire_shared("churn", &churn.session_id, None, None)
+            .await;
+        let grant: LockGrant = reply.parse();
+        assert!(grant.fencing_token > max);
+        max = grant.fencing_token;
+        assert_eq!(api.release("churn", max, None).await.status, 204);
+    }
+
+    server.kill9();
+    server.restart();
+    let api = server.api();
+    let state = api.lock_state(KEY).await;
+    let kept: Vec<(String, u64)> = state
+        .holders
+        .iter()
+        .map(|h| (h.holder_id.clone(), h.fencing_token))
+        .collect();
+    let held: Vec<(String, u64)> = readers
+        .iter()
+        .map(|(s, g)| (s.holder_id.clone(), g.fencing_token))
+        .collect();
+    assert_eq!(kept, held, "the shared holds survive kill -9: {state:?}");
+    assert_eq!(
+        (state.mode, state.limit),
+        (Some(LockMode::Shared), Some(LIMIT))
+    );
+    for (session, grant) in &readers {
+        let status: SessionStatus = api.session_status(&session.session_id).await.parse();
+        assert_eq!(status.locks.len(), 1, "{status:?}");
+        assert_eq!(status.locks[0].fencing_token, grant.fencing_token);
+        assert_eq!(status.locks[0].mode, LockMode::Shared);
+    }
+    let fourth = api.open_session(120_000).await;
+    let reply = api
+        .acquire_shared(KEY, &fourth.session_id, Some(LIMIT), None)
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let after: LockGrant = reply.parse();
+    assert!(
+        after.fencing_token > max,
+        "{} after {max}",
+        after.fencing_token
+    );
+    let other = api.acquire_ok("other", &fourth.session_id, 60_000).await;
+    assert!(other.fencing_token > after.fencing_token);
+    max = other.fencing_token;
+
+    // An OS crash: the un-checkpointed WAL is gone, and the boot id changed.
+    server.kill9();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(server.data_dir().join(format!("lock.db{suffix}")));
+    }
+    std::fs::write(&boot_id, "boot-B\n").unwrap();
+    server.restart();
+    let api = server.api();
+    let fresh = api.open_session(60_000).await;
+    let id = fresh.session_id.as_str();
+    api.acquire_shared(KEY, id, Some(LIMIT), None)
+        .await
+        .assert_not_leader();
+    api.acquire_shared(KEY, id, Some(LIMIT), Some(1_000))
+        .await
+        .assert_not_leader();
+    api.acquire("another", id, Some(1_000), None)
+        .await
+        .assert_not_leader();
+    // Until the hold-back ends: every L4 is refused, and no hold newer than the crash shows.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let grant = loop {
+        let state = api.lock_state(KEY).await;
+        assert!(
+            state.holders.iter().all(|h| h.fencing_token <= max),
+            "granted during the hold-back: {state:?}"
+        );
+        let reply = api.acquire_shared(KEY, id, Some(LIMIT), None).await;
+        if reply.status == 200 {
+            break reply.parse::<LockGrant>();
+        }
+        reply.assert_not_leader();
+        assert!(Instant::now() < deadline, "hold-back never ended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        grant.fencing_token > max,
+        "{} after {max}",
+        grant.fencing_token
+    );
+    assert_eq!(grant.mode, LockMode::Shared);
 }

@@ -37,6 +37,11 @@ fn id_param() -> Value {
     json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } })
 }
 
+/// The `LockMode` schema, by reference.
+fn mode() -> Value {
+    json!({ "$ref": "#/components/schemas/LockMode" })
+}
+
 fn schemas() -> Value {
     let int = json!({ "type": "integer", "format": "int64", "minimum": 0 });
     let codes: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
@@ -44,29 +49,43 @@ fn schemas() -> Value {
         "Error": { "type": "object", "required": ["code", "message"], "properties": {
             "code": { "type": "string", "enum": codes },
             "message": { "type": "string" }, "field": { "type": "string" }, "leader": { "type": "string" },
-            "retryAfterMillis": int, "highestToken": int } },
+            "retryAfterMillis": int, "highestToken": int,
+            "limit": { "type": "integer", "minimum": 1, "maximum": 10000, "description": "LIMIT_MISMATCH: the limit in force for the key's shared holds; absent when they have none." } } },
         "OpenSessionRequest": { "type": "object", "additionalProperties": false, "properties": {
             "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 }, "owner": { "type": "string", "maxLength": 128 } } },
         "SessionOpened": { "type": "object", "properties": { "sessionId": { "type": "string", "description": "The session's credential: never shown to anyone else." },
             "holderId": { "type": "string", "description": "The session's public name (L7, logs): a keyed hash of the id, 32 hex characters." },
             "ttlMillis": int, "heartbeatMillis": int } },
+        "LockMode": { "type": "string", "enum": ["exclusive", "shared"], "description": "exclusive: one holder, nobody beside it. shared: beside other shared holders, up to the key's limit (read-write lock readers; semaphore permits)." },
         "HeartbeatResponse": { "type": "object", "properties": { "ttlMillis": int, "locks": { "type": "array", "items": {
-            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int } } } } },
+            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "mode": mode() } } } } },
         "SessionStatus": { "type": "object", "properties": { "sessionId": { "type": "string" }, "remainingMillis": int, "locks": { "type": "array", "items": {
-            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "remainingMillis": int } } } } },
+            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "remainingMillis": int, "mode": mode() } } } } },
         "AcquireRequest": { "type": "object", "additionalProperties": false, "required": ["sessionId"], "properties": {
             "sessionId": { "type": "string" }, "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 },
-            "waitMillis": { "type": "integer", "minimum": 0, "maximum": 30000, "description": "How long to wait in the key's FIFO queue; 0: one attempt, never ahead of a queue." } } },
+            "waitMillis": { "type": "integer", "minimum": 0, "maximum": 30000, "description": "How long to wait in the key's FIFO queue; 0: one attempt, never ahead of a queue." },
+            "mode": { "allOf": [mode()], "default": "exclusive", "description": "The hold asked for; exclusive when absent." },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 10000, "description": "Shared holds only (else 400): most shared holders of the key at once; absent: no limit. Every shared holder of a key agrees on it (else 409 LIMIT_MISMATCH)." } } },
         "LockGrant": { "type": "object", "properties": { "key": { "type": "string" }, "sessionId": { "type": "string" }, "fencingToken": int, "ttlMillis": int,
-            "waitedMillis": { "type": "integer", "format": "int64", "minimum": 0, "description": "Server-side time from the request's arrival to the start of the answered lease (its wait in the queue): the lease runs ttlMillis from there." } } },
+            "waitedMillis": { "type": "integer", "format": "int64", "minimum": 0, "description": "Server-side time from the request's arrival to the start of the answered lease (its wait in the queue): the lease runs ttlMillis from there." },
+            "mode": { "type": "string", "enum": ["shared"], "description": "Present for a shared grant only: an exclusive grant has no mode field (as before shared holds)." },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 10000, "description": "A shared grant's limit, when the key has one." } } },
         "ReleaseRequest": { "type": "object", "additionalProperties": false, "required": ["fencingToken"], "properties": {
             "fencingToken": int, "sessionId": { "type": "string" } } },
+        "Holder": { "type": "object", "description": "Never the holder's session id.", "properties": {
+            "holderId": { "type": "string" }, "owner": { "type": "string", "nullable": true }, "fencingToken": int, "remainingMillis": int } },
         "LockState": { "type": "object", "properties": { "key": { "type": "string" },
-            "waiterCount": { "type": "integer", "format": "int64", "minimum": 0, "description": "Live tickets in the key's wait queue, all replicas." }, "holder": {
-            "nullable": true, "type": "object", "description": "Never the holder's session id.", "properties": {
-                "holderId": { "type": "string" }, "owner": { "type": "string", "nullable": true }, "fencingToken": int, "remainingMillis": int } } } },
-        "RevokeRequest": { "type": "object", "additionalProperties": false, "required": ["reason"], "properties": { "reason": { "type": "string" } } },
-        "LockOutcome": { "type": "object", "properties": { "key": { "type": "string" }, "revokedToken": { "type": "integer", "nullable": true }, "reason": { "type": "string" } } },
+            "waiterCount": { "type": "integer", "format": "int64", "minimum": 0, "description": "Live tickets in the key's wait queue, all replicas." },
+            "mode": { "allOf": [mode()], "nullable": true, "description": "How the key is held; null when free." },
+            "holder": { "allOf": [{ "$ref": "#/components/schemas/Holder" }], "nullable": true, "description": "The exclusive holder; null when the key is free or held shared." },
+            "holders": { "type": "array", "items": { "$ref": "#/components/schemas/Holder" }, "description": "Every holder, either mode, in token order." },
+            "limit": { "type": "integer", "nullable": true, "description": "The shared holders' limit; null when exclusive, free, or shared without one." } } },
+        "RevokeRequest": { "type": "object", "additionalProperties": false, "required": ["reason"], "properties": { "reason": { "type": "string" },
+            "fencingToken": { "type": "integer", "format": "int64", "minimum": 0, "description": "Revoke only the hold with this token; absent: every hold of the key." } } },
+        "LockOutcome": { "type": "object", "properties": { "key": { "type": "string" },
+            "revokedToken": { "type": "integer", "nullable": true, "description": "The lowest revoked token; null when nothing was revoked." },
+            "revokedTokens": { "type": "array", "items": int, "description": "Every revoked hold's token, in order; empty when nothing live matched." },
+            "reason": { "type": "string" } } },
         "LedgerAppend": { "type": "object", "additionalProperties": false, "required": ["fencingToken", "entry"], "properties": {
             "fencingToken": int, "entry": { "type": "string", "maxLength": 1024 } } },
         "LedgerEntries": { "type": "object", "properties": { "key": { "type": "string" }, "highestToken": { "type": "integer", "nullable": true },
@@ -162,16 +181,16 @@ fn described() -> Value {
                     "parameters": [id_param()], "responses": { "204": { "description": "closed" }, "404": no_session } },
                 "get": { "operationId": "sessionStatus", "summary": "L5 session status",
                     "parameters": [id_param()], "responses": { "200": ok("SessionStatus"), "404": no_session } } },
-            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
+            "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire, exclusive or shared (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
-                "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED"),
+                "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED; LIMIT_MISMATCH (body limit: the limit in force); UPGRADE_NOT_ALLOWED (an exclusive request of a shared holder)"),
                     "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },
-            "/v1/locks/{key}/release": { "post": { "operationId": "release", "summary": "L6 release: compare-and-delete on (key, fencingToken)",
+            "/v1/locks/{key}/release": { "post": { "operationId": "release", "summary": "L6 release: compare-and-delete of the one hold (key, fencingToken)",
                 "parameters": [key_param()], "requestBody": body("ReleaseRequest"),
                 "responses": { "204": { "description": "released" }, "400": bad, "409": err("LOCK_LOST (benign)") } } },
             "/v1/locks/{key}": { "get": { "operationId": "lockState", "summary": "L7 advisory read",
                 "parameters": [key_param()], "responses": { "200": ok("LockState"), "400": bad } } },
-            "/v1/admin/locks/{key}/revoke": { "post": { "operationId": "revoke", "summary": "R1 force revoke (Authorization: Bearer <admin token>)",
+            "/v1/admin/locks/{key}/revoke": { "post": { "operationId": "revoke", "summary": "R1 force revoke of every hold of the key, or of the one with fencingToken (Authorization: Bearer <admin token>)",
                 "parameters": [key_param()], "requestBody": body("RevokeRequest"),
                 "responses": { "200": ok("LockOutcome"), "400": bad } } },
             "/v1/demo/ledger/{key}": {
@@ -239,6 +258,111 @@ mod tests {
         assert_eq!(listed, &serde_json::json!(codes));
         let text: serde_json::Value = serde_json::from_str(super::json_text()).unwrap();
         assert_eq!(&text, doc);
+    }
+
+    /// Every field the wire types write (each with every optional field set) is a property
+    /// of its schema, so a field added to `lock_api` without the document fails here.
+    #[test]
+    fn schemas_name_every_wire_field() {
+        use lock_api::{
+            ErrorBody, ErrorCode, HeldLock, Holder, LockGrant, LockMode, LockOutcome, LockState,
+            LockStatus, RevokeRequest,
+        };
+        use serde_json::{json, to_value};
+        let holder = Holder {
+            holder_id: "h".into(),
+            owner: Some("o".into()),
+            fencing_token: 1,
+            remaining_millis: 1,
+        };
+        let mut error = ErrorBody::new(ErrorCode::LimitMismatch, "m");
+        (error.field, error.leader) = (Some("f".into()), Some("l".into()));
+        (error.retry_after_millis, error.highest_token, error.limit) = (Some(1), Some(1), Some(1));
+        let cases = [
+            ("Error", to_value(error).unwrap()),
+            (
+                "AcquireRequest",
+                json!({"sessionId": "s", "ttlMillis": 1, "waitMillis": 1, "mode": "shared", "limit": 2}),
+            ),
+            (
+                "LockGrant",
+                to_value(LockGrant {
+                    key: "k".into(),
+                    session_id: "s".into(),
+                    fencing_token: 1,
+                    ttl_millis: 1,
+                    waited_millis: 1,
+                    mode: LockMode::Shared,
+                    limit: Some(2),
+                })
+                .unwrap(),
+            ),
+            (
+                "LockState",
+                to_value(LockState {
+                    key: "k".into(),
+                    mode: Some(LockMode::Shared),
+                    holder: Some(holder.clone()),
+                    holders: vec![holder.clone()],
+                    limit: Some(2),
+                    waiter_count: 1,
+                })
+                .unwrap(),
+            ),
+            ("Holder", to_value(holder).unwrap()),
+            (
+                "RevokeRequest",
+                to_value(RevokeRequest {
+                    reason: "r".into(),
+                    fencing_token: Some(1),
+                })
+                .unwrap(),
+            ),
+            (
+                "LockOutcome",
+                to_value(LockOutcome {
+                    key: "k".into(),
+                    revoked_token: Some(1),
+                    revoked_tokens: vec![1],
+                    reason: "r".into(),
+                })
+                .unwrap(),
+            ),
+        ];
+        let schemas = &super::document()["components"]["schemas"];
+        let check = |name: &str, schema: &serde_json::Value, value: &serde_json::Value| {
+            for field in value.as_object().unwrap().keys() {
+                assert!(
+                    schema["properties"].get(field).is_some(),
+                    "{name} has no property {field}"
+                );
+            }
+        };
+        for (name, value) in &cases {
+            check(name, &schemas[name], value);
+        }
+        let held = HeldLock {
+            key: "k".into(),
+            fencing_token: 1,
+            mode: LockMode::Shared,
+        };
+        let status = LockStatus {
+            key: "k".into(),
+            fencing_token: 1,
+            remaining_millis: 1,
+            mode: LockMode::Shared,
+        };
+        let locks = |name: &str| &schemas[name]["properties"]["locks"]["items"];
+        check(
+            "HeartbeatResponse",
+            locks("HeartbeatResponse"),
+            &to_value(held).unwrap(),
+        );
+        check(
+            "SessionStatus",
+            locks("SessionStatus"),
+            &to_value(status).unwrap(),
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use lock_api::HoldKind;
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OptionalExtension, Params};
+use rusqlite::{Connection, OptionalExtension, Params, Row};
 
 use super::fencing::TokenAllocator;
 use super::queued_keys::QueuedKeys;
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 /// file whose `user_version` is below their number, each in one transaction with the version
 /// bump: a fresh file and a data dir of any older release end with the same schema, and an
 /// older one keeps its data.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // 1: a session belongs to the auth-file client that opened it (NULL without an auth
     // file; sessions from before have none); `secrets` holds the holder-id key.
     "ALTER TABLE sessions ADD COLUMN client TEXT;
@@ -55,6 +56,27 @@ const MIGRATIONS: [&str; 2] = [
     // 2: a lock handed to a queued session must be claimed by `claim_by` (NULL: claimed by
     // the request that got it, which every lock from before was).
     "ALTER TABLE locks ADD COLUMN claim_by INTEGER;",
+    // 3: shared holds. A key may have several holders, so a row is one hold, keyed by
+    // `(key, session_id)` (a session holds a key once); `mode` is 'exclusive' or 'shared',
+    // `shared_limit` a shared hold's limit (NULL: none). SQLite cannot change a primary key
+    // in place: the table is copied, every lock from before kept as an exclusive hold with
+    // its token (its index goes with the old table and is made again).
+    "CREATE TABLE locks_by_hold (
+         key TEXT NOT NULL,
+         session_id TEXT NOT NULL,
+         token INTEGER NOT NULL,
+         ttl_ms INTEGER NOT NULL,
+         expires_at INTEGER NOT NULL,
+         claim_by INTEGER,
+         mode TEXT NOT NULL DEFAULT 'exclusive' CHECK (mode IN ('exclusive', 'shared')),
+         shared_limit INTEGER,
+         PRIMARY KEY (key, session_id)
+     );
+     INSERT INTO locks_by_hold (key, session_id, token, ttl_ms, expires_at, claim_by)
+         SELECT key, session_id, token, ttl_ms, expires_at, claim_by FROM locks;
+     DROP TABLE locks;
+     ALTER TABLE locks_by_hold RENAME TO locks;
+     CREATE INDEX locks_by_session ON locks(session_id);",
 ];
 
 /// The `secrets` row of the holder-id key.
@@ -63,7 +85,8 @@ const HOLDER_ID_KEY: &str = "holder_id_key";
 /// The wait queues: a TEMP table, so it lives in memory (`temp_store=MEMORY`), is gone after
 /// a restart (tickets are not durable: waiters re-send) and still takes part in each batch's
 /// transaction, so a rolled-back batch rolls its queue changes back too. `seq` orders each
-/// key's tickets by arrival (a new rowid is larger than every existing one).
+/// key's tickets by arrival (a new rowid is larger than every existing one); `mode` and
+/// `shared_limit` are what the ticket asks for, as the locks table spells a hold.
 const QUEUE_SCHEMA: &str = "
 CREATE TEMP TABLE IF NOT EXISTS tickets (
     seq INTEGER PRIMARY KEY,
@@ -72,6 +95,8 @@ CREATE TEMP TABLE IF NOT EXISTS tickets (
     ttl_ms INTEGER NOT NULL,
     open_until INTEGER NOT NULL,
     grace_ms INTEGER NOT NULL,
+    mode TEXT NOT NULL,
+    shared_limit INTEGER,
     UNIQUE (key, session_id)
 );
 CREATE INDEX IF NOT EXISTS temp.tickets_by_key ON tickets(key, seq);
@@ -114,6 +139,22 @@ impl Db {
         keys.dedup();
         Ok(keys)
     }
+}
+
+/// A hold's kind as the `locks` and `tickets` rows spell it: `(mode, shared_limit)`.
+pub(super) fn hold_columns(hold: HoldKind) -> (&'static str, Option<u32>) {
+    (hold.mode().as_str(), hold.limit())
+}
+
+/// The kind of hold a row's `mode` (column `mode`) and `shared_limit` (column `limit`)
+/// spell; anything but 'shared' is exclusive (the table's CHECK allows nothing else).
+pub(super) fn hold_of_row(row: &Row, mode: usize, limit: usize) -> rusqlite::Result<HoldKind> {
+    Ok(match row.get_ref(mode)?.as_str()? {
+        "shared" => HoldKind::Shared {
+            limit: row.get(limit)?,
+        },
+        _ => HoldKind::Exclusive,
+    })
 }
 
 /// An SQLite failure: never the client's fault.
@@ -222,5 +263,146 @@ mod tests {
             .unwrap();
         assert_eq!(version, MIGRATIONS.len());
         assert_eq!(holder_ids(&again).unwrap().of("s1"), ids.of("s1"));
+    }
+
+    /// What the release before shared holds wrote: the first schema and the migrations
+    /// before the third, one row per key; `rows` are its sessions and locks.
+    fn exclusive_only_file(path: &Path, rows: &str) {
+        let old = Connection::open(path).unwrap();
+        old.execute_batch(SCHEMA).unwrap();
+        for migration in &MIGRATIONS[..2] {
+            old.execute_batch(migration).unwrap();
+        }
+        old.pragma_update(None, "user_version", 2).unwrap();
+        old.execute_batch(rows).unwrap();
+    }
+
+    #[test]
+    fn a_file_from_before_shared_holds_keeps_its_locks_as_exclusive_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DB_FILE);
+        exclusive_only_file(
+            &path,
+            "INSERT INTO sessions (id, ttl_ms, expires_at) VALUES ('s1', 1000, 99);
+             INSERT INTO locks (key, session_id, token, ttl_ms, expires_at, claim_by)
+             VALUES ('k', 's1', 7, 1000, 99, NULL), ('handed', 's1', 9, 1000, 99, 120);",
+        );
+        let conn = open_connection(&path).unwrap();
+        // Each row as `key token claim_by mode shared_limit`.
+        let rows: Vec<String> = conn
+            .prepare(
+                "SELECT key || ' ' || token || ' ' || IFNULL(claim_by, '-') || ' ' || mode
+                        || ' ' || IFNULL(shared_limit, '-')
+                 FROM locks ORDER BY key",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, ["handed 9 120 exclusive -", "k 7 - exclusive -"]);
+        // One row per hold now: another session may hold 'k' beside s1, s1 only once.
+        conn.execute_batch(
+            "INSERT INTO locks (key, session_id, token, ttl_ms, expires_at, mode, shared_limit)
+             VALUES ('k', 's2', 10, 1000, 99, 'shared', 3);",
+        )
+        .unwrap();
+        assert!(conn
+            .execute_batch(
+                "INSERT INTO locks (key, session_id, token, ttl_ms, expires_at)
+                 VALUES ('k', 's1', 11, 1000, 99);"
+            )
+            .is_err());
+        assert!(conn
+            .execute_batch(
+                "INSERT INTO locks (key, session_id, token, ttl_ms, expires_at, mode)
+                 VALUES ('x', 's1', 12, 1000, 99, 'bogus');"
+            )
+            .is_err());
+        let version: usize = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len());
+        let indexed: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'locks_by_session'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(indexed, "the session index is made again");
+    }
+
+    /// The whole store on a data dir of the release before shared holds (its database, its
+    /// token reservation, stopped cleanly): the lock is served as an exclusive hold with its
+    /// token, renewed and released, and the next grant's token is above it.
+    #[tokio::test]
+    async fn the_store_serves_a_lock_from_before_shared_holds() {
+        use crate::store::sqlite::{SqliteOptions, SqliteStore};
+        use crate::store::{AcquireCall, Acquired, SessionRef, Store};
+
+        let dir = tempfile::tempdir().unwrap();
+        let far = crate::store::lease::now_millis() + 120_000;
+        exclusive_only_file(
+            &dir.path().join(DB_FILE),
+            &format!(
+                "INSERT INTO sessions (id, ttl_ms, expires_at) VALUES ('s1', 120000, {far});
+                 INSERT INTO sessions (id, ttl_ms, expires_at) VALUES ('s2', 120000, {far});
+                 INSERT INTO locks (key, session_id, token, ttl_ms, expires_at)
+                 VALUES ('k', 's1', 7, 60000, {far});"
+            ),
+        );
+        let boot_id = dir.path().join("boot_id");
+        std::fs::write(&boot_id, "boot\n").unwrap();
+        std::fs::write(
+            dir.path().join(super::super::fencing::FILE_NAME),
+            r#"{"reservedUpto":65536,"bootId":"boot","holdbackUntilMillis":0}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(super::super::recovery::CLEAN_MARKER), "").unwrap();
+        let store = SqliteStore::open(&SqliteOptions {
+            data_dir: dir.path().to_path_buf(),
+            boot_id_path: boot_id,
+            unclean_holdback_millis: 300_000,
+        })
+        .unwrap();
+
+        let state = store.lock_state("k").await.unwrap();
+        assert_eq!(state.hold, Some(HoldKind::Exclusive));
+        assert_eq!(state.holders.len(), 1);
+        assert_eq!(state.holders[0].fencing_token, 7);
+        let beat = store.heartbeat(SessionRef::new("s1", None)).await.unwrap();
+        assert_eq!(beat.locks.len(), 1);
+        assert_eq!(
+            (beat.locks[0].fencing_token, beat.locks[0].mode),
+            (7, lock_api::LockMode::Exclusive)
+        );
+        let call = |session_id, hold| AcquireCall {
+            key: "k",
+            session_id,
+            client: None,
+            ttl_millis: 10_000,
+            hold,
+            queue: None,
+        };
+        let shared = HoldKind::Shared { limit: None };
+        assert!(matches!(
+            store.acquire(call("s2", shared)).await.unwrap(),
+            Acquired::Contended { .. }
+        ));
+        let Acquired::Granted(again) = store
+            .acquire(call("s1", HoldKind::Exclusive))
+            .await
+            .unwrap()
+        else {
+            panic!("the holder's L4 is its grant");
+        };
+        assert_eq!(again.grant.fencing_token, 7);
+        store.release("k", 7).await.unwrap();
+        let Acquired::Granted(next) = store.acquire(call("s2", shared)).await.unwrap() else {
+            panic!("a free key is granted");
+        };
+        assert!(next.grant.fencing_token > 65_536);
+        store.close().await.unwrap();
     }
 }

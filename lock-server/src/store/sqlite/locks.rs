@@ -1,27 +1,45 @@
 //! Locks: L4 acquire (with the grant hold-back after an unclean start), L6 release, L7 read,
 //! R1 revoke, and the wait queue (`store::queue`): tickets in the TEMP table `tickets`, and
-//! the hand-off ([`settle`]) that grants a freed key to its first live ticket inside the
-//! transaction that freed it or noticed it expired. A lock row lives while its own deadline,
-//! its session's and, for a hand-off nobody claimed yet, its `claim_by` all lie ahead.
+//! the hand-off ([`settle`]) that grants a key's head tickets inside the transaction that
+//! ended a hold of it or noticed one expired.
+//!
+//! A key has any number of hold rows, one per holding session: one exclusive, or shared ones
+//! under their limit (the rules are `store::holds`', applied here and nowhere else in this
+//! backend). A hold row lives while its own deadline, its session's and, for a hand-off
+//! nobody claimed yet, its `claim_by` all lie ahead; a dead row is ignored by every read
+//! until the reaper deletes it.
 
-use lock_api::Holder;
-use rusqlite::{params, OptionalExtension};
+use lock_api::{HoldKind, Holder};
+use rusqlite::params;
 
-use super::db::{sql, Db};
+use super::db::{hold_columns, hold_of_row, sql, Db};
 use super::sessions::{live_session, SessionOf};
+use crate::store::holds::{check_limit, grantable_heads, limit_in_force, Held};
 use crate::store::lease::remaining;
 use crate::store::queue::{Attempt, Queueing, TicketTimes};
 use crate::store::{lock_grant, KeyState, StoreError};
 
-/// A live lock row.
-struct LiveLock {
+/// A live hold of a key.
+struct LiveHold {
     session_id: String,
     token: u64,
     ttl: u64,
+    hold: HoldKind,
     /// The earliest of its own, its session's and its claim deadline.
     deadline: u64,
     /// Its session's `owner` label.
     owner: Option<String>,
+}
+
+/// How the key is held, for the grant rules.
+fn held_by(holds: &[LiveHold]) -> Held {
+    Held::of(holds.iter().map(|h| h.hold))
+}
+
+/// Whether a key held like this could take any further holder: only then can a hand-off
+/// grant anything, so only then are its tickets read.
+fn takes_another(held: Held) -> bool {
+    held.admits(HoldKind::Shared { limit: None })
 }
 
 /// L4, one attempt. With `queue`, this session's ticket is extended (or taken) so that it
@@ -31,54 +49,110 @@ pub(super) fn acquire(
     key: &str,
     session: &SessionOf,
     ttl: u64,
+    hold: HoldKind,
     queue: Option<Queueing>,
 ) -> Result<Attempt, StoreError> {
-    let session_id = session.id.as_str();
-    if db.now < db.holdback_until {
-        let wait = db.holdback_until - db.now;
-        return Err(StoreError::Unavailable {
-            reason: format!(
-                "holding back grants for {wait} ms after an unclean restart: leases granted \
-                 before it may still be live"
-            ),
-            leader: None,
-            retry_after_millis: Some(wait.min(5_000)),
-        });
-    }
+    refuse_during_holdback(db)?;
     live_session(db, session)?;
-    if let Some(queue) = queue {
-        renew_ticket(db, key, session_id, queue)?;
+    let session_id = session.id.as_str();
+    // A hold that ran out unnoticed passes to the queue first, maybe to this very session.
+    let holds = settled_holds(db, key)?;
+    if let Some(own) = holds.iter().find(|h| h.session_id == session_id) {
+        return renewed(db, key, own, hold);
     }
-    // A lock that ran out unnoticed passes to the queue first, maybe to this very session.
-    match settled_lock(db, key)? {
-        Some(lock) if lock.session_id == session_id => {
-            // Idempotent L4: the same grant (same token, the lock's own TTL), renewed from
-            // now and claimed. The request arrived after it was sent, so the deadline is never
-            // earlier than the client's `sentAt + waitedMillis + ttl` for it.
-            db.conn
-                .prepare_cached("UPDATE locks SET expires_at = ?2, claim_by = NULL WHERE key = ?1")
-                .map_err(sql)?
-                .execute(params![key, db.now + lock.ttl])
-                .map_err(sql)?;
+    let tickets = live_tickets_of(db, key)?;
+    let own_ticket = tickets.iter().position(|t| t.session_id == session_id);
+    let held = held_by(&holds);
+    // The limit every other holder and waiter agreed on; the session's own ticket is not
+    // asked (a re-send may change what the ticket asks for, see `renew_ticket`).
+    let others = tickets.iter().filter(|t| t.session_id != session_id);
+    check_limit(hold, limit_in_force(held, others.map(|t| t.hold)))
+        .map_err(|in_force| StoreError::LimitMismatch { in_force })?;
+    // No barging: only tickets behind this session's own (all of them without one) may be
+    // overtaken, and those it does not overtake (it takes its own place).
+    let ahead = &tickets[..own_ticket.unwrap_or(tickets.len())];
+    if held.admits(hold) && ahead.is_empty() {
+        let token = grant_hold(db, key, session_id, hold, ttl, None)?;
+        if own_ticket.is_some() {
+            // Its ticket may have asked for another mode and kept readers behind it waiting:
+            // they may now be granted beside this hold.
             leave_queue(db, key, session_id)?;
-            Ok(granted(db, key, session_id, lock.token, lock.ttl))
+            settle(db, key)?;
         }
-        Some(lock) => match queue {
-            None => Ok(Attempt::Contended),
-            Some(queue) => {
-                join_queue(db, key, session_id, ttl, queue)?;
-                Ok(Attempt::Queued {
-                    holder_remaining: remaining(lock.deadline, db.now),
-                    seen: 0,
-                })
-            }
-        },
-        // `settle` left the key free, so no live ticket waits: no barging is possible.
-        None => {
-            let token = grant_lock(db, key, session_id, ttl, None)?;
-            Ok(granted(db, key, session_id, token, ttl))
-        }
+        return Ok(granted(db, key, session_id, hold, token, ttl));
     }
+    let Some(queue) = queue else {
+        return Ok(Attempt::Contended);
+    };
+    match own_ticket {
+        Some(at) => renew_ticket(db, tickets[at].seq, hold, queue)?,
+        None => join_queue(db, key, session_id, ttl, hold, queue, tickets.len())?,
+    }
+    Ok(Attempt::Queued {
+        holder_remaining: remaining(next_change(&holds, ahead, queue), db.now),
+        seen: 0,
+    })
+}
+
+/// 503 during the hold-back after an unclean start (see `recovery`): holds granted before it
+/// may still be live, whatever rows the crash lost.
+fn refuse_during_holdback(db: &Db) -> Result<(), StoreError> {
+    if db.now >= db.holdback_until {
+        return Ok(());
+    }
+    let wait = db.holdback_until - db.now;
+    Err(StoreError::Unavailable {
+        reason: format!(
+            "holding back grants for {wait} ms after an unclean restart: leases granted \
+             before it may still be live"
+        ),
+        leader: None,
+        retry_after_millis: Some(wait.min(5_000)),
+    })
+}
+
+/// Idempotent L4 of a holding session: the same grant (same token and mode, the hold's own
+/// TTL), renewed from now and claimed. The request arrived after it was sent, so the deadline
+/// is never earlier than the client's `sentAt + waitedMillis + ttl` for it. A shared L4 of
+/// the exclusive holder gets the exclusive grant (it holds more than it asked for); an
+/// exclusive L4 of a shared holder is refused: two readers upgrading would wait for each
+/// other forever.
+fn renewed(db: &mut Db, key: &str, own: &LiveHold, asked: HoldKind) -> Result<Attempt, StoreError> {
+    if matches!(
+        (own.hold, asked),
+        (HoldKind::Shared { .. }, HoldKind::Exclusive)
+    ) {
+        return Err(StoreError::UpgradeNotAllowed);
+    }
+    db.conn
+        .prepare_cached(
+            "UPDATE locks SET expires_at = ?3, claim_by = NULL WHERE key = ?1 AND session_id = ?2",
+        )
+        .map_err(sql)?
+        .execute(params![key, own.session_id, db.now + own.ttl])
+        .map_err(sql)?;
+    leave_queue(db, key, &own.session_id)?;
+    Ok(granted(
+        db,
+        key,
+        &own.session_id,
+        own.hold,
+        own.token,
+        own.ttl,
+    ))
+}
+
+/// The wall-clock ms by which a queued request looks again if nothing woke it: the earliest
+/// deadline of a holder, or the end of a ticket ahead of it (either may let it in, and
+/// neither writes anything when it passes); at most its own wait's end.
+fn next_change(holds: &[LiveHold], ahead: &[Ticket], queue: Queueing) -> u64 {
+    let holders = holds.iter().map(|h| h.deadline);
+    let tickets = ahead.iter().map(|t| live_until(t.times));
+    holders
+        .chain(tickets)
+        .min()
+        .unwrap_or(queue.open_until)
+        .min(queue.open_until)
 }
 
 /// A request of `session_id` for `key` that was open until `open_until` ended early (its
@@ -101,57 +175,69 @@ pub(super) fn end_wait(
     Ok(())
 }
 
-/// L6: compare-and-delete on `(key, token)`; the queue's first live ticket gets the lock in
-/// the same transaction.
+/// L6: compare-and-delete of the one hold `(key, token)` (a shared holder releases its own
+/// hold, nobody else's); the queue's grantable head tickets get the key in the same
+/// transaction.
 pub(super) fn release(db: &mut Db, key: &str, fencing_token: u64) -> Result<(), StoreError> {
-    match live_lock(db, key)? {
-        Some(lock) if lock.token == fencing_token => {
-            delete_lock(db, key)?;
-            hand_off(db, key).map(drop)
-        }
-        _ => Err(StoreError::LockLost),
-    }
+    let mut holds = live_holds(db, key)?;
+    let Some(at) = holds.iter().position(|h| h.token == fencing_token) else {
+        return Err(StoreError::LockLost);
+    };
+    let released = holds.remove(at);
+    delete_hold(db, key, &released.session_id)?;
+    hand_off(db, key, held_by(&holds)).map(drop)
 }
 
-/// L7, the holder named by its holder id, never its session id. Settles first, so no answer
-/// shows the key free while a live ticket waits.
+/// L7: the holders in token order, named by their holder ids, never their session ids.
+/// Settles first, so no answer shows a key that could take a live ticket's hold beside its
+/// holders while that ticket waits.
 pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
-    let holder = settled_lock(db, key)?.map(|lock| Holder {
-        holder_id: db.holder_ids.of(&lock.session_id),
-        owner: lock.owner,
-        fencing_token: lock.token,
-        remaining_millis: remaining(lock.deadline, db.now),
-    });
+    let holds = settled_holds(db, key)?;
     let waiters = if db.queued.may_have(key) {
-        live_tickets(db, key)?
+        live_ticket_count(db, key)?
     } else {
         0
     };
+    let holders = holds
+        .iter()
+        .map(|h| Holder {
+            holder_id: db.holder_ids.of(&h.session_id),
+            owner: h.owner.clone(),
+            fencing_token: h.token,
+            remaining_millis: remaining(h.deadline, db.now),
+        })
+        .collect();
     Ok(KeyState {
-        hold: holder.as_ref().map(|_| lock_api::HoldKind::Exclusive),
-        holders: holder.into_iter().collect(),
+        // Every holder holds the key the same way (one exclusive, or shared under one limit).
+        hold: holds.first().map(|h| h.hold),
+        holders,
         waiters,
     })
 }
 
-/// R1: deletes whatever lock row is there (the token only if it was live) and hands the key
-/// to the queue.
+/// R1: without `only`, deletes every hold row of the key (live or not); with it, the one
+/// live hold with that token. Then hands the key to its queue. The revoked live tokens, in
+/// order.
 pub(super) fn revoke(db: &mut Db, key: &str, only: Option<u64>) -> Result<Vec<u64>, StoreError> {
-    let token = live_lock(db, key)?.map(|lock| lock.token);
-    if only.is_some() && only != token {
-        return Ok(Vec::new());
+    let holds = live_holds(db, key)?;
+    let (revoked, kept): (Vec<LiveHold>, Vec<LiveHold>) = holds
+        .into_iter()
+        .partition(|h| only.is_none_or(|token| h.token == token));
+    match only {
+        None => delete_holds(db, key)?,
+        Some(_) if revoked.is_empty() => return Ok(Vec::new()),
+        Some(_) => delete_hold(db, key, &revoked[0].session_id)?,
     }
-    delete_lock(db, key)?;
-    hand_off(db, key)?;
-    Ok(token.into_iter().collect())
+    hand_off(db, key, held_by(&kept))?;
+    Ok(revoked.iter().map(|h| h.token).collect())
 }
 
-/// The hand-off: if `key` has no live lock, grants it to the first live ticket (dropping the
-/// dead ones ahead of it). Every transaction that ends a lock, or may find one ended by time,
-/// calls it (or [`settled_lock`], or [`hand_off`] right after deleting the lock), so the key
-/// is never free while a live ticket waits.
+/// The hand-off: grants the key's head tickets that its live holders admit (dropping the
+/// dead tickets). Every transaction that ends a hold, or may find one ended by time, calls
+/// it (or [`settled_holds`], or [`hand_off`] right after deleting the hold), so a live
+/// ticket never waits at the head of the queue while the holders would admit it.
 pub(super) fn settle(db: &mut Db, key: &str) -> Result<(), StoreError> {
-    settled_lock(db, key).map(drop)
+    settled_holds(db, key).map(drop)
 }
 
 /// [`settle`] for every key a transaction freed (a closed session's, the reaper's), in order.
@@ -162,63 +248,67 @@ pub(super) fn settle_all(db: &mut Db, keys: &[String]) -> Result<(), StoreError>
     Ok(())
 }
 
-/// The key's live lock after [`settle`]: one lock read when the key is held or nobody
-/// queues, the common case.
-fn settled_lock(db: &mut Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
-    match live_lock(db, key)? {
-        None if hand_off(db, key)? => live_lock(db, key),
-        lock => Ok(lock),
+/// The key's live holds after [`settle`]: one read of the holds when the key is held
+/// exclusive or nobody queues, the common case.
+fn settled_holds(db: &mut Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
+    let holds = live_holds(db, key)?;
+    if hand_off(db, key, held_by(&holds))? {
+        live_holds(db, key)
+    } else {
+        Ok(holds)
     }
 }
 
-/// [`settle`] for a key known to have no live lock: grants it to the first live ticket, if
-/// any; whether it did. A key without tickets (known in memory) costs no read.
-fn hand_off(db: &mut Db, key: &str) -> Result<bool, StoreError> {
-    if !db.queued.may_have(key) {
+/// [`settle`] for a key whose live holds are `held`: grants its head tickets in order while
+/// each is compatible with the holders then (`store::holds::grantable_heads`), each with its
+/// own token; whether it granted any. A key without tickets (known in memory) or that takes
+/// nobody more costs no ticket read.
+fn hand_off(db: &mut Db, key: &str, held: Held) -> Result<bool, StoreError> {
+    if !db.queued.may_have(key) || !takes_another(held) {
         return Ok(false);
     }
-    while let Some(head) = head_ticket(db, key)? {
-        db.conn
-            .prepare_cached("DELETE FROM tickets WHERE seq = ?1")
-            .map_err(sql)?
-            .execute([head.seq])
-            .map_err(sql)?;
-        if head.session_live && head.times.live(db.now) {
-            let claim_by = head.times.claim_by(db.now);
-            let token = grant_lock(db, key, &head.session_id, head.ttl, claim_by)?;
-            // An open request answers this grant as it is; an unclaimed one must be claimed.
-            let handed = claim_by.is_none().then(|| {
-                (
-                    lock_grant(
-                        key,
-                        &head.session_id,
-                        lock_api::HoldKind::Exclusive,
-                        token,
-                        head.ttl,
-                    ),
-                    db.now,
-                )
-            });
-            db.granted.push((key.to_string(), head.session_id, handed));
-            return Ok(true);
-        }
+    let tickets = live_tickets_of(db, key)?;
+    let heads = grantable_heads(held, tickets.iter().map(|t| t.hold));
+    if heads == tickets.len() {
+        db.queued.emptied(key);
     }
-    db.queued.emptied(key);
-    Ok(false)
+    for head in &tickets[..heads] {
+        grant_ticket(db, key, head)?;
+    }
+    Ok(heads > 0)
 }
 
-fn granted(db: &Db, key: &str, session_id: &str, token: u64, ttl: u64) -> Attempt {
+/// Grants `key` to a head ticket: the ticket goes, the hold is written with a fresh token,
+/// and its waiter is woken after the commit, with the grant if its request is still open
+/// (that request answers it as it is); else the hold must be claimed by the ticket's grace
+/// period's end.
+fn grant_ticket(db: &mut Db, key: &str, head: &Ticket) -> Result<(), StoreError> {
+    delete_ticket(db, head.seq)?;
+    let claim_by = head.times.claim_by(db.now);
+    let token = grant_hold(db, key, &head.session_id, head.hold, head.ttl, claim_by)?;
+    let handed = claim_by.is_none().then(|| {
+        let grant = lock_grant(key, &head.session_id, head.hold, token, head.ttl);
+        (grant, db.now)
+    });
+    db.granted
+        .push((key.to_string(), head.session_id.clone(), handed));
+    Ok(())
+}
+
+fn granted(db: &Db, key: &str, session_id: &str, hold: HoldKind, token: u64, ttl: u64) -> Attempt {
     Attempt::Granted {
-        grant: lock_grant(key, session_id, lock_api::HoldKind::Exclusive, token, ttl),
+        grant: lock_grant(key, session_id, hold, token, ttl),
         at: db.now,
     }
 }
 
-/// Writes a new lock for `session_id` with a fresh token; returns the token.
-fn grant_lock(
+/// Writes a new hold for `session_id` with a fresh token; returns the token. It replaces
+/// only a dead row of the same session (a live one is renewed, never granted again).
+fn grant_hold(
     db: &mut Db,
     key: &str,
     session_id: &str,
+    hold: HoldKind,
     ttl: u64,
     claim_by: Option<u64>,
 ) -> Result<u64, StoreError> {
@@ -226,42 +316,66 @@ fn grant_lock(
         .tokens
         .next_token()
         .map_err(|e| StoreError::Internal(e.to_string()))?;
+    let (mode, limit) = hold_columns(hold);
     db.conn
         .prepare_cached(
-            "INSERT OR REPLACE INTO locks (key, session_id, token, ttl_ms, expires_at, claim_by)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT OR REPLACE INTO locks
+                 (key, session_id, token, ttl_ms, expires_at, claim_by, mode, shared_limit)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(sql)?
-        .execute(params![key, session_id, token, ttl, db.now + ttl, claim_by])
+        .execute(params![
+            key,
+            session_id,
+            token,
+            ttl,
+            db.now + ttl,
+            claim_by,
+            mode,
+            limit
+        ])
         .map_err(sql)?;
     Ok(token)
 }
 
-/// The key's lock row if it is live.
-fn live_lock(db: &Db, key: &str) -> Result<Option<LiveLock>, StoreError> {
+/// The key's live holds, in token order.
+fn live_holds(db: &Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
     db.conn
         .prepare_cached(
             "SELECT l.session_id, l.token, l.ttl_ms,
-                    MIN(l.expires_at, s.expires_at, COALESCE(l.claim_by, l.expires_at)), s.owner
+                    MIN(l.expires_at, s.expires_at, COALESCE(l.claim_by, l.expires_at)), s.owner,
+                    l.mode, l.shared_limit
              FROM locks l JOIN sessions s ON s.id = l.session_id
              WHERE l.key = ?1 AND l.expires_at > ?2 AND s.expires_at > ?2
-               AND (l.claim_by IS NULL OR l.claim_by > ?2)",
+               AND (l.claim_by IS NULL OR l.claim_by > ?2)
+             ORDER BY l.token",
         )
         .map_err(sql)?
-        .query_row(params![key, db.now], |r| {
-            Ok(LiveLock {
+        .query_map(params![key, db.now], |r| {
+            Ok(LiveHold {
                 session_id: r.get(0)?,
                 token: r.get(1)?,
                 ttl: r.get(2)?,
                 deadline: r.get(3)?,
                 owner: r.get(4)?,
+                hold: hold_of_row(r, 5, 6)?,
             })
         })
-        .optional()
+        .map_err(sql)?
+        .collect::<Result<_, _>>()
         .map_err(sql)
 }
 
-fn delete_lock(db: &mut Db, key: &str) -> Result<(), StoreError> {
+fn delete_hold(db: &mut Db, key: &str, session_id: &str) -> Result<(), StoreError> {
+    db.conn
+        .prepare_cached("DELETE FROM locks WHERE key = ?1 AND session_id = ?2")
+        .map_err(sql)?
+        .execute(params![key, session_id])
+        .map_err(sql)?;
+    Ok(())
+}
+
+fn delete_holds(db: &mut Db, key: &str) -> Result<(), StoreError> {
     db.conn
         .prepare_cached("DELETE FROM locks WHERE key = ?1")
         .map_err(sql)?
@@ -275,22 +389,33 @@ struct Ticket {
     seq: i64,
     session_id: String,
     ttl: u64,
+    /// What it asks for: its latest request's mode and limit.
+    hold: HoldKind,
     times: TicketTimes,
-    session_live: bool,
 }
 
-/// The key's first ticket.
-fn head_ticket(db: &Db, key: &str) -> Result<Option<Ticket>, StoreError> {
-    db.conn
+/// When a ticket stops holding its place unless a request of it comes.
+fn live_until(times: TicketTimes) -> u64 {
+    times.open_until.saturating_add(times.grace)
+}
+
+/// The key's live tickets in queue order; the dead ones (grace period over, session gone)
+/// are deleted on the way. A key without tickets (known in memory) costs no read.
+fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
+    if !db.queued.may_have(key) {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(Ticket, bool)> = db
+        .conn
         .prepare_cached(
-            "SELECT t.seq, t.session_id, t.ttl_ms, t.open_until, t.grace_ms,
-                    COALESCE(s.expires_at > ?2, 0)
+            "SELECT t.seq, t.session_id, t.ttl_ms, t.open_until, t.grace_ms, t.mode,
+                    t.shared_limit, COALESCE(s.expires_at > ?2, 0)
              FROM tickets t LEFT JOIN sessions s ON s.id = t.session_id
-             WHERE t.key = ?1 ORDER BY t.seq LIMIT 1",
+             WHERE t.key = ?1 ORDER BY t.seq",
         )
         .map_err(sql)?
-        .query_row(params![key, db.now], |r| {
-            Ok(Ticket {
+        .query_map(params![key, db.now], |r| {
+            let ticket = Ticket {
                 seq: r.get(0)?,
                 session_id: r.get(1)?,
                 ttl: r.get(2)?,
@@ -298,15 +423,29 @@ fn head_ticket(db: &Db, key: &str) -> Result<Option<Ticket>, StoreError> {
                     open_until: r.get(3)?,
                     grace: r.get(4)?,
                 },
-                session_live: r.get(5)?,
-            })
+                hold: hold_of_row(r, 5, 6)?,
+            };
+            Ok((ticket, r.get(7)?))
         })
-        .optional()
-        .map_err(sql)
+        .map_err(sql)?
+        .collect::<Result<_, _>>()
+        .map_err(sql)?;
+    let mut live = Vec::with_capacity(rows.len());
+    for (ticket, session_live) in rows {
+        if session_live && ticket.times.live(db.now) {
+            live.push(ticket);
+        } else {
+            delete_ticket(db, ticket.seq)?;
+        }
+    }
+    if live.is_empty() {
+        db.queued.emptied(key);
+    }
+    Ok(live)
 }
 
-/// Live tickets of `key`: `waiterCount`, and what the cap counts.
-fn live_tickets(db: &Db, key: &str) -> Result<u32, StoreError> {
+/// Live tickets of `key`: `waiterCount`.
+fn live_ticket_count(db: &Db, key: &str) -> Result<u32, StoreError> {
     db.conn
         .prepare_cached(
             "SELECT COUNT(*) FROM tickets t JOIN sessions s ON s.id = t.session_id
@@ -317,74 +456,73 @@ fn live_tickets(db: &Db, key: &str) -> Result<u32, StoreError> {
         .map_err(sql)
 }
 
-/// Keeps the session's ticket for `key` open until at least the request's end if it is
-/// still live; a ticket past its grace period is dropped, so the request queues again at the
-/// end.
-fn renew_ticket(
-    db: &mut Db,
-    key: &str,
-    session_id: &str,
-    queue: Queueing,
-) -> Result<(), StoreError> {
-    if !db.queued.may_have(key) {
-        return Ok(());
-    }
+/// Keeps the session's live ticket (`seq`) open until at least the request's end. The ticket
+/// keeps its place and asks for what the latest request asks for (ASSUMPTION: a re-send that
+/// changes its mode or limit means the caller changed its mind, not a second request).
+fn renew_ticket(db: &mut Db, seq: i64, hold: HoldKind, queue: Queueing) -> Result<(), StoreError> {
+    let (mode, limit) = hold_columns(hold);
     db.conn
         .prepare_cached(
-            "DELETE FROM tickets
-             WHERE key = ?1 AND session_id = ?2 AND open_until + grace_ms <= ?3",
+            "UPDATE tickets SET open_until = MAX(open_until, ?2), grace_ms = ?3,
+                                mode = ?4, shared_limit = ?5
+             WHERE seq = ?1",
         )
         .map_err(sql)?
-        .execute(params![key, session_id, db.now])
-        .map_err(sql)?;
-    db.conn
-        .prepare_cached(
-            "UPDATE tickets SET open_until = MAX(open_until, ?3), grace_ms = ?4
-             WHERE key = ?1 AND session_id = ?2",
-        )
-        .map_err(sql)?
-        .execute(params![key, session_id, queue.open_until, queue.grace])
+        .execute(params![seq, queue.open_until, queue.grace, mode, limit])
         .map_err(sql)?;
     Ok(())
 }
 
-/// Takes a ticket at the end of the key's queue unless the session has one; refuses when the
-/// queue is full.
+/// Takes a ticket at the end of the key's queue, which holds `live` live tickets and none of
+/// this session (a dead one of it is replaced); refuses when the queue is full.
 fn join_queue(
     db: &mut Db,
     key: &str,
     session_id: &str,
     ttl: u64,
+    hold: HoldKind,
     queue: Queueing,
+    live: usize,
 ) -> Result<(), StoreError> {
-    let has_ticket = db
-        .conn
-        .prepare_cached("SELECT 1 FROM tickets WHERE key = ?1 AND session_id = ?2")
-        .map_err(sql)?
-        .query_row(params![key, session_id], |_| Ok(()))
-        .optional()
-        .map_err(sql)?
-        .is_some();
-    if has_ticket {
-        return Ok(());
-    }
-    if live_tickets(db, key)? >= queue.cap {
+    if live >= queue.cap as usize {
         return Err(StoreError::QueueFull);
     }
     db.queued.joined(key);
+    let (mode, limit) = hold_columns(hold);
     db.conn
         .prepare_cached(
-            "INSERT INTO tickets (key, session_id, ttl_ms, open_until, grace_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT OR REPLACE INTO tickets
+                 (key, session_id, ttl_ms, open_until, grace_ms, mode, shared_limit)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .map_err(sql)?
-        .execute(params![key, session_id, ttl, queue.open_until, queue.grace])
+        .execute(params![
+            key,
+            session_id,
+            ttl,
+            queue.open_until,
+            queue.grace,
+            mode,
+            limit
+        ])
         .map_err(sql)?;
     Ok(())
 }
 
-/// Drops the session's ticket for `key` (its request got the lock).
+fn delete_ticket(db: &mut Db, seq: i64) -> Result<(), StoreError> {
+    db.conn
+        .prepare_cached("DELETE FROM tickets WHERE seq = ?1")
+        .map_err(sql)?
+        .execute([seq])
+        .map_err(sql)?;
+    Ok(())
+}
+
+/// Drops the session's ticket for `key` (its request got the key).
 fn leave_queue(db: &mut Db, key: &str, session_id: &str) -> Result<(), StoreError> {
+    if !db.queued.may_have(key) {
+        return Ok(());
+    }
     db.conn
         .prepare_cached("DELETE FROM tickets WHERE key = ?1 AND session_id = ?2")
         .map_err(sql)?

@@ -9,7 +9,8 @@
 //! Layout:
 //! - `db`: the file, schema and connection settings; `Db`, the state operations run on.
 //! - `writer`: the writer thread, its batches and the shutdown checkpoint.
-//! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1 and the wait queue with its hand-off),
+//! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1, exclusive and shared holds, and the
+//!   wait queue with its hand-off),
 //!   `ledger` (demo ledger): the operations, each a function of `&mut Db` run inside a
 //!   batch.
 //! - `queued_keys`: which keys may have tickets (in memory, so a key without any reads none).
@@ -145,7 +146,7 @@ impl Store for SqliteStore {
         self.writer
             .run(move |db| {
                 let freed = sessions::close(db, &session)?;
-                // Each freed key goes to its first live waiter in the closing transaction.
+                // Each freed key goes to its grantable head tickets in the closing transaction.
                 locks::settle_all(db, &freed)
             })
             .await
@@ -176,9 +177,9 @@ impl Store for SqliteStore {
             cancel,
             |queue| {
                 let (key, session) = (key.to_string(), SessionOf::new(session_id, call.client));
-                let ttl_millis = call.ttl_millis;
+                let (ttl_millis, hold) = (call.ttl_millis, call.hold);
                 self.writer
-                    .run(move |db| locks::acquire(db, &key, &session, ttl_millis, queue))
+                    .run(move |db| locks::acquire(db, &key, &session, ttl_millis, hold, queue))
             },
             |bound, _| async move {
                 match registration {
@@ -234,7 +235,7 @@ impl Store for SqliteStore {
     }
 }
 
-/// Live sessions and locks.
+/// Live sessions and holds (every mode, and the shared ones).
 fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
     let sessions: u64 = db
         .conn
@@ -242,19 +243,20 @@ fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
         .map_err(sql)?
         .query_row([db.now], |r| r.get(0))
         .map_err(sql)?;
-    let locks: u64 = db
+    let (locks, shared_holds): (u64, u64) = db
         .conn
         .prepare_cached(
-            "SELECT COUNT(*) FROM locks l JOIN sessions s ON s.id = l.session_id
+            "SELECT COUNT(*), COUNT(CASE WHEN l.mode = 'shared' THEN 1 END)
+             FROM locks l JOIN sessions s ON s.id = l.session_id
              WHERE l.expires_at > ?1 AND s.expires_at > ?1
                AND (l.claim_by IS NULL OR l.claim_by > ?1)",
         )
         .map_err(sql)?
-        .query_row([db.now], |r| r.get(0))
+        .query_row([db.now], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(sql)?;
     Ok(StoreCounts {
         sessions,
         locks,
-        shared_holds: 0,
+        shared_holds,
     })
 }

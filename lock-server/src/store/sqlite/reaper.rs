@@ -1,5 +1,6 @@
-//! The reaper: every [`REAP_INTERVAL`] deletes expired locks, sessions and tickets and hands
-//! the freed keys to their queues. Correctness does not depend on it: every read filters on
+//! The reaper: every [`REAP_INTERVAL`] deletes expired holds, sessions and tickets and hands
+//! the keys they touched to their queues (a key is settled once however many of its holds
+//! or tickets went). Correctness does not depend on it: every read filters on
 //! the deadlines and every attempt hands an expired lock on; it only frees rows and serves
 //! queues sooner than a waiter's expiry bound would.
 
@@ -28,8 +29,9 @@ pub(super) fn spawn(store: Weak<SqliteStore>) {
     });
 }
 
-/// Deletes expired locks (own TTL, claim deadline or session gone), dead tickets (session
-/// gone or grace period over) and expired sessions; settles every key it touched.
+/// Deletes expired holds (own TTL, claim deadline or session gone), dead tickets (session
+/// gone or grace period over: one ahead of a hold the holders would admit is what let it
+/// wait) and expired sessions; settles every key it touched.
 fn reap(db: &mut Db) -> Result<(), StoreError> {
     let now = db.now;
     let mut keys = db.returning_keys(

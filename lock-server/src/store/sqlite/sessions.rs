@@ -1,10 +1,10 @@
 //! Sessions: L1 open, L2 heartbeat, L3 close, L5 status, and the reads the lock operations
 //! share with them.
 
-use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionStatus};
+use lock_api::{HeartbeatResponse, HeldLock, LockMode, LockStatus, SessionOpened, SessionStatus};
 use rusqlite::{params, OptionalExtension};
 
-use super::db::{sql, Db};
+use super::db::{hold_of_row, sql, Db};
 use crate::store::lease::remaining;
 use crate::store::StoreError;
 
@@ -68,12 +68,12 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
         .map_err(sql)?
         .execute(params![id, db.now])
         .map_err(sql)?;
-    let locks = session_locks(db, id)?
+    let locks = session_holds(db, id)?
         .into_iter()
-        .map(|(key, fencing_token, _)| HeldLock {
-            key,
-            fencing_token,
-            mode: lock_api::LockMode::Exclusive,
+        .map(|hold| HeldLock {
+            key: hold.key,
+            fencing_token: hold.token,
+            mode: hold.mode,
         })
         .collect();
     Ok(HeartbeatResponse {
@@ -82,8 +82,9 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
     })
 }
 
-/// L3: deletes the session, its tickets and its locks; returns the keys of those locks, which
-/// the caller passes to their queues in the same transaction.
+/// L3: deletes the session, its tickets and its holds; returns the keys of those holds, which
+/// the caller passes to their queues in the same transaction (each key once, whatever its
+/// other holders).
 pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<Vec<String>, StoreError> {
     live_session(db, session)?;
     let id = session.id.as_str();
@@ -108,13 +109,13 @@ pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<Vec<String>, Sto
 pub(super) fn status(db: &mut Db, session: &SessionOf) -> Result<SessionStatus, StoreError> {
     let (_, session_deadline) = live_session(db, session)?;
     let id = session.id.as_str();
-    let locks = session_locks(db, id)?
+    let locks = session_holds(db, id)?
         .into_iter()
-        .map(|(key, fencing_token, deadline)| LockStatus {
-            mode: lock_api::LockMode::Exclusive,
-            key,
-            fencing_token,
-            remaining_millis: remaining(deadline.min(session_deadline), db.now),
+        .map(|hold| LockStatus {
+            key: hold.key,
+            fencing_token: hold.token,
+            remaining_millis: remaining(hold.deadline.min(session_deadline), db.now),
+            mode: hold.mode,
         })
         .collect();
     Ok(SessionStatus {
@@ -142,19 +143,35 @@ pub(super) fn live_session(db: &Db, session: &SessionOf) -> Result<(u64, u64), S
         .ok_or(StoreError::SessionNotFound)
 }
 
-/// The session's live locks: `(key, token, own deadline)`, by key.
-fn session_locks(db: &Db, id: &str) -> Result<Vec<(String, u64, u64)>, StoreError> {
+/// One live hold of a session, as L2 and L5 list it.
+struct SessionHold {
+    key: String,
+    token: u64,
+    /// Its own deadline (or claim deadline), not counting the session's.
+    deadline: u64,
+    mode: LockMode,
+}
+
+/// The session's live holds (at most one per key), by key.
+fn session_holds(db: &Db, id: &str) -> Result<Vec<SessionHold>, StoreError> {
     let mut stmt = db
         .conn
         .prepare_cached(
-            "SELECT key, token, MIN(expires_at, COALESCE(claim_by, expires_at)) FROM locks
+            "SELECT key, token, MIN(expires_at, COALESCE(claim_by, expires_at)), mode,
+                    shared_limit
+             FROM locks
              WHERE session_id = ?1 AND expires_at > ?2 AND (claim_by IS NULL OR claim_by > ?2)
              ORDER BY key",
         )
         .map_err(sql)?;
     let rows = stmt
         .query_map(params![id, db.now], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok(SessionHold {
+                key: r.get(0)?,
+                token: r.get(1)?,
+                deadline: r.get(2)?,
+                mode: hold_of_row(r, 3, 4)?.mode(),
+            })
         })
         .map_err(sql)?
         .collect::<Result<Vec<_>, _>>()
