@@ -14,9 +14,10 @@
 //!   accepted `b > a`; or its final content is not in non-decreasing token order.
 //! - [`Check::TokenOrder`]: a grant requested after another grant of the same key was
 //!   received carries a token that is not larger (except the idempotent re-grant of L4: the
-//!   same session, the same token, not released in between; on a key held shared, a grant is
-//!   requested as early as the unanswered acquires of its key right before it, see
-//!   `first_asks`); or one token was granted to two sessions.
+//!   same session, the same token, not released in between — on a key held shared, not
+//!   necessarily the highest token then, since others may be granted beside it; and on such
+//!   a key a grant is requested as early as the unanswered acquires of its key right before
+//!   it, see `first_asks`); or one token was granted to two sessions.
 //! - [`Check::AcquireBudget`]: an acquire returned later than its budget plus the time its
 //!   process was paused (SIGSTOP) plus a scheduling tolerance, or never returned.
 //! - [`Check::FencedNotLost`]: the ledger answered FENCED_OUT while the SDK still reported
@@ -465,6 +466,11 @@ fn check_token_order(events: &[Event], shared: &HashSet<&str>, report: &mut Repo
         }
         let mut by_recv = list.clone();
         by_recv.sort_by_key(|(_, _, w)| w.recv);
+        // Each token's first grant received: its session and when.
+        let mut first_received: HashMap<u64, (&str, u64)> = HashMap::new();
+        for (token, session, w) in by_recv.iter().rev() {
+            first_received.insert(*token, (session, w.recv));
+        }
         list.sort_by_key(|(_, _, w)| w.sent);
         let mut i = 0;
         let mut highest: Option<(u64, &str, u64)> = None;
@@ -486,7 +492,17 @@ fn check_token_order(events: &[Event], shared: &HashSet<&str>, report: &mut Repo
                 && released
                     .get(&(*key, high))
                     .is_none_or(|died| *died > w.sent);
-            if *token <= high && !regrant {
+            // On a key held shared, others may be granted beside the session's hold
+            // meanwhile, so its re-grant need not be the highest token: it is the session's
+            // own earlier grant of the key, not certainly released before this request.
+            let own_regrant = shared.contains(key)
+                && first_received
+                    .get(token)
+                    .is_some_and(|(s, at)| s == session && *at < w.sent)
+                && released
+                    .get(&(*key, *token))
+                    .is_none_or(|died| *died > w.sent);
+            if *token <= high && !regrant && !own_regrant {
                 report.violate(
                     Check::TokenOrder,
                     format!("key {key}: token {token} granted in [{}, {}] after token {high} was granted by {at}", w.sent, w.recv),

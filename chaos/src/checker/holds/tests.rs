@@ -286,3 +286,27 @@ fn a_shared_hold_regranted_after_its_answer_was_lost_is_in_order_but_only_then()
     let exclusive = regranted_after_a_lost_answer("k", EXCLUSIVE, true);
     only(&run(&exclusive), Check::TokenOrder);
 }
+
+#[test]
+fn a_shared_hold_regranted_after_its_release_was_lost_is_legal_but_not_after_a_204() {
+    let h = |released_first: bool| {
+        let mut h = vec![
+            grant("r4", "rw", 8, SHARED, None, [0, 10]),
+            grant("r1", "rw", 9, SHARED, None, [5, 20]),
+        ];
+        // r4's L6 is lost to a server kill (or, planted, answered 204) before it asks again
+        // and is answered with its hold, token 8, while reader 9 holds beside it.
+        h.push(Event::Release {
+            proc: "r4".into(),
+            key: "rw".into(),
+            token: 8,
+            window: w(25, 28),
+            ok: released_first,
+        });
+        h.push(grant("r4", "rw", 8, SHARED, None, [30, 40]));
+        h
+    };
+    let report = run(&h(false));
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    only(&run(&h(true)), Check::TokenOrder);
+}
