@@ -19,9 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lock_api::HoldKind;
+use lock_lab::counting::counted;
 use lock_lab::native::client_over;
 use lock_wasm::native::HttpTransport;
-use lock_wasm::{AcquirePolicy, LockClientSession, PolicySettings};
+use lock_wasm::transport::Route;
+use lock_wasm::{AcquirePolicy, LockClientSession, PolicySettings, Transport};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::Barrier;
@@ -47,7 +49,11 @@ fn policy(wait_millis: u64) -> AcquirePolicy {
 
 /// `n` sessions over one transport to `base_url`.
 async fn sessions(base_url: &str, n: usize) -> Vec<LockClientSession> {
-    let transport = Arc::new(HttpTransport::new(base_url));
+    sessions_over(Arc::new(HttpTransport::new(base_url)), n).await
+}
+
+/// `n` sessions over `transport`.
+async fn sessions_over(transport: Arc<dyn Transport>, n: usize) -> Vec<LockClientSession> {
     let mut all = Vec::with_capacity(n);
     for _ in 0..n {
         all.push(
@@ -77,8 +83,19 @@ async fn hold(
     if !work.is_zero() {
         tokio::time::sleep(work).await;
     }
-    session.release(&handle).await.expect("L6");
+    // A failed L6 (etcd answering NOT_LEADER under this load) is no end of the run: the SDK
+    // ends the handle first and re-sends the L6 in the background.
+    let _ = session.release(&handle).await;
     (granted, Instant::now())
+}
+
+/// What one run of cycles did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cycles {
+    /// Acquire+release cycles per second.
+    pub per_second: f64,
+    /// L4 calls per cycle, counted at the transport (1.0: every acquire granted at once).
+    pub calls_per_cycle: f64,
 }
 
 /// Acquire+release cycles per second of `clients` clients for `window`: all on `key` in
@@ -89,8 +106,9 @@ pub async fn read_cycles(
     shared: bool,
     key: &str,
     window: Duration,
-) -> f64 {
-    let all = sessions(base_url, clients).await;
+) -> Cycles {
+    let transport = Arc::new(counted(HttpTransport::new(base_url)));
+    let all = sessions_over(transport.clone(), clients).await;
     let gate = Arc::new(Barrier::new(clients + 1));
     let cycles = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -124,7 +142,11 @@ pub async fn read_cycles(
     for t in tasks {
         t.await.expect("client panicked");
     }
-    done as f64 / elapsed.as_secs_f64()
+    let total = cycles.load(Ordering::Relaxed).max(1);
+    Cycles {
+        per_second: done as f64 / elapsed.as_secs_f64(),
+        calls_per_cycle: transport.intercept().calls(Route::Acquire) as f64 / total as f64,
+    }
 }
 
 /// What one writer-wait run saw.

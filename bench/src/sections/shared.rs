@@ -35,6 +35,9 @@ const PERMIT_HOLD: Duration = Duration::from_millis(5);
 struct Rounds {
     shared: Vec<f64>,
     exclusive: Vec<f64>,
+    /// L4 calls per cycle of the shared and the exclusive runs.
+    shared_calls: Vec<f64>,
+    exclusive_calls: Vec<f64>,
     writes: Vec<WriterWait>,
     semaphore: Vec<SemaphorePoint>,
 }
@@ -80,9 +83,11 @@ fn measure(ctx: &Context) -> Measured {
                     window,
                 ));
                 if shared {
-                    r.shared.push(cycles);
+                    r.shared.push(cycles.per_second);
+                    r.shared_calls.push(cycles.calls_per_cycle);
                 } else {
-                    r.exclusive.push(cycles);
+                    r.exclusive.push(cycles.per_second);
+                    r.exclusive_calls.push(cycles.calls_per_cycle);
                 }
             }
             let w = client_rt.block_on(shared_bench::writer_wait(
@@ -100,9 +105,11 @@ fn measure(ctx: &Context) -> Measured {
                 &key("sem"),
             ));
             println!(
-                "{backend:<6} round {round}: readers {:.0}/s vs own keys {:.0}/s; writer wait p50 {:.1} ms max {:.1} ms, longest read {:.1} ms ({} reads); semaphore utilisation {:.2}, most at once {}, {:.0} ms",
+                "{backend:<6} round {round}: readers {:.0}/s ({:.2} L4/cycle) vs own keys {:.0}/s ({:.2}); writer wait p50 {:.1} ms max {:.1} ms, longest read {:.1} ms ({} reads); semaphore utilisation {:.2}, most at once {}, {:.0} ms",
                 r.shared[round],
+                r.shared_calls[round],
                 r.exclusive[round],
+                r.exclusive_calls[round],
                 median(&w.waits_ms),
                 max(&w.waits_ms),
                 w.longest_read_ms,
@@ -134,6 +141,8 @@ fn max(values: &[f64]) -> f64 {
 struct Figures {
     shared: Spread,
     exclusive: Spread,
+    shared_calls: Spread,
+    exclusive_calls: Spread,
     /// Shared ÷ exclusive, per round.
     ratio: Spread,
     wait_p50: Spread,
@@ -152,6 +161,8 @@ impl Figures {
         Figures {
             shared: Spread::of(&r.shared),
             exclusive: Spread::of(&r.exclusive),
+            shared_calls: Spread::of(&r.shared_calls),
+            exclusive_calls: Spread::of(&r.exclusive_calls),
             ratio: per(&|i| r.shared[i] / r.exclusive[i]),
             wait_p50: per(&|i| median(&r.writes[i].waits_ms)),
             wait_max: per(&|i| max(&r.writes[i].waits_ms)),
@@ -186,9 +197,11 @@ fn render(ctx: &Context, all: &[(&'static str, Rounds)]) -> Measured {
         let f = Figures::of(r);
         let _ = writeln!(
             table,
-            "| {backend} | {} | {} | **{:.2}×** | {} | {} | {} | **{:.2}×** | **{}** | {} |",
+            "| {backend} | {} | {} | {} | {} | **{:.2}×** | {} | {} | {} | **{:.2}×** | **{}** | {} |",
             f.shared.show(0),
+            f.shared_calls.show(2),
             f.exclusive.show(0),
+            f.exclusive_calls.show(2),
             f.ratio.median,
             f.wait_p50.show(1),
             f.wait_max.show(1),
@@ -251,8 +264,8 @@ fn render(ctx: &Context, all: &[(&'static str, Rounds)]) -> Measured {
          {PERMITS} counted at once) ÷ ({PERMITS} × the time from the start until the last \
          release returned).\n\n\
          Interleaved, {r} rounds per backend; each cell median (min–max).\n\n\
-         | backend | readers on one key, shared, cycles/s | own exclusive keys, cycles/s | shared ÷ own keys | writer wait p50, ms | writer wait max, ms | longest read hold, ms | max wait ÷ longest read | semaphore utilisation | most permits held at once (client's view) |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n{table}{targets}",
+         | backend | readers on one key, shared, cycles/s | L4 calls per cycle | own exclusive keys, cycles/s | L4 calls per cycle | shared ÷ own keys | writer wait p50, ms | writer wait max, ms | longest read hold, ms | max wait ÷ longest read | semaphore utilisation | most permits held at once (client's view) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n{table}{targets}",
         machine = ctx.machine,
         secs = ctx.settings.seconds,
         read = READ_HOLD.as_millis(),
