@@ -20,12 +20,14 @@
 //!   vs `lock_lab`'s comparison loop, both over one counted transport.
 //! - [`queue_bench`]: the server's wait queue vs full jitter on one hot key (SDK both ways),
 //!   with utilisation and fairness figures.
+//! - [`shared_bench`]: shared holds on the live server: readers on one key vs exclusive keys
+//!   of their own, a writer's wait under a continuous read load, a semaphore's utilisation.
 //! - [`dashboard`]: the dashboard's sweep in the browser as `tests/browser/sweep.mjs` saves
 //!   it, to set beside the native sweep.
 //! - [`sections`]: one module per measured section of the doc (and `quick`, printed only):
 //!   what it runs, its body and its summary rows.
 //! - `bin/bench.rs`: the command
-//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|dashboard-sweep|record|quick`):
+//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|shared|dashboard-sweep|record|quick`):
 //!   which part runs, a `match` on it.
 
 pub mod cycles;
@@ -38,6 +40,7 @@ pub mod occ_sim;
 pub mod output;
 pub mod queue_bench;
 pub mod sections;
+pub mod shared_bench;
 pub mod stats;
 pub mod summary;
 pub mod systems;

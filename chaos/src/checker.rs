@@ -14,8 +14,10 @@
 //!   accepted `b > a`; or its final content is not in non-decreasing token order.
 //! - [`Check::TokenOrder`]: a grant requested after another grant of the same key was
 //!   received carries a token that is not larger (except the idempotent re-grant of L4: the
-//!   same session, the same token, not released in between); or one token was granted to
-//!   two sessions.
+//!   same session, the same token, not released in between — on a key held shared, not
+//!   necessarily the highest token then, since others may be granted beside it; and on such
+//!   a key a grant is requested as early as the unanswered acquires of its key right before
+//!   it, see `first_asks`); or one token was granted to two sessions.
 //! - [`Check::AcquireBudget`]: an acquire returned later than its budget plus the time its
 //!   process was paused (SIGSTOP) plus a scheduling tolerance, or never returned.
 //! - [`Check::FencedNotLost`]: the ledger answered FENCED_OUT while the SDK still reported
@@ -23,10 +25,18 @@
 //!   docs/fencing.md, "Why: the paused worker").
 //! - [`Check::RetriedAfterFence`]: a process wrote again with a token the ledger had
 //!   fenced out for it (the side effect is never retried).
+//! - [`Check::ExclusiveNotAlone`] and [`Check::OverLimit`], on keys held shared (`holds`):
+//!   an exclusive hold live beside any other hold of its key; more shared holds live at once
+//!   than the key's limit. Such keys get these instead of [`Check::TwoHolders`], since
+//!   shared holds live side by side by design; every other check covers every key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::history::{Event, LedgerVerdict, Window};
+use lock_api::LockMode;
+
+use crate::history::{AcquireOutcome, Event, LedgerVerdict, Window};
+
+mod holds;
 
 /// Which claim a violation breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +53,10 @@ pub enum Check {
     FencedNotLost,
     /// A fenced-out write was retried.
     RetriedAfterFence,
+    /// An exclusive hold live beside another hold of its key.
+    ExclusiveNotAlone,
+    /// More shared holds of a key live at once than its limit.
+    OverLimit,
 }
 
 /// One broken claim, with a human-readable account.
@@ -78,12 +92,18 @@ pub struct Report {
     pub acquires: usize,
     /// Grants.
     pub grants: usize,
+    /// Of which shared.
+    pub shared_grants: usize,
     /// Successful releases.
     pub releases: usize,
     /// Ledger writes (accepted, fenced out, indeterminate).
     pub ledger_writes: [usize; 3],
     /// L7 samples.
     pub samples: usize,
+    /// Readers' ledger reads.
+    pub ledger_reads: usize,
+    /// Per key, the most holders one L7 answer listed.
+    pub most_holders: BTreeMap<String, usize>,
     /// Faults by kind.
     pub faults: BTreeMap<String, usize>,
     /// Largest `acquire duration - budget - pauses` seen, in microseconds (may be negative).
@@ -95,7 +115,11 @@ pub struct Report {
 impl Report {
     /// Total operations (acquires, releases, ledger writes, samples).
     pub fn operations(&self) -> usize {
-        self.acquires + self.releases + self.ledger_writes.iter().sum::<usize>() + self.samples
+        self.acquires
+            + self.releases
+            + self.ledger_writes.iter().sum::<usize>()
+            + self.samples
+            + self.ledger_reads
     }
 
     /// Number of violations of `check`.
@@ -112,9 +136,11 @@ impl Report {
 pub fn check(events: &[Event], config: CheckerConfig) -> Report {
     let mut report = Report::default();
     count(events, &mut report);
-    check_two_holders(events, &mut report);
+    let shared = holds::shared_keys(events);
+    check_two_holders(events, &shared, &mut report);
+    holds::check_holds(events, &shared, &mut report);
     check_ledger(events, &mut report);
-    check_token_order(events, &mut report);
+    check_token_order(events, &shared, &mut report);
     check_budgets(events, config, &mut report);
     report
 }
@@ -123,7 +149,12 @@ fn count(events: &[Event], report: &mut Report) {
     for e in events {
         match e {
             Event::AcquireStart { .. } => report.acquires += 1,
-            Event::Grant { .. } => report.grants += 1,
+            Event::Grant { mode, .. } => {
+                report.grants += 1;
+                if *mode == LockMode::Shared {
+                    report.shared_grants += 1;
+                }
+            }
             Event::Release { ok: true, .. } => report.releases += 1,
             Event::LedgerWrite { verdict, .. } => {
                 report.ledger_writes[match verdict {
@@ -132,7 +163,18 @@ fn count(events: &[Event], report: &mut Report) {
                     LedgerVerdict::Indeterminate => 2,
                 }] += 1
             }
-            Event::L7Sample { .. } => report.samples += 1,
+            Event::L7Sample {
+                key,
+                token,
+                holders,
+                ..
+            } => {
+                report.samples += 1;
+                let listed = holders.len().max(usize::from(token.is_some()));
+                let most = report.most_holders.entry(key.clone()).or_default();
+                *most = (*most).max(listed);
+            }
+            Event::LedgerRead { .. } => report.ledger_reads += 1,
             Event::Fault { kind, .. } => *report.faults.entry(kind.clone()).or_default() += 1,
             _ => {}
         }
@@ -155,9 +197,13 @@ fn fact<'a, 'm>(
     keys.entry(key).or_default().entry(token).or_default()
 }
 
-fn check_two_holders(events: &[Event], report: &mut Report) {
+/// [`Check::TwoHolders`] on every key never held shared.
+fn check_two_holders(events: &[Event], shared: &HashSet<&str>, report: &mut Report) {
     let mut keys: HashMap<&str, BTreeMap<u64, TokenFacts>> = HashMap::new();
-    for e in events {
+    for e in events
+        .iter()
+        .filter(|e| !event_key(e).is_some_and(|k| shared.contains(k)))
+    {
         match e {
             Event::Grant {
                 key, token, window, ..
@@ -207,6 +253,16 @@ fn check_two_holders(events: &[Event], report: &mut Report) {
                 }
             }
         }
+    }
+}
+
+/// The lock key an event of the two-holder check is about.
+fn event_key(e: &Event) -> Option<&str> {
+    match e {
+        Event::Grant { key, .. } | Event::L7Sample { key, .. } | Event::Release { key, .. } => {
+            Some(key)
+        }
+        _ => None,
     }
 }
 
@@ -315,22 +371,72 @@ fn check_ledger(events: &[Event], report: &mut Report) {
     }
 }
 
-fn check_token_order(events: &[Event], report: &mut Report) {
+/// For each grant of a key held shared, by `(process, key, acquire start)`: when the hold may
+/// first have been asked for. An acquire that ended without a grant (its L4's answer lost to
+/// a timeout or a server kill, or its budget run out) may still have created a hold, and
+/// L4 is idempotent per session: the session's next acquire of the key is answered with that
+/// very hold, whose token was issued before the grants other readers received meanwhile.
+/// So a grant is dated from the first of the unanswered acquires of its key right before it.
+/// (On a key held exclusively nobody else is granted meanwhile, and the re-grant rule of
+/// [`Check::TokenOrder`] covers it.)
+fn first_asks<'a>(
+    events: &'a [Event],
+    shared: &HashSet<&str>,
+) -> HashMap<(&'a str, &'a str, u64), u64> {
+    let mut asks = HashMap::new();
+    let mut started: HashMap<&str, u64> = HashMap::new();
+    let mut unanswered_since: HashMap<(&str, &str), u64> = HashMap::new();
+    // Each process's own events are in its order in the merged history.
+    for e in events {
+        match e {
+            Event::AcquireStart { proc, at, .. } => {
+                started.insert(proc, *at);
+            }
+            Event::AcquireEnd {
+                proc, key, outcome, ..
+            } if shared.contains(key.as_str()) => {
+                let Some(&start) = started.get(proc.as_str()) else {
+                    continue;
+                };
+                let since = (proc.as_str(), key.as_str());
+                if let AcquireOutcome::Granted { .. } = outcome {
+                    let first = unanswered_since.remove(&since).unwrap_or(start);
+                    asks.insert((proc.as_str(), key.as_str(), start), first);
+                } else {
+                    unanswered_since.entry(since).or_insert(start);
+                }
+            }
+            _ => {}
+        }
+    }
+    asks
+}
+
+fn check_token_order(events: &[Event], shared: &HashSet<&str>, report: &mut Report) {
+    let asks = first_asks(events, shared);
     let mut grants: HashMap<&str, Vec<(u64, &str, Window)>> = HashMap::new();
     // Successful (204) releases per (key, token): when the token certainly died.
     let mut released: HashMap<(&str, u64), u64> = HashMap::new();
     for e in events {
         match e {
             Event::Grant {
+                proc,
                 key,
                 token,
                 session,
                 window,
                 ..
-            } => grants
-                .entry(key)
-                .or_default()
-                .push((*token, session, *window)),
+            } => {
+                let sent = asks
+                    .get(&(proc.as_str(), key.as_str(), window.sent))
+                    .copied()
+                    .unwrap_or(window.sent);
+                let window = Window { sent, ..*window };
+                grants
+                    .entry(key)
+                    .or_default()
+                    .push((*token, session, window))
+            }
             Event::Release {
                 key,
                 token,
@@ -360,6 +466,11 @@ fn check_token_order(events: &[Event], report: &mut Report) {
         }
         let mut by_recv = list.clone();
         by_recv.sort_by_key(|(_, _, w)| w.recv);
+        // Each token's first grant received: its session and when.
+        let mut first_received: HashMap<u64, (&str, u64)> = HashMap::new();
+        for (token, session, w) in by_recv.iter().rev() {
+            first_received.insert(*token, (session, w.recv));
+        }
         list.sort_by_key(|(_, _, w)| w.sent);
         let mut i = 0;
         let mut highest: Option<(u64, &str, u64)> = None;
@@ -381,7 +492,17 @@ fn check_token_order(events: &[Event], report: &mut Report) {
                 && released
                     .get(&(*key, high))
                     .is_none_or(|died| *died > w.sent);
-            if *token <= high && !regrant {
+            // On a key held shared, others may be granted beside the session's hold
+            // meanwhile, so its re-grant need not be the highest token: it is the session's
+            // own earlier grant of the key, not certainly released before this request.
+            let own_regrant = shared.contains(key)
+                && first_received
+                    .get(token)
+                    .is_some_and(|(s, at)| s == session && *at < w.sent)
+                && released
+                    .get(&(*key, *token))
+                    .is_none_or(|died| *died > w.sent);
+            if *token <= high && !regrant && !own_regrant {
                 report.violate(
                     Check::TokenOrder,
                     format!("key {key}: token {token} granted in [{}, {}] after token {high} was granted by {at}", w.sent, w.recv),

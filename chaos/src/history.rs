@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use lock_api::{LockMode, LockState};
 use serde::{Deserialize, Serialize};
 
 /// Microseconds since the Unix epoch: the history's shared time base across processes.
@@ -80,13 +81,19 @@ pub enum Event {
         at: u64,
         outcome: AcquireOutcome,
     },
-    /// A grant: the server issued `token` to `session` inside `window` (the acquire call).
+    /// A grant: the server issued `token` to `session` inside `window` (the acquire call),
+    /// in `mode` (as the grant said; exclusive in histories from before shared holds) and,
+    /// for a shared grant, under `limit`.
     Grant {
         proc: String,
         session: String,
         key: String,
         token: u64,
         window: Window,
+        #[serde(default)]
+        mode: LockMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
     },
     /// L6 for `token`; `ok` = 204 (so the lock was live inside the window), else LOCK_LOST
     /// or an indeterminate failure.
@@ -107,12 +114,39 @@ pub enum Event {
         verdict: LedgerVerdict,
         lost_after: bool,
     },
-    /// L7 read: the holder (`token`) the server reported inside `window`, if any.
+    /// L7 read: the exclusive holder (`token`) the server reported inside `window`, if any;
+    /// every holder's token (`holders`, either mode), how the key was held (`mode`, `None`
+    /// when free) and the shared holders' `limit`. One answer is one instant of the store.
     L7Sample {
         proc: String,
         key: String,
         token: Option<u64>,
         window: Window,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        holders: Vec<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<LockMode>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// The holder of `token` asked its SDK handle whether the hold is lost, inside `window`:
+    /// `valid` = not lost, which the SDK only says while the server still holds the lock
+    /// (its local deadline ends before the server's lease).
+    HoldCheck {
+        proc: String,
+        key: String,
+        token: u64,
+        window: Window,
+        valid: bool,
+    },
+    /// A reader holding `token` read the fenced ledger of `key` inside `window`; `highest`
+    /// is the highest token it held (each one was certainly granted by then).
+    LedgerRead {
+        proc: String,
+        key: String,
+        token: u64,
+        window: Window,
+        highest: Option<u64>,
     },
     /// The ledger's full content for a key read at the end, in acceptance order.
     LedgerSnapshot { key: String, tokens: Vec<u64> },
@@ -126,6 +160,19 @@ pub enum Event {
 }
 
 impl Event {
+    /// The L7 sample of `state`, read by `proc` inside `window`.
+    pub fn l7_sample(proc: &str, key: &str, state: &LockState, window: Window) -> Event {
+        Event::L7Sample {
+            proc: proc.into(),
+            key: key.into(),
+            token: state.holder.as_ref().map(|h| h.fencing_token),
+            window,
+            holders: state.holders.iter().map(|h| h.fencing_token).collect(),
+            mode: state.mode,
+            limit: state.limit,
+        }
+    }
+
     /// The process that recorded the event (`""` for snapshots).
     pub fn proc(&self) -> &str {
         match self {
@@ -134,7 +181,9 @@ impl Event {
             | Event::Grant { proc, .. }
             | Event::Release { proc, .. }
             | Event::LedgerWrite { proc, .. }
-            | Event::L7Sample { proc, .. } => proc,
+            | Event::L7Sample { proc, .. }
+            | Event::HoldCheck { proc, .. }
+            | Event::LedgerRead { proc, .. } => proc,
             Event::Fault { target, .. } => target,
             Event::LedgerSnapshot { .. } => "",
         }
@@ -224,5 +273,26 @@ mod tests {
             .write_all(b"{\"type\":\"gra")
             .unwrap();
         assert_eq!(read_history(&path).unwrap(), events);
+    }
+
+    #[test]
+    fn a_grant_from_before_shared_holds_reads_as_exclusive_and_a_shared_one_round_trips() {
+        let old = r#"{"type":"grant","proc":"c1","session":"s","key":"k","token":7,"window":{"sent":1,"recv":2}}"#;
+        let Event::Grant { mode, limit, .. } = serde_json::from_str(old).unwrap() else {
+            panic!("not a grant");
+        };
+        assert_eq!((mode, limit), (LockMode::Exclusive, None));
+        let shared = Event::Grant {
+            proc: "s1".into(),
+            session: "s".into(),
+            key: "sem".into(),
+            token: 8,
+            window: Window { sent: 1, recv: 2 },
+            mode: LockMode::Shared,
+            limit: Some(3),
+        };
+        let line = serde_json::to_string(&shared).unwrap();
+        assert!(line.contains(r#""mode":"shared","limit":3"#), "{line}");
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), shared);
     }
 }

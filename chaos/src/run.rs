@@ -2,6 +2,10 @@
 //! faults on a seeded schedule (SIGSTOP/SIGCONT of holders for longer than their TTL,
 //! kill -9 + restart of the server and, on the etcd backend, SIGKILL of the etcd leader
 //! followed by its restart); then the merged history goes through the checker.
+//!
+//! Beside the exclusive contenders, a run may have a [`Mix`] of shared holds: readers and
+//! writers of one read-write key ([`RW_KEY`]) and holders of one semaphore key
+//! ([`SEMAPHORE_KEY`]), each an OS process of its own role (`contender --role`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -55,6 +59,79 @@ pub struct ChaosConfig {
     pub etcd_kills: usize,
     /// How long a killed etcd member stays down.
     pub etcd_downtime: Duration,
+    /// Contenders of shared holds, beside the `contenders` on exclusive keys.
+    pub mix: Mix,
+}
+
+/// The read-write key of a run's [`Mix`].
+pub const RW_KEY: &str = "chaos/rw";
+/// The semaphore key of a run's [`Mix`].
+pub const SEMAPHORE_KEY: &str = "chaos/sem";
+
+/// Contenders of shared holds: readers (shared, no limit) and writers (exclusive) of
+/// [`RW_KEY`], and holders of [`SEMAPHORE_KEY`] (shared under `permits`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mix {
+    /// Readers of the read-write key (`r0`, `r1`, …): they never write.
+    pub readers: usize,
+    /// Writers of the read-write key (`w0`, …): exclusive, writing its ledger.
+    pub writers: usize,
+    /// Holders of the semaphore key (`s0`, …), each writing a ledger of its own.
+    pub semaphore_holders: usize,
+    /// The semaphore's permits: the limit of every shared hold of its key.
+    pub permits: u32,
+}
+
+/// One contender process to start: its name, role and keys.
+struct Contender {
+    name: String,
+    role: &'static str,
+    keys: Vec<String>,
+}
+
+impl ChaosConfig {
+    /// Every contender of the run: the exclusive ones first (`c0`, …, as before shared holds,
+    /// so a seed draws what it drew then), then the mix's writers, readers and semaphore
+    /// holders.
+    fn contenders(&self, keys: &[String]) -> Vec<Contender> {
+        let one = |prefix: &str, i: usize, role, key: &str| Contender {
+            name: format!("{prefix}{i}"),
+            role,
+            keys: vec![key.to_owned()],
+        };
+        let mut all: Vec<Contender> = (0..self.contenders)
+            .map(|i| Contender {
+                name: format!("c{i}"),
+                role: "exclusive",
+                keys: keys.to_vec(),
+            })
+            .collect();
+        all.extend((0..self.mix.writers).map(|i| one("w", i, "exclusive", RW_KEY)));
+        all.extend((0..self.mix.readers).map(|i| one("r", i, "reader", RW_KEY)));
+        all.extend(
+            (0..self.mix.semaphore_holders).map(|i| one("s", i, "semaphore", SEMAPHORE_KEY)),
+        );
+        all
+    }
+
+    /// The lock keys of the run: the exclusive ones, then the mix's.
+    fn lock_keys(&self, keys: &[String]) -> Vec<String> {
+        let mut all = keys.to_vec();
+        if self.mix.readers + self.mix.writers > 0 {
+            all.push(RW_KEY.to_owned());
+        }
+        if self.mix.semaphore_holders > 0 {
+            all.push(SEMAPHORE_KEY.to_owned());
+        }
+        all
+    }
+
+    /// Every ledger written in the run: the lock keys' own, and each semaphore holder's.
+    fn ledgers(&self, keys: &[String]) -> Vec<String> {
+        let mut all = self.lock_keys(keys);
+        all.extend((0..self.mix.semaphore_holders).map(|i| format!("{SEMAPHORE_KEY}/by/s{i}")));
+        all
+    }
 }
 
 impl ChaosConfig {
@@ -77,6 +154,7 @@ impl ChaosConfig {
             etcd_members: 0,
             etcd_kills: 0,
             etcd_downtime: Duration::from_millis(3_000),
+            mix: Mix::default(),
         }
     }
 }
@@ -109,7 +187,8 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
     let mut children = spawn_contenders(config, &contender_bin, &url, &keys, &mut rng)?;
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let sampler = spawn_sampler(url.clone(), keys.clone(), &config.out_dir, stop.clone())?;
+    let lock_keys = config.lock_keys(&keys);
+    let sampler = spawn_sampler(url.clone(), lock_keys, &config.out_dir, stop.clone())?;
     let mut injector = Injector {
         server: &mut server,
         etcd: etcd.as_mut(),
@@ -129,7 +208,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
     peak_rss = peak_rss.max(server.rss_kib().unwrap_or(0));
     stop.store(true, Ordering::SeqCst);
     let _ = sampler.join();
-    snapshot_ledger(&url, &keys, &config.out_dir)?;
+    snapshot_ledger(&url, &config.ledgers(&keys), &config.out_dir)?;
     drop(server);
     drop(etcd);
 
@@ -180,8 +259,8 @@ fn start_server(
     )
 }
 
-/// The contender processes `c0`, `c1`, …, each with a seed drawn from `rng`, writing its
-/// history into the run's directory.
+/// The contender processes (`c0`, `c1`, …, then the mix's), each with a seed drawn from
+/// `rng`, writing its history into the run's directory.
 fn spawn_contenders(
     config: &ChaosConfig,
     bin: &Path,
@@ -190,10 +269,11 @@ fn spawn_contenders(
     rng: &mut StdRng,
 ) -> std::io::Result<Vec<(String, Child)>> {
     let mut children = Vec::new();
-    for i in 0..config.contenders {
-        let name = format!("c{i}");
+    for Contender { name, role, keys } in config.contenders(keys) {
         let child = Command::new(bin)
             .args(["--url", url, "--name", &name, "--keys", &keys.join(",")])
+            .args(["--role", role])
+            .args(["--permits", &config.mix.permits.max(1).to_string()])
             .arg("--history")
             .arg(history_path(&config.out_dir, &name))
             .args(["--duration-ms", &config.duration.as_millis().to_string()])
@@ -373,9 +453,15 @@ fn pick_holder(dir: &Path, children: &[(String, Child)], rng: &mut StdRng) -> us
                 .ok()
                 .and_then(|text| text.lines().last().map(str::to_owned))
                 .is_some_and(|last| {
-                    last.contains("\"type\":\"grant\"")
-                        || last.contains("\"type\":\"ledger_write\"")
-                        || last.contains("\"type\":\"l7_sample\"")
+                    [
+                        "grant",
+                        "ledger_write",
+                        "l7_sample",
+                        "hold_check",
+                        "ledger_read",
+                    ]
+                    .iter()
+                    .any(|kind| last.contains(&format!("\"type\":\"{kind}\"")))
                 })
         })
         .map(|(i, _)| i)
@@ -432,12 +518,8 @@ fn spawn_sampler(
                     let Ok(state) = answer.json::<LockState>().await else {
                         continue;
                     };
-                    let _ = out.record(&Event::L7Sample {
-                        proc: "sampler".into(),
-                        key: key.clone(),
-                        token: state.holder.map(|h| h.fencing_token),
-                        window: Window::since(sent),
-                    });
+                    let window = Window::since(sent);
+                    let _ = out.record(&Event::l7_sample("sampler", key, &state, window));
                 }
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }

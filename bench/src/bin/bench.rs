@@ -24,6 +24,8 @@ enum Part {
     Etcd,
     /// The wait queue vs full jitter on one hot key, SQLite and etcd.
     Queue,
+    /// Shared holds: readers on one key, a writer under reads, a semaphore; SQLite and etcd.
+    Shared,
     /// lock-server over TLS (HTTP/2 and HTTP/1.1) vs plain HTTP/1.1.
     Tls,
     /// The dashboard's sweep in the browser (`--log`, from `tests/browser/sweep.mjs --out`;
@@ -86,6 +88,7 @@ fn main() {
         Part::Sweep => alone(&ctx, args.part, sweep::SECTION),
         Part::Etcd => alone(&ctx, args.part, sections::etcd::SECTION),
         Part::Queue => alone(&ctx, args.part, sections::queue::SECTION),
+        Part::Shared => alone(&ctx, args.part, sections::shared::SECTION),
         Part::Tls => alone(&ctx, args.part, sections::tls::SECTION),
         Part::SweepLog => {
             let log = args.log.as_deref().expect("--log FILE");

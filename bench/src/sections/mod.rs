@@ -9,6 +9,7 @@
 //!   from a saved run.
 //! - [`etcd`]: an etcd-backend replica vs raw etcd.
 //! - [`queue`]: the server's wait queue vs full jitter.
+//! - [`shared`]: shared holds: readers, a writer under a read load, a semaphore.
 //! - [`dashboard_sweep`]: the dashboard's sweep in the browser beside the native one.
 //! - [`quick`]: the A/B used while profiling, printed only.
 //!
@@ -21,6 +22,7 @@ pub mod interleaved;
 pub mod queue;
 pub mod quick;
 pub mod server;
+pub mod shared;
 pub mod sim;
 pub mod strategies;
 pub mod sweep;
@@ -93,11 +95,12 @@ pub struct Section {
 }
 
 /// The sections of a full run, in the order it measures them.
-pub const FULL_RUN: [Section; 6] = [
+pub const FULL_RUN: [Section; 7] = [
     sim::SECTION,
     server::SECTION,
     tls::SECTION,
     sweep::SECTION,
     etcd::SECTION,
     queue::SECTION,
+    shared::SECTION,
 ];

@@ -2,14 +2,15 @@
 //! Exit status 0 only when the checker found no violation and faults were injected.
 //!
 //! `cargo run -p lock-chaos --bin chaos -- --contenders 50 --duration-secs 240 --server-kills 20`
-//! (add `--etcd-members 3 --etcd-kills 5` for the etcd backend with etcd leader kills, and
-//! `--wait-ms 1000` for contenders that wait in the server's queue)
+//! (add `--etcd-members 3 --etcd-kills 5` for the etcd backend with etcd leader kills,
+//! `--wait-ms 1000` for contenders that wait in the server's queue, and `--readers 8
+//! --writers 4 --semaphore-holders 8 --permits 3` for shared holds beside the exclusive ones)
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use lock_chaos::run::{run, ChaosConfig};
+use lock_chaos::run::{run, ChaosConfig, Mix};
 
 /// Chaos run settings (defaults: the long run in docs/RELIABILITY.md).
 #[derive(Debug, Parser)]
@@ -38,6 +39,18 @@ struct Args {
     /// `waitMillis` of the contenders' L4s (0: full-jitter polling; more: the server's queue).
     #[arg(long, default_value_t = 0)]
     wait_ms: u64,
+    /// Readers (shared, no limit) of the read-write key `chaos/rw`.
+    #[arg(long, default_value_t = 0)]
+    readers: usize,
+    /// Writers (exclusive) of the read-write key.
+    #[arg(long, default_value_t = 0)]
+    writers: usize,
+    /// Holders of the semaphore key `chaos/sem`.
+    #[arg(long, default_value_t = 0)]
+    semaphore_holders: usize,
+    /// The semaphore's permits.
+    #[arg(long, default_value_t = 3)]
+    permits: u32,
     /// Extra lock-server arguments, e.g. `--server-arg=--default-lock-ttl-ms=5000`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -79,18 +92,32 @@ fn main() {
     config.etcd_members = args.etcd_members;
     config.etcd_kills = args.etcd_kills;
     config.wait = Duration::from_millis(args.wait_ms);
+    config.mix = Mix {
+        readers: args.readers,
+        writers: args.writers,
+        semaphore_holders: args.semaphore_holders,
+        permits: args.permits,
+    };
     let outcome = run(&config).expect("chaos run");
     let r = &outcome.report;
     println!("history:              {}", outcome.history.display());
-    println!("contenders:           {}", config.contenders);
+    println!(
+        "contenders:           {} exclusive, {:?}",
+        config.contenders, config.mix
+    );
     println!("operations:           {}", r.operations());
-    println!("  acquires / grants:  {} / {}", r.acquires, r.grants);
+    println!(
+        "  acquires / grants:  {} / {} ({} shared)",
+        r.acquires, r.grants, r.shared_grants
+    );
     println!("  releases (204):     {}", r.releases);
     println!(
         "  ledger writes:      {} accepted, {} fenced out, {} indeterminate",
         r.ledger_writes[0], r.ledger_writes[1], r.ledger_writes[2]
     );
     println!("  L7 samples:         {}", r.samples);
+    println!("  ledger reads:       {}", r.ledger_reads);
+    println!("most holders in one L7: {:?}", r.most_holders);
     println!("faults injected:      {:?}", r.faults);
     println!(
         "worst acquire overrun: {} ms past budget (+pauses)",

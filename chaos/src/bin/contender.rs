@@ -5,6 +5,14 @@
 //! The commit write after the "work" is where a SIGSTOP longer than the TTL shows: the lease
 //! expires while the process is frozen, another contender takes the key and writes a higher
 //! token, and on resume the commit is rejected FENCED_OUT; it is never retried.
+//!
+//! Its `--role` says how it holds and what it writes:
+//! - `exclusive` (a holder of an exclusive key, or the writer of a read-write key): as above,
+//!   into the key's own fenced ledger;
+//! - `reader` (shared, no limit): never writes; it reads the key's ledger, works, and checks
+//!   its handle again before releasing;
+//! - `semaphore` (shared under `--permits`): writes as `exclusive` does, but into a ledger of
+//!   its own, `<key>/by/<name>`, since a permit's token does not make the key exclusive.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use lock_api::paths;
-use lock_api::{LedgerAppend, ReleaseRequest};
+use lock_api::{HoldKind, LedgerAppend, LedgerEntries, ReleaseRequest};
 use lock_chaos::history::{
     now_micros, AcquireOutcome, Event, HistoryWriter, LedgerVerdict, Window,
 };
@@ -61,6 +69,23 @@ struct Args {
     /// RNG seed (key choice, work time).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// How it holds its keys and what it writes (see the module docs).
+    #[arg(long, value_enum, default_value_t = Role::Exclusive)]
+    role: Role,
+    /// `semaphore` role: the key's permits, the limit of each of its shared holds.
+    #[arg(long, default_value_t = 3)]
+    permits: u32,
+}
+
+/// How a contender holds its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Role {
+    /// Exclusive holds; writes the key's own ledger.
+    Exclusive,
+    /// Shared holds without a limit; never writes.
+    Reader,
+    /// Shared holds under `--permits`; writes a ledger of its own.
+    Semaphore,
 }
 
 /// Everything one iteration needs.
@@ -140,9 +165,17 @@ impl Contender {
             at: start,
             budget_ms: self.args.budget_ms,
         });
+        let hold = match self.args.role {
+            Role::Exclusive => HoldKind::Exclusive,
+            Role::Reader => HoldKind::Shared { limit: None },
+            Role::Semaphore => HoldKind::Shared {
+                limit: Some(self.args.permits),
+            },
+        };
         let result = s
-            .acquire(
+            .acquire_hold(
                 &key,
+                hold,
                 Duration::from_millis(self.args.lock_ttl_ms),
                 &self.policy,
             )
@@ -176,23 +209,75 @@ impl Contender {
             key: key.clone(),
             token: handle.fencing_token(),
             window,
+            mode: handle.mode(),
+            limit: handle.limit(),
         });
-        self.write(&handle, "begin").await;
+        // Where this role writes: the key's own ledger, a ledger of its own, or nowhere.
+        let ledger = match self.args.role {
+            Role::Exclusive => Some(key.clone()),
+            Role::Semaphore => Some(format!("{key}/by/{}", self.args.name)),
+            Role::Reader => None,
+        };
+        if let Some(ledger) = &ledger {
+            self.write(&handle, ledger, "begin").await;
+        }
         self.sample(&key).await;
-        if !handle.is_lost() {
+        if ledger.is_none() {
+            self.read_ledger(&handle).await;
+        }
+        if self.check(&handle) {
             // The work between checking the handle and committing: a SIGSTOP landing here
             // outlives the lease, and the commit must then be fenced out.
             let work = self.rng.random_range(0..=self.args.work_ms);
             tokio::time::sleep(Duration::from_millis(work)).await;
-            self.write(&handle, "commit").await;
+            match &ledger {
+                Some(ledger) => self.write(&handle, ledger, "commit").await,
+                // A reader's work ends by looking again: still holding, or lost meanwhile.
+                None => {
+                    self.check(&handle);
+                }
+            }
         }
         self.release(s, &handle).await;
         Ok(())
     }
 
-    /// One ledger write with the handle's token; never retried.
-    async fn write(&mut self, handle: &LockHandle, entry: &str) {
+    /// Whether the handle still holds its lock, recorded with the window of the question.
+    fn check(&mut self, handle: &LockHandle) -> bool {
+        let sent = now_micros();
+        let valid = !handle.is_lost();
+        self.record(Event::HoldCheck {
+            proc: self.args.name.clone(),
+            key: handle.key().to_owned(),
+            token: handle.fencing_token(),
+            window: Window::since(sent),
+            valid,
+        });
+        valid
+    }
+
+    /// A reader's look at the key's ledger: the highest token it accepted so far.
+    async fn read_ledger(&mut self, handle: &LockHandle) {
         let url = format!("{}{}", self.args.url, paths::ledger(handle.key()));
+        let sent = now_micros();
+        let Ok(answer) = self.http.get(url).send().await else {
+            return;
+        };
+        let Ok(entries) = answer.json::<LedgerEntries>().await else {
+            return;
+        };
+        self.record(Event::LedgerRead {
+            proc: self.args.name.clone(),
+            key: handle.key().to_owned(),
+            token: handle.fencing_token(),
+            window: Window::since(sent),
+            highest: entries.highest_token,
+        });
+    }
+
+    /// One write to `ledger` with the handle's token; never retried.
+    async fn write(&mut self, handle: &LockHandle, ledger: &str, entry: &str) {
+        let url = format!("{}{}", self.args.url, paths::ledger(ledger));
         let body = LedgerAppend {
             fencing_token: handle.fencing_token(),
             entry: format!("{} {entry}", self.args.name),
@@ -214,7 +299,7 @@ impl Contender {
         };
         self.record(Event::LedgerWrite {
             proc: self.args.name.clone(),
-            key: handle.key().to_owned(),
+            key: ledger.to_owned(),
             token: handle.fencing_token(),
             window,
             verdict,
@@ -226,12 +311,8 @@ impl Contender {
     async fn sample(&mut self, key: &str) {
         let sent = now_micros();
         if let Ok(state) = self.transport.read_lock(key, Duration::from_secs(1)).await {
-            self.record(Event::L7Sample {
-                proc: self.args.name.clone(),
-                key: key.to_owned(),
-                token: state.holder.map(|h| h.fencing_token),
-                window: Window::since(sent),
-            });
+            let window = Window::since(sent);
+            self.record(Event::l7_sample(&self.args.name, key, &state, window));
         }
     }
 

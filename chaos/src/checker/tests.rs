@@ -15,6 +15,8 @@ fn grant(proc: &str, key: &str, token: u64, sent: u64, recv: u64) -> Event {
         key: key.into(),
         token,
         window: w(sent, recv),
+        mode: LockMode::Exclusive,
+        limit: None,
     }
 }
 
@@ -24,6 +26,9 @@ fn sample(key: &str, token: Option<u64>, sent: u64, recv: u64) -> Event {
         key: key.into(),
         token,
         window: w(sent, recv),
+        holders: token.into_iter().collect(),
+        mode: token.map(|_| LockMode::Exclusive),
+        limit: None,
     }
 }
 
