@@ -52,6 +52,8 @@ impl EtcdStore {
             None => Round::Read,
         };
         let (mut rounds, mut waits) = (0, 0);
+        // Whether this round followed a wait for this replica's own create of the key.
+        let mut waited = false;
         while rounds < CAS_ATTEMPTS && waits < TURN_WAITS {
             let flow = match round {
                 Round::Read => {
@@ -66,15 +68,21 @@ impl EtcdStore {
             round = match flow {
                 Flow::Done(attempt) => return Ok(attempt),
                 Flow::Again(next) => {
-                    rounds += 1;
+                    (rounds, waited) = (rounds + 1, false);
                     next
                 }
                 Flow::Waited(next) => {
-                    waits += 1;
+                    (waits, waited) = (waits + 1, true);
                     next
                 }
-                // A decision to grant: not a lost race (the write that follows may be one).
-                Flow::Next(next) => next,
+                // A decision to grant: not a lost race (the write that follows may be one),
+                // unless it is a turn taken again after a wait. Then it counts, as before: a
+                // crowd taking turns on one key (limited readers, writers) reads the key after
+                // every grant, and a bound on its turns keeps those reads bounded.
+                Flow::Next(next) => {
+                    rounds += usize::from(std::mem::take(&mut waited));
+                    next
+                }
             };
         }
         Err(unavailable("acquire lost too many races; retry"))
