@@ -1292,3 +1292,50 @@ async fn replicas_racing_never_exceed_the_limit_or_mix_modes() {
         "never more than one shared holder at once"
     );
 }
+
+/// Readers without a limit cycling on one key over two replicas, with `waitMillis` 0: with
+/// only compatible holders and nobody queued, every L4 is granted (never contended, never a
+/// lost-race 503), each grant has a token of its own, and a writer gets the key after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_without_a_limit_on_one_key_are_all_granted() {
+    let etcd = EtcdCluster::single();
+    let stores = [
+        store_on(&etcd, "/readers/").await,
+        store_on(&etcd, "/readers/").await,
+    ];
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let session = open(&store, 20_000).await;
+            let mut tokens = Vec::new();
+            for _ in 0..15 {
+                let grant = granted(
+                    try_hold(&store, "readers", &session.session_id, READ)
+                        .await
+                        .expect("a compatible reader is granted"),
+                );
+                tokens.push(grant.fencing_token);
+                store.release("readers", grant.fencing_token).await.unwrap();
+            }
+            close(&store, &session).await;
+            tokens
+        }));
+    }
+    let mut tokens = Vec::new();
+    for task in tasks {
+        tokens.extend(task.await.unwrap());
+    }
+    let all = tokens.len();
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), all, "a token granted twice");
+    let writer = open(&stores[1], 20_000).await;
+    let grant = granted(
+        try_hold(&stores[0], "readers", &writer.session_id, WRITE)
+            .await
+            .unwrap(),
+    );
+    assert!(grant.fencing_token > *tokens.last().unwrap());
+    assert_eq!(holder_tokens(&stores[1], "readers").await, vec![grant.fencing_token]);
+}

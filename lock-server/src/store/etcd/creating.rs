@@ -1,6 +1,8 @@
 //! One free-key create per key in flight from this replica: L4s that arrive for a key while
 //! this replica's create of it is in flight wait for that create to be answered, then read
 //! the key like any L4 of a contended key.
+//! Readers without a limit beside others on a key held shared take no turn
+//! (`lock::create_beside`): their grants do not race each other.
 //!
 //! Why: when a crowd asks for a free key at once, all but one create must fail, and the
 //! group commit sends at most one transaction per lock key per round trip (etcd refuses a

@@ -8,14 +8,21 @@
 //! of the transaction that granted it, cluster-wide, so distinct from every other hold's
 //! token and above every earlier one (a hand-off's token is its ticket's, see `queue`).
 //!
-//! Every transaction of ours that adds or ends holds of `K` also writes `K`'s stamp `v/<K>`
-//! (a put while holds remain, a delete when none do), and every transaction that grants
-//! compares the stamp as it read it ([`EtcdStore::holders_unchanged`]). So two grants decided
-//! on the same holders cannot both commit: two replicas that both see `limit − 1` shared
-//! holders, or one granting exclusive while another grants shared, compare the same stamp
-//! revision; the first to commit rewrites it, and the other fails and decides again on what
-//! its transaction read back. The stamp is on the lease of a holder (the grantee's, else one
-//! that stays), so it goes at the latest with the holders.
+//! Every transaction of ours that grants `K`, hands it on or ends its last hold also writes
+//! `K`'s stamp `v/<K>` (a put while holds remain, a delete when none do), and every
+//! transaction that grants compares the stamp as it read it, and that no hold was created
+//! since ([`EtcdStore::holders_unchanged`]). So two grants decided on the same holders cannot
+//! both commit: two replicas that both see `limit − 1` shared holders, or one granting
+//! exclusive while another grants shared, compare the same stamp revision; the first to
+//! commit rewrites it, and the other fails and decides again on what its transaction read
+//! back. The stamp is on the lease of a holder (the grantee's, else one that stays), so it
+//! goes at the latest with that holder.
+//!
+//! Two kinds leave a present stamp as it is: a reader without a limit granted beside others
+//! ([`EtcdStore::stamp_unchanged`]; every grant it could conflict with rewrites the stamp and
+//! sees its new hold key), and a release that ends holds while others stay, serving nobody
+//! with nobody queued (`queue::settle`). So readers of one key neither race each other's
+//! grants nor their releases.
 //!
 //! What no compare sees is a hold whose lease ran out: its keys vanish without a stamp write.
 //! That only ever removes a holder, so a grant decided with it in view is still safe (decided
@@ -63,14 +70,17 @@ impl EtcdStore {
     /// the stamp is the one read; when none was read, it is still absent and the key still has
     /// hold keys, or still none (a transaction that ends the last hold deletes the stamp, so
     /// "absent" alone would not see a release between the read and the grant).
+    ///
+    /// With a stamp, also that no hold was created since the read: a reader without a limit
+    /// granted beside others leaves the stamp as it is ([`EtcdStore::stamp_unchanged`]).
     pub(super) fn holders_unchanged(&self, key: &str, view: &KeyView) -> Vec<Compare> {
         let stamp = self.keys.stamp(key);
         match &view.stamp {
-            Some(kv) => vec![Compare::mod_revision(
-                stamp,
-                CompareOp::Equal,
-                kv.mod_revision(),
-            )],
+            Some(kv) => vec![
+                Compare::mod_revision(stamp, CompareOp::Equal, kv.mod_revision()),
+                Compare::create_revision(self.keys.holds(key), CompareOp::Less, view.revision + 1)
+                    .with_prefix(),
+            ],
             None => {
                 let some = if view.holds.is_empty() {
                     CompareOp::Equal
@@ -83,6 +93,15 @@ impl EtcdStore {
                 ]
             }
         }
+    }
+
+    /// Holds while `key`'s stamp, present in `view`, is the one read: no grant that rewrites
+    /// it (exclusive, limited, a hand-off) and no settle that serves or ends the last hold
+    /// happened since. Only a reader without a limit beside others, which may have been
+    /// granted since, does not rewrite it, and the caller is one.
+    pub(super) fn stamp_unchanged(&self, key: &str, view: &KeyView) -> Compare {
+        let revision = view.stamp.as_ref().map_or(0, |kv| kv.mod_revision());
+        Compare::mod_revision(self.keys.stamp(key), CompareOp::Equal, revision)
     }
 
     /// Holds while `key` has no hold, no stamp and no ticket: a grant needs to know nothing

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! <prefix>s/<sessionId>            SessionRecord  (session lease)
-//! <prefix>v/<encKey>               StampRecord    (lease of a holder); rewritten by every txn that
-//!                                                 changes the key's holders, compared by every grant
+//! <prefix>v/<encKey>               StampRecord    (lease of a holder); rewritten by every grant (but
+//!                                                 a reader's beside others) and hand-off, compared by every grant
 //! <prefix>l/<encKey>/<sessionId>   LockRecord     one hold (holder's session lease); token = create_revision
 //! <prefix>h/<sessionId>/<encKey>   LockRecord     (same lease; written in the same txns as l/)
 //! <prefix>r/<encKey>/<sessionId>   empty          a shared hold's marker, for the gauge (same lease)
@@ -59,9 +59,9 @@ impl Keys {
         format!("{}l/", self.prefix)
     }
 
-    /// The key's stamp: its `mod_revision` changes with every transaction of ours that adds
-    /// or ends a hold of the key, so a grant that compares it knows the holders it decided on
-    /// are still the holders.
+    /// The key's stamp: its `mod_revision` changes with every grant of the key (but a
+    /// reader's without a limit beside others), hand-off and end of its last hold, so a grant
+    /// that compares it knows that nothing it depends on changed (`holds`).
     pub(super) fn stamp(&self, key: &str) -> String {
         format!("{}v/{}", self.prefix, encode_key(key))
     }

@@ -52,6 +52,8 @@ impl EtcdStore {
             None => Round::Read,
         };
         let (mut rounds, mut waits) = (0, 0);
+        // Whether this round followed a wait for this replica's own create of the key.
+        let mut waited = false;
         while rounds < CAS_ATTEMPTS && waits < TURN_WAITS {
             let flow = match round {
                 Round::Read => {
@@ -66,11 +68,19 @@ impl EtcdStore {
             round = match flow {
                 Flow::Done(attempt) => return Ok(attempt),
                 Flow::Again(next) => {
-                    rounds += 1;
+                    (rounds, waited) = (rounds + 1, false);
                     next
                 }
                 Flow::Waited(next) => {
-                    waits += 1;
+                    (waits, waited) = (waits + 1, true);
+                    next
+                }
+                // A decision to grant: not a lost race (the write that follows may be one),
+                // unless it is a turn taken again after a wait. Then it counts, as before: a
+                // crowd taking turns on one key (limited readers, writers) reads the key after
+                // every grant, and a bound on its turns keeps those reads bounded.
+                Flow::Next(next) => {
+                    rounds += usize::from(std::mem::take(&mut waited));
                     next
                 }
             };
@@ -90,6 +100,14 @@ impl EtcdStore {
         view: Option<Box<KeyView>>,
     ) -> Result<Flow, StoreError> {
         let key = call.key;
+        // A reader without a limit beside holders it is compatible with, under a stamp it
+        // leaves as it is: such grants do not race each other, so they need no turn.
+        let beside = call.hold == HoldKind::Shared { limit: None }
+            && view.as_ref().is_some_and(|view| view.stamp.is_some());
+        let view = match view {
+            Some(view) if beside => return self.create_beside(call, live, &view).await,
+            view => view,
+        };
         let _turn = match self.creating.turn(key) {
             Turn::Create(turn) => turn,
             Turn::Wait(create) => {
@@ -101,18 +119,7 @@ impl EtcdStore {
             }
         };
         let now = now_millis();
-        let hold = LockRecord {
-            key: key.to_owned(),
-            session_id: call.session_id.to_owned(),
-            ttl_millis: call.ttl_millis,
-            mode: call.hold.mode(),
-            limit: call.hold.limit(),
-            deadline_ms: now + call.ttl_millis,
-            session_deadline_ms: live.record.deadline_ms,
-            owner: live.record.owner.clone(),
-            token: None,
-            claim_by_ms: None,
-        };
+        let hold = self.fresh_hold(call, &live, now);
         let (guard, holders) = match &view {
             None => (self.key_free(key), 1),
             Some(view) => {
@@ -129,6 +136,54 @@ impl EtcdStore {
         };
         let written = self
             .write_lock(&hold, &live, guard, LockWrite::Fresh { holders })
+            .await?;
+        self.after_write(call, written, now)
+    }
+
+    /// A fresh hold of `call` for the live session, from `now`.
+    fn fresh_hold(&self, call: AcquireCall<'_>, live: &LiveSession, now: u64) -> LockRecord {
+        LockRecord {
+            key: call.key.to_owned(),
+            session_id: call.session_id.to_owned(),
+            ttl_millis: call.ttl_millis,
+            mode: call.hold.mode(),
+            limit: call.hold.limit(),
+            deadline_ms: now + call.ttl_millis,
+            session_deadline_ms: live.record.deadline_ms,
+            owner: live.record.owner.clone(),
+            token: None,
+            claim_by_ms: None,
+        }
+    }
+
+    /// A shared hold without a limit beside the holds of `view` (shared without a limit, as
+    /// the caller found them), nobody queued. It compares the stamp as read but does not
+    /// rewrite it, so concurrent readers of one key do not fail each other's compares: every
+    /// grant that could conflict with this one (an exclusive or limited grant, a hand-off)
+    /// rewrites the stamp, and also requires that no hold was created since its own read
+    /// ([`EtcdStore::holders_unchanged`]). Sent as its own transaction, not in a batch: one
+    /// transaction per grant gives each grant of the key its own revision, so its own token,
+    /// and several can be in flight for one key at once.
+    async fn create_beside(
+        &self,
+        call: AcquireCall<'_>,
+        live: LiveSession,
+        view: &KeyView,
+    ) -> Result<Flow, StoreError> {
+        let now = now_millis();
+        let hold = self.fresh_hold(call, &live, now);
+        let guard = vec![
+            self.stamp_unchanged(call.key, view),
+            self.queue_empty(call.key),
+            // Its key is created here, so its `create_revision` is this grant's token.
+            Compare::create_revision(
+                self.keys.hold(call.key, call.session_id),
+                CompareOp::Equal,
+                0,
+            ),
+        ];
+        let written = self
+            .write_lock(&hold, &live, guard, LockWrite::Beside)
             .await?;
         self.after_write(call, written, now)
     }
@@ -157,7 +212,7 @@ impl EtcdStore {
         }
         if queued.is_empty() && held.admits(call.hold) {
             return Ok(match view.tickets.is_empty() {
-                true => Flow::Again(Round::Create(live, Some(view))),
+                true => Flow::Next(Round::Create(live, Some(view))),
                 // Only dead tickets: they go first, then a fresh grant.
                 false => self.serve(call, &view).await?,
             });
@@ -479,8 +534,10 @@ impl EtcdStore {
         ));
         let mut writes = Writes::default();
         self.write_hold(&mut writes, hold, lease);
+        let beside = matches!(write, LockWrite::Beside);
         match write {
             LockWrite::Fresh { holders } => self.write_stamp(&mut writes, key, holders, lease),
+            LockWrite::Beside => {}
             // The claim: its ticket, if any, leaves the queue.
             LockWrite::Renewal => writes.delete(self.keys.ticket(key, &hold.session_id)),
         }
@@ -495,7 +552,11 @@ impl EtcdStore {
         let mut reads = vec![TxnOp::get(session_key, None)];
         reads.extend(self.key_reads(key));
         let txn = Txn::new().when(guard).and_then(ops).or_else(reads);
-        let response = match self.txn_grouped(self.keys.stamp(key), txn).await {
+        let sent = match beside {
+            true => self.txn_raw(txn).await,
+            false => self.txn_grouped(self.keys.stamp(key), txn).await,
+        };
+        let response = match sent {
             Ok(response) => response,
             Err(error) if is_lease_gone(&error) => {
                 self.hints.forget_session(&hold.session_id);
@@ -564,12 +625,16 @@ enum Flow {
     Again(Round),
     /// Another round, after waiting for this replica's own create of the key.
     Waited(Round),
+    /// The next step of this round: a grant decided on a view (counted by its write).
+    Next(Round),
 }
 
 /// What a hold write is besides the hold.
 enum LockWrite {
     /// A new hold: the key's stamp is rewritten for `holders` holds.
     Fresh { holders: usize },
+    /// A new shared hold without a limit beside others: the stamp is left as it is.
+    Beside,
     /// The session's own hold, renewed and claimed.
     Renewal,
 }

@@ -28,9 +28,9 @@
 //! a key's shared holders) is its own key, and its fencing token is that key's etcd
 //! `create_revision` (a queued ticket's, on a hand-off): the cluster-wide revision of the
 //! transaction that created it, strictly increasing, replicated, and so never reused across
-//! failovers. Every grant compares the key's stamp, which every change of its holders
+//! failovers. Every grant compares the key's stamp, which every grant that others depend on
 //! rewrites, so replicas granting at once never put an exclusive hold beside another or go
-//! past a shared limit.
+//! past a shared limit; readers without a limit beside each other do not race on it.
 
 mod batch;
 mod cache;

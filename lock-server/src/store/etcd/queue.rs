@@ -147,7 +147,9 @@ impl EtcdStore {
         claimer: Option<&str>,
     ) -> Result<Settled, StoreError> {
         let now = now_millis();
+        // The stamp's compares come first: a settle that only ends holds drops them (below).
         let mut compares = self.holders_unchanged(key, view);
+        let guarded = compares.len();
         let mut writes = Writes::default();
         let fits = |compares: &Vec<Compare>, writes: &Writes| {
             // Room for one more hold or ticket (at most 2 compares, 4 writes), the stamp and
@@ -155,6 +157,7 @@ impl EtcdStore {
             compares.len() + 4 <= MAX_TXN_OPS && writes.len() + 5 <= MAX_TXN_OPS
         };
         let (mut ended, mut stay, mut more) = (Vec::new(), Vec::new(), false);
+        let mut ending = Vec::new();
         for (kv, hold) in &view.holds {
             let live = hold.remaining(now).is_some();
             let picked = pick(kv, hold);
@@ -171,6 +174,7 @@ impl EtcdStore {
                 kv.create_revision(),
             ));
             self.end_hold(&mut writes, key, &hold.session_id);
+            ending.push(hold.session_id.as_str());
             if picked {
                 ended.push((hold.token(kv), live));
             }
@@ -207,7 +211,21 @@ impl EtcdStore {
             compares.push(unchanged(kv));
             writes.delete(self.keys.ticket(key, &ticket.session_id));
         }
-        if changed || !granted.is_empty() {
+        // Ends holds while others stay, serves nobody and nobody queues: no grant depends on
+        // it (a grant decided with more holders than there are is still safe), so it neither
+        // compares nor rewrites the stamp, and does not race the grants of the key. That
+        // nobody queues is compared below (`served_all`): a ticket that joined since the read
+        // fails it, and it decides again, with the stamp, so the queue is served.
+        let quiet = granted.is_empty() && served_all && !stay.is_empty();
+        let mut named = self.keys.stamp(key);
+        if quiet {
+            compares.drain(..guarded);
+            if let ([only], true) = (ending.as_slice(), view.tickets.is_empty()) {
+                // It writes that one hold's keys only: it may share a batch with the key's
+                // other requests.
+                named = self.keys.hold(key, only);
+            }
+        } else if changed || !granted.is_empty() {
             let holders = stay.len() + granted.len();
             // The stamp goes on a grantee's lease, else on a staying holder's, compared to be
             // still there (so is its lease).
@@ -240,7 +258,7 @@ impl EtcdStore {
             );
         }
         let txn = Txn::new().when(compares).and_then(writes.into_ops());
-        let response = match self.txn_grouped_first(self.keys.stamp(key), txn).await {
+        let response = match self.txn_grouped_first(named, txn).await {
             Ok(response) => response,
             // A staying holder's or a grantee's lease ended since the read.
             Err(error) if is_lease_gone(&error) => return Ok(Settled::Conflict),
