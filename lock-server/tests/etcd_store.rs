@@ -1337,5 +1337,8 @@ async fn readers_without_a_limit_on_one_key_are_all_granted() {
             .unwrap(),
     );
     assert!(grant.fencing_token > *tokens.last().unwrap());
-    assert_eq!(holder_tokens(&stores[1], "readers").await, vec![grant.fencing_token]);
+    assert_eq!(
+        holder_tokens(&stores[1], "readers").await,
+        vec![grant.fencing_token]
+    );
 }
