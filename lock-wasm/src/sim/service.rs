@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use lock_api::{
     AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, HoldKind, Holder, LockMode,
-    LockOutcome, LockState, LockStatus, OpenSessionRequest, ReleaseRequest, RevokeRequest,
-    SessionOpened, SessionStatus,
+    LockState, LockStatus, OpenSessionRequest, ReleaseRequest, RevokeRequest, SessionOpened,
+    SessionStatus,
 };
 
 use crate::clock::{Clock, ManualClock};
@@ -372,15 +372,11 @@ impl SimService {
         self.revoke_holds(key, None).first().copied()
     }
 
-    /// R1 with its body: every hold of `key`, or only the one with `fencingToken`.
-    pub fn revoke_request(&self, key: &str, request: &RevokeRequest) -> LockOutcome {
-        let revoked = self.revoke_holds(key, request.fencing_token);
-        LockOutcome {
-            key: key.to_owned(),
-            revoked_token: revoked.first().copied(),
-            revoked_tokens: revoked,
-            reason: request.reason.clone(),
-        }
+    /// R1 with its body: every hold of `key`, or only the one with `fencingToken`. Returns
+    /// the revoked tokens in order (R1's `revokedTokens`); the model answers no R1 body, so
+    /// R1's wire result stays out of the SDK crate.
+    pub fn revoke_request(&self, key: &str, request: &RevokeRequest) -> Vec<u64> {
+        self.revoke_holds(key, request.fencing_token)
     }
 
     /// Ends `key`'s holds (only the one with `token`, if given); returns their tokens in
