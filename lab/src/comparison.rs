@@ -127,6 +127,7 @@ impl ComparisonSession {
         let c = &self.comparison;
         let deadline = c.clock.now() + c.policy.total_budget();
         let request = AcquireRequest {
+            value: None,
             session_id: self.id.clone(),
             ttl_millis: Some(whole_millis(ttl)),
             wait_millis: Some(0),

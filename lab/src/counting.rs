@@ -70,6 +70,7 @@ mod tests {
                 .await;
             assert_eq!(opened.unwrap().session_id, "s1");
             let request = AcquireRequest {
+                value: None,
                 mode: None,
                 limit: None,
                 session_id: "s1".into(),

@@ -8,6 +8,7 @@
 //! - [`session`]: L1 open, L2 heartbeat, L5 status bodies.
 //! - [`lock`]: L4 acquire ([`LockGrant`], the only grant shape), L6 release, L7 advisory read.
 //! - [`admin`]: R1 force revoke and its [`LockOutcome`] (R1 alone; never on an acquire path).
+//! - [`watch`]: L8, the key's event stream ([`WatchEvent`]); L9's body is in [`lock`].
 //! - [`ledger`]: the demo fenced resource standing for a payment rail.
 //! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (C3 "Error codes").
 //! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
@@ -23,11 +24,16 @@ pub mod limits;
 pub mod lock;
 pub mod paths;
 pub mod session;
+pub mod watch;
 
 pub use admin::{LockOutcome, RevokeRequest};
 pub use error::{ErrorBody, ErrorCode};
 pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry};
-pub use lock::{AcquireRequest, HoldKind, Holder, LockGrant, LockMode, LockState, ReleaseRequest};
+pub use lock::{
+    AcquireRequest, HoldKind, Holder, LockGrant, LockMode, LockState, ProclaimRequest,
+    ReleaseRequest,
+};
 pub use session::{
     HeartbeatResponse, HeldLock, LockStatus, OpenSessionRequest, SessionOpened, SessionStatus,
 };
+pub use watch::{EventBatch, EventKind, WatchEvent};

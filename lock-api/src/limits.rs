@@ -25,6 +25,10 @@ pub const TOKEN_MAX_BYTES: usize = 1024;
 /// semaphore we know of needs, small enough that a key's holders list stays readable).
 pub const SHARED_LIMIT_MAX: u32 = 10_000;
 
+/// Largest value of a hold (L4 `value`, L9), in bytes of UTF-8 (ASSUMPTION: 1 KiB, enough
+/// for an address or a small JSON document; watchers receive it with every grant).
+pub const VALUE_MAX_BYTES: usize = 1024;
+
 /// Why a key is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyError {
@@ -93,6 +97,18 @@ pub fn validate_hold(
             format!("must be between 1 and {SHARED_LIMIT_MAX}, got {limit}"),
         ),
         (LockMode::Shared, limit) => Ok(HoldKind::Shared { limit }),
+    }
+}
+
+/// A hold's value is at most [`VALUE_MAX_BYTES`] bytes (any UTF-8, empty included).
+pub fn validate_value(value: &str) -> Result<(), String> {
+    if value.len() <= VALUE_MAX_BYTES {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be at most {VALUE_MAX_BYTES} bytes, got {}",
+            value.len()
+        ))
     }
 }
 

@@ -77,6 +77,11 @@ pub struct AcquireRequest {
     /// limit. Every shared holder of a key must agree on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// The hold's value (UTF-8, at most [`crate::limits::VALUE_MAX_BYTES`] bytes): shown in
+    /// L7's holder and in the `granted` event, replaced with L9 (an election's leader uses it
+    /// to say where it serves). Absent: no value; a renewal keeps the value the hold has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// L4 200 answer: the one and only grant shape, on every acquire path of every crate.
@@ -125,6 +130,9 @@ pub struct Holder {
     pub owner: Option<String>,
     pub fencing_token: u64,
     pub remaining_millis: u64,
+    /// The hold's value (L4 `value`, replaced by L9), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// L7 `GET /v1/locks/{key}` answer: advisory, true at the instant of the read only.
@@ -145,4 +153,16 @@ pub struct LockState {
     #[serde(default)]
     pub limit: Option<u32>,
     pub waiter_count: u32,
+}
+
+/// L9 `POST /v1/locks/{key}/value` request: replace the value of the hold `(key,
+/// fencingToken)` of session `sessionId` (an election's `proclaim`). 409 LOCK_LOST when that
+/// session does not hold the key with that token now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProclaimRequest {
+    pub session_id: String,
+    pub fencing_token: u64,
+    /// The new value (UTF-8, at most [`crate::limits::VALUE_MAX_BYTES`] bytes).
+    pub value: String,
 }

@@ -33,6 +33,16 @@ pub fn release(key: &str) -> String {
     format!("{}/release", lock(key))
 }
 
+/// L8 `GET`: `/v1/locks/{key}/events` (add `?after=<id>` to resume).
+pub fn events(key: &str) -> String {
+    format!("{}/events", lock(key))
+}
+
+/// L9 `POST`: `/v1/locks/{key}/value`.
+pub fn value(key: &str) -> String {
+    format!("{}/value", lock(key))
+}
+
 /// R1 `POST`: `/v1/admin/locks/{key}/revoke`.
 pub fn revoke(key: &str) -> String {
     format!("/v1/admin/locks/{}/revoke", encode_key(key))
@@ -54,6 +64,8 @@ mod tests {
         assert_eq!(lock("a/b c"), "/v1/locks/a%2Fb%20c");
         assert_eq!(acquire("a/b"), "/v1/locks/a%2Fb/acquire");
         assert_eq!(release("a/b"), "/v1/locks/a%2Fb/release");
+        assert_eq!(events("a/b"), "/v1/locks/a%2Fb/events");
+        assert_eq!(value("a/b"), "/v1/locks/a%2Fb/value");
         assert_eq!(revoke("a/b"), "/v1/admin/locks/a%2Fb/revoke");
         assert_eq!(ledger("a/b"), "/v1/demo/ledger/a%2Fb");
     }

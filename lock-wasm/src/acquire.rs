@@ -185,6 +185,7 @@ impl<'a> Attempts<'a> {
         let (mode, limit) = wire_hold(hold);
         Attempts {
             request: AcquireRequest {
+                value: None,
                 session_id: claim.session_id().to_owned(),
                 ttl_millis: Some(millis(ttl)),
                 wait_millis: Some(policy.wait_millis()),

@@ -85,6 +85,7 @@ mod tests {
 
     fn holder(token: u64) -> Holder {
         Holder {
+            value: None,
             holder_id: format!("h{token}"),
             owner: Some(format!("job{token}")),
             fencing_token: token,

@@ -185,6 +185,7 @@ mod tests {
 
     fn request(wait: u64) -> AcquireRequest {
         AcquireRequest {
+            value: None,
             mode: None,
             limit: None,
             session_id: "s".into(),

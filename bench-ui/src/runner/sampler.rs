@@ -70,6 +70,7 @@ mod tests {
 
     fn holder(id: &str, fencing_token: u64) -> Holder {
         Holder {
+            value: None,
             holder_id: id.into(),
             owner: None,
             fencing_token,

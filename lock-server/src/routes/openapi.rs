@@ -270,6 +270,7 @@ mod tests {
         };
         use serde_json::{json, to_value};
         let holder = Holder {
+            value: None,
             holder_id: "h".into(),
             owner: Some("o".into()),
             fencing_token: 1,

@@ -654,6 +654,7 @@ impl SimService {
         let holds = s.holds(key);
         let exclusive = holds.iter().find(|l| l.kind == HoldKind::Exclusive);
         let holder = |l: &SimLock| Holder {
+            value: None,
             holder_id: sim_holder_id(&l.session),
             owner: None,
             fencing_token: l.token,

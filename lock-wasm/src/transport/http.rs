@@ -186,6 +186,7 @@ mod tests {
     #[test]
     fn each_call_has_its_method_path_body_and_answer_type() {
         let acquire = AcquireRequest {
+            value: None,
             session_id: "s1".into(),
             ttl_millis: Some(5_000),
             wait_millis: None,

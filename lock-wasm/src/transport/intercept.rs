@@ -122,6 +122,7 @@ mod tests {
             let id = opened.unwrap().session_id;
             t.heartbeat(&id, hop).await.unwrap();
             let acquire = AcquireRequest {
+                value: None,
                 session_id: id.clone(),
                 ttl_millis: None,
                 wait_millis: Some(250),

@@ -166,6 +166,7 @@ mod tests {
         let t = Answers(Reply::Done);
         let hop = Duration::from_secs(1);
         let acquire = AcquireRequest {
+            value: None,
             session_id: "s1".into(),
             ttl_millis: None,
             wait_millis: None,

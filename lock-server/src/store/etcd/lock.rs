@@ -467,6 +467,7 @@ impl EtcdStore {
         let holders = view
             .live_holds(now)
             .map(|(kv, hold)| Holder {
+                value: None,
                 holder_id: holder_ids.of(&hold.session_id),
                 owner: hold.owner.clone(),
                 fencing_token: hold.token(kv),

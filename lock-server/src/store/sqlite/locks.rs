@@ -201,6 +201,7 @@ pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
     let holders = holds
         .iter()
         .map(|h| Holder {
+            value: None,
             holder_id: db.holder_ids.of(&h.session_id),
             owner: h.owner.clone(),
             fencing_token: h.token,

@@ -160,6 +160,7 @@ async fn yield_once() {
 
 fn body(id: &str, kind: HoldKind, wait_millis: u64) -> AcquireRequest {
     AcquireRequest {
+        value: None,
         session_id: id.to_owned(),
         ttl_millis: Some(10_000),
         wait_millis: Some(wait_millis),
