@@ -27,6 +27,7 @@ async fn main() {
         .session_id;
     for _ in 0..cycles {
         let call = AcquireCall {
+            value: None,
             hold: lock_api::HoldKind::Exclusive,
             key: "k",
             session_id: &session,

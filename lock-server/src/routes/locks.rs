@@ -79,6 +79,7 @@ async fn acquire_validated(
         client: caller.client(),
         ttl_millis: ttl,
         hold,
+        value: None,
         queue,
     };
     let mut shutdown = state.shutdown.clone();

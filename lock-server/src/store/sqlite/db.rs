@@ -383,6 +383,7 @@ mod tests {
             client: None,
             ttl_millis: 10_000,
             hold,
+            value: None,
             queue: None,
         };
         let shared = HoldKind::Shared { limit: None };

@@ -67,6 +67,8 @@ pub struct SqliteStore {
     start: StartState,
     /// The key stored in `lock.db`, kept here too so L1 and log lines need no writer job.
     holder_ids: HolderIds,
+    /// L8: the key's event feeds.
+    feeds: crate::store::feeds::Feeds,
 }
 
 impl SqliteStore {
@@ -111,6 +113,7 @@ impl SqliteStore {
             wakeups,
             start,
             holder_ids,
+            feeds: crate::store::feeds::Feeds::new("placeholder", Default::default()),
         });
         reaper::spawn(Arc::downgrade(&store));
         Ok(store)
@@ -124,6 +127,34 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn proclaim(
+        &self,
+        _key: &str,
+        _session: SessionRef<'_>,
+        _fencing_token: u64,
+        _value: &str,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Internal("proclaim: not built yet".into()))
+    }
+
+    fn feeds(&self) -> &crate::store::feeds::Feeds {
+        &self.feeds
+    }
+
+    async fn watch(
+        &self,
+        _key: &str,
+        _after: Option<&str>,
+    ) -> Result<crate::store::Subscription, StoreError> {
+        Err(StoreError::Internal("watch: not built yet".into()))
+    }
+
+    async fn watch_state(
+        &self,
+        _key: &str,
+    ) -> Result<(KeyState, crate::store::feeds::Pos), StoreError> {
+        Err(StoreError::Internal("watch: not built yet".into()))
+    }
     async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
         let id = session::new_id()?;
         let holder_id = self.holder_ids.of(&id);
