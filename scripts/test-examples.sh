@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The fencing examples (examples/fencing-*), each against a real server of its kind:
+# The fencing examples (examples/fencing-*) and the fenced leader election
+# (examples/election-postgres), each against a real server of its kind:
 #
 #   scripts/test-examples.sh
 #
@@ -10,7 +11,8 @@
 #      as root: PostgreSQL refuses root) and Debian's redis-server (no persistence);
 #   3. in each example: `npm ci` (pinned dependencies, the lock-wasm tarball just built) and
 #      `npm test` (node:test: the fencing rule against the resource, then the paused-worker
-#      scenario through real worker processes).
+#      scenario through real worker processes; election-postgres: a frozen leader's late
+#      write refused by PostgreSQL after a second service process took over).
 #
 # Every process it starts is stopped on exit, failure and Ctrl-C included. Exits non-zero if
 # any example fails. The system packages (Node, PostgreSQL, redis-server) come from
@@ -169,7 +171,7 @@ start_redis || { echo "test-examples: redis-server did not start" >&2; exit 1; }
 log "lock-server $LOCK_URL; PostgreSQL 127.0.0.1:$PGPORT; Redis $REDIS_URL"
 
 results=()
-for example in fencing-postgres fencing-redis fencing-http; do
+for example in fencing-postgres fencing-redis fencing-http election-postgres; do
   if run_example "$example"; then
     results+=("$example: ok")
   else
