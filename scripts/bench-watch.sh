@@ -39,7 +39,7 @@ done
 [ -n "$url" ] || { cat "$work/server.log"; exit 1; }
 
 mkdir -p "$work/project"
-cp tests/node/bench-watch.mjs tests/node/bench-candidate.mjs "$work/project/"
+cp tests/node/bench-watch.mjs tests/node/bench-watchers.mjs tests/node/bench-candidate.mjs "$work/project/"
 printf '{ "name": "lock-wasm-bench-watch", "private": true, "type": "module" }\n' >"$work/project/package.json"
 (cd "$work/project" && npm install --silent --no-audit --no-fund --offline "$npm_dir"/lock-wasm-*.tgz)
 echo "lock-server (release, sqlite) at $url, pid $pid; node $(node --version); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

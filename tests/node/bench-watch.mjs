@@ -2,25 +2,26 @@
 // to a baseline measured side by side in the same run (scripts/bench-watch.sh runs it):
 //
 //   fanout    the delay from an L6 release to each of W SSE watchers' `released` event on
-//             that key, vs the L6 round trip (the same request's, and an L6 on a key nobody
-//             watches, in interleaved blocks); p50 and p99.
+//             that key, vs the L6 round trip (an L6 on a key nobody watches, in interleaved
+//             blocks; and the same L6's own); p50 and p99. The watchers run in forked
+//             processes (bench-watchers.mjs), so that reading W streams does not hold up this
+//             process's own round trip; times are epoch milliseconds from
+//             performance.timeOrigin + performance.now(), comparable across processes.
 //   failover  an election's leader (a child process, tests/node/bench-candidate.mjs) frozen
 //             with SIGSTOP at a random phase of its heartbeat → the waiting candidate's
 //             campaign granted, vs the session TTL (target ≤ TTL + one heartbeat, TTL/3).
 //   memory    the server's RSS per 1,000 idle watchers (open SSE streams, 100 per key) vs per
-//             1,000 idle keep-alive connections (one answered GET /healthz each).
+//             1,000 idle keep-alive connections (one answered GET /healthz each), added in
+//             steps without closing anything in between (freed memory would be reused).
 //
 //   node bench-watch.mjs [fanout] [failover] [memory]     # all three by default
 //
 // Environment: LOCK_URL; LOCK_PID (the server's pid, for its RSS from /proc); optional
-// BENCH_WATCHERS (100), BENCH_CYCLES (200), BENCH_TTLS ("1500,3000"), BENCH_FAILOVERS (5),
-// BENCH_IDLE (1000). The last line is a JSON summary.
-//
-// The client is one Node process, so its own event loop is in every figure: the watchers'
-// delay includes reading W streams, and the baseline's round trip is read by the same loop.
+// BENCH_WATCHERS (100), BENCH_WATCHER_PROCS (2), BENCH_CYCLES (200), BENCH_TTLS
+// ("1500,3000"), BENCH_FAILOVERS (5), BENCH_IDLE (1000). The last line is a JSON summary.
 import http from "node:http";
 import net from "node:net";
-import { spawn } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { setTimeout as delay } from "node:timers/promises";
@@ -33,6 +34,7 @@ const CYCLES = Number(env.BENCH_CYCLES ?? 200);
 const TTLS = (env.BENCH_TTLS ?? "1500,3000").split(",").map(Number);
 const FAILOVERS = Number(env.BENCH_FAILOVERS ?? 5);
 const IDLE = Number(env.BENCH_IDLE ?? 1000);
+const WATCHER_PROCS = Number(env.BENCH_WATCHER_PROCS ?? 2);
 // Bounds against a broken run hanging; never part of a figure.
 const BOUND_MS = 60_000;
 const parts = argv.slice(2).length ? argv.slice(2) : ["fanout", "failover", "memory"];
@@ -66,81 +68,66 @@ function post(path, body) {
 
 const lockPath = (key) => `/v1/locks/${encodeURIComponent(key)}`;
 
-/** An SSE watcher of `key` (L8, text/event-stream) on a connection of its own. */
-class Watcher {
-  #listeners = new Set();
-  constructor(key) {
-    this.events = 0;
-    this.ready = new Promise((resolve, reject) => {
-      this.req = http.get(
-        new URL(`${lockPath(key)}/events`, baseUrl),
-        { agent: false, headers: { accept: "text/event-stream" } },
-        (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`L8 ${key}: ${res.statusCode}`));
-          res.setEncoding("utf8");
-          let buffer = "";
-          res.on("data", (chunk) => {
-            const now = performance.now();
-            buffer += chunk;
-            let end;
-            while ((end = buffer.indexOf("\n\n")) >= 0) {
-              const record = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              const data = record.split("\n").find((line) => line.startsWith("data:"));
-              if (!data) continue; // a keep-alive comment
-              const event = JSON.parse(data.slice(5));
-              this.events += 1;
-              if (event.kind === "snapshot") resolve();
-              for (const listener of this.#listeners) listener(event, now);
-            }
-          });
-        },
-      );
-      this.req.on("error", reject);
+/** Forked watcher processes (bench-watchers.mjs): `count` SSE streams of `key` in all. */
+async function watcherProcesses(key, count, processes) {
+  const children = [];
+  for (let i = 0; i < processes; i += 1) {
+    const share = Math.floor(count / processes) + (i < count % processes ? 1 : 0);
+    const child = fork(fileURLToPath(new URL("./bench-watchers.mjs", import.meta.url)), {
+      env: { ...env, KEY: key, COUNT: String(share) },
     });
-  }
-  /** Resolves the arrival time (performance.now()) of the first event for which `match` holds. */
-  next(match) {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("watcher: no event within the bound")), BOUND_MS);
-      const listener = (event, at) => {
-        if (!match(event)) return;
-        clearTimeout(timer);
-        this.#listeners.delete(listener);
-        resolve(at);
-      };
-      this.#listeners.add(listener);
+    const inbox = [];
+    let wake = () => {};
+    child.on("message", (message) => {
+      inbox.push(message);
+      wake();
     });
+    child.on("exit", (code) => code && console.error(`watcher process exited ${code}`));
+    // The next message with `field`; a bound keeps a broken run from hanging.
+    const next = async (field) => {
+      const until = Date.now() + BOUND_MS;
+      for (;;) {
+        const i = inbox.findIndex((m) => field in m);
+        if (i >= 0) return inbox.splice(i, 1)[0];
+        if (Date.now() > until) throw new Error(`watcher process: no ${field} message`);
+        await Promise.race([new Promise((resolve) => (wake = resolve)), delay(1000)]);
+      }
+    };
+    children.push({ child, next });
   }
-  close() {
-    this.req.destroy();
-  }
+  await Promise.all(children.map((c) => c.next("ready")));
+  return children;
 }
+
+const epochNow = () => performance.timeOrigin + performance.now();
 
 async function fanout() {
   const session = await post("/v1/sessions", { ttlMillis: 60_000 });
   const watched = `bench-watch/${tag}/watched`;
   const unwatched = `bench-watch/${tag}/unwatched`;
-  const watchers = Array.from({ length: WATCHERS }, () => new Watcher(watched));
-  await Promise.all(watchers.map((w) => w.ready));
+  const children = await watcherProcesses(watched, WATCHERS, WATCHER_PROCS);
   const delays = [];
   const last = [];
   const rttWatched = [];
   const rttUnwatched = [];
 
   async function cycleWatched(record) {
-    // Listening before the request: an event can be read before the L4's answer. Only this
-    // session takes the key, so its next grant is this one.
-    const granted = watchers.map((w) => w.next((e) => e.kind === "granted"));
     const grant = await post(`${lockPath(watched)}/acquire`, { sessionId: session.sessionId, ttlMillis: 10_000 });
     const token = grant.fencingToken;
     // Every watcher has seen the grant: they are idle when the release goes out.
-    await Promise.all(granted);
-    const released = watchers.map((w) => w.next((e) => e.kind === "released" && e.fencingToken === token));
-    const t0 = performance.now();
+    for (const c of children) {
+      const { granted } = await c.next("granted");
+      if (granted !== token) throw new Error(`watchers saw the grant of ${granted}, not ${token}`);
+    }
+    const t0 = epochNow();
     await post(`${lockPath(watched)}/release`, { sessionId: session.sessionId, fencingToken: token });
-    const t1 = performance.now();
-    const arrivals = await Promise.all(released);
+    const t1 = epochNow();
+    const arrivals = [];
+    for (const c of children) {
+      const message = await c.next("released");
+      if (message.released !== token) throw new Error(`watchers saw the release of ${message.released}, not ${token}`);
+      arrivals.push(...message.at);
+    }
     if (!record) return;
     rttWatched.push(t1 - t0);
     for (const at of arrivals) delays.push(at - t0);
@@ -148,9 +135,9 @@ async function fanout() {
   }
   async function cycleUnwatched(record) {
     const grant = await post(`${lockPath(unwatched)}/acquire`, { sessionId: session.sessionId, ttlMillis: 10_000 });
-    const t0 = performance.now();
+    const t0 = epochNow();
     await post(`${lockPath(unwatched)}/release`, { sessionId: session.sessionId, fencingToken: grant.fencingToken });
-    if (record) rttUnwatched.push(performance.now() - t0);
+    if (record) rttUnwatched.push(epochNow() - t0);
   }
 
   for (let i = 0; i < 20; i += 1) {
@@ -162,7 +149,7 @@ async function fanout() {
     for (let i = 0; i < 20; i += 1) await cycleWatched(true);
     for (let i = 0; i < 20; i += 1) await cycleUnwatched(true);
   }
-  for (const w of watchers) w.close();
+  for (const c of children) c.child.disconnect();
   await fetch(new URL(`/v1/sessions/${session.sessionId}`, baseUrl), { method: "DELETE" });
 
   const rows = [
@@ -171,7 +158,7 @@ async function fanout() {
     [`L6 round trip, the same releases (key with ${WATCHERS} watchers)`, rttWatched],
     ["L6 round trip, a key nobody watches (baseline)", rttUnwatched],
   ];
-  console.log(`\n### fanout: ${WATCHERS} SSE watchers on one key\n`);
+  console.log(`\n### fanout: ${WATCHERS} SSE watchers on one key, in ${WATCHER_PROCS} processes\n`);
   console.log("| measure | samples | p50 ms | p99 ms |");
   console.log("|---|---|---|---|");
   for (const [name, xs] of rows) console.log(`| ${name} | ${xs.length} | ${f(pct(xs, 0.5))} | ${f(pct(xs, 0.99))} |`);
@@ -309,15 +296,17 @@ async function memory() {
       `GET ${lockPath(`bench-idle/${tag}/${Math.floor(i / 100)}`)}/events HTTP/1.1\r\n${host}Accept: text/event-stream\r\n\r\n`,
       "snapshot",
     );
+  const open = (sockets) => sockets.filter((socket) => !socket.destroyed && socket.readyState === "open").length;
   const rss0 = await settledRss();
   const conns = await openMany(IDLE, idle);
   const rss1 = await settledRss();
+  const connsOpen = open(conns);
   const watchers1 = await openMany(IDLE, watch);
   const rss2 = await settledRss();
   const watchers2 = await openMany(IDLE, (i) => watch(i + IDLE));
   const rss3 = await settledRss();
-  const alive = [...conns, ...watchers1, ...watchers2].filter((s) => !s.destroyed && s.readyState === "open").length;
-  for (const s of [...conns, ...watchers1, ...watchers2]) s.destroy();
+  const alive = [open(conns), open(watchers1), open(watchers2)];
+  for (const socket of [...conns, ...watchers1, ...watchers2]) socket.destroy();
   const per = (kib) => (kib / IDLE) * 1000;
   const conn = per(rss1 - rss0);
   const w1 = per(rss2 - rss1);
@@ -326,11 +315,11 @@ async function memory() {
   console.log("| step | server RSS KiB | Δ KiB per 1,000 |");
   console.log("|---|---|---|");
   console.log(`| before | ${rss0} | |`);
-  console.log(`| + ${IDLE} idle keep-alive connections (baseline) | ${rss1} | ${conn.toFixed(0)} |`);
+  console.log(`| + ${IDLE} idle keep-alive connections (baseline; ${connsOpen} still open when measured) | ${rss1} | ${conn.toFixed(0)} |`);
   console.log(`| + ${IDLE} SSE watchers (${IDLE / 100} keys × 100) | ${rss2} | ${w1.toFixed(0)} |`);
   console.log(`| + ${IDLE} more SSE watchers | ${rss3} | ${w2.toFixed(0)} |`);
-  console.log(`\nstill open at the end: ${alive} of ${3 * IDLE}; watcher ÷ idle connection: ${f(w1 / conn, 2)}×, ${f(w2 / conn, 2)}×`);
-  summary.memory = { rssKiB: [rss0, rss1, rss2, rss3], perThousandKiB: { connection: conn, watchers: [w1, w2] }, alive };
+  console.log(`\nopen at the end (connections, watchers, more watchers): ${alive.join(", ")}; watcher ÷ idle connection: ${f(w1 / conn, 2)}×, ${f(w2 / conn, 2)}×`);
+  summary.memory = { rssKiB: [rss0, rss1, rss2, rss3], perThousandKiB: { connection: conn, watchers: [w1, w2] }, connsOpen, alive };
 }
 
 const runs = { fanout, failover, memory };
