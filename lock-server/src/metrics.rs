@@ -148,6 +148,15 @@ impl Metrics {
             );
         }
         out.push_str(
+            "# HELP lock_log_lines_dropped_total Log lines dropped: the log sink was full, \
+             stalled or failing.\n# TYPE lock_log_lines_dropped_total counter\n",
+        );
+        let _ = writeln!(
+            out,
+            "lock_log_lines_dropped_total {}",
+            crate::logging::dropped_total()
+        );
+        out.push_str(
             "# HELP lock_requests_refused_total Requests refused for their credentials (401, 403).\n",
         );
         out.push_str("# TYPE lock_requests_refused_total counter\n");
