@@ -255,7 +255,8 @@ async fn sse(
     }
     state.metrics.count_events_sent(first.len() as u64);
     tokio::spawn(pump(state, key, sub, tx, skip, slot));
-    let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text(" keep-alive");
+    // axum writes a comment as `: <text>`.
+    let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive");
     Ok(Sse::new(Events(rx)).keep_alive(keep_alive).into_response())
 }
 
