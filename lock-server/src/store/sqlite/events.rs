@@ -204,3 +204,89 @@ pub(super) fn forget_unwatched(db: &mut Db) {
         .last_waiters
         .retain(|key, _| feeds.is_watched(key));
 }
+
+#[cfg(test)]
+mod tests {
+    use lock_api::{EventKind, HoldKind};
+
+    use crate::store::feeds::{FeedItem, Start};
+    use crate::store::sqlite::{SqliteOptions, SqliteStore};
+    use crate::store::{AcquireCall, Acquired, NewSession, SessionRef, Store};
+
+    fn store(dir: &std::path::Path) -> std::sync::Arc<SqliteStore> {
+        let boot_id = dir.join("boot_id");
+        std::fs::write(&boot_id, "boot\n").unwrap();
+        SqliteStore::open(&SqliteOptions {
+            data_dir: dir.to_path_buf(),
+            boot_id_path: boot_id,
+            unclean_holdback_millis: 0,
+            feed_limits: Default::default(),
+        })
+        .unwrap()
+    }
+
+    fn call<'a>(key: &'a str, session_id: &'a str, value: Option<&'a str>) -> AcquireCall<'a> {
+        AcquireCall {
+            key,
+            session_id,
+            client: None,
+            ttl_millis: 10_000,
+            hold: HoldKind::Exclusive,
+            value,
+            queue: None,
+        }
+    }
+
+    /// A watched key's changes arrive in commit order at positions after the state read that
+    /// preceded them; an unwatched key's change is published nowhere and costs no event.
+    #[tokio::test]
+    async fn watched_changes_come_in_order_after_the_state_they_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let session = store
+            .open_session(NewSession::with_ttl(60_000))
+            .await
+            .unwrap()
+            .session_id;
+        let mut sub = store.watch("k", None).await.unwrap();
+        assert!(matches!(sub.start, Start::Snapshot));
+        let (state, at) = store.watch_state("k").await.unwrap();
+        assert!(state.holders.is_empty());
+        store.acquire(call("other", &session, None)).await.unwrap();
+        let Acquired::Granted(grant) = store.acquire(call("k", &session, Some("v"))).await.unwrap()
+        else {
+            panic!("a free key is granted");
+        };
+        let token = grant.grant.fencing_token;
+        let who = SessionRef::new(&session, None);
+        store.proclaim("k", who, token, "w").await.unwrap();
+        store.release("k", token).await.unwrap();
+        let mut seen = Vec::new();
+        while let Ok(FeedItem::Event(pos, event)) = sub.live.try_recv() {
+            assert!(pos > at, "after the state read");
+            seen.push((pos, event.kind, event.value.clone()));
+        }
+        let kinds: Vec<_> = seen.iter().map(|(_, k, v)| (*k, v.clone())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (EventKind::Granted, Some("v".to_string())),
+                (EventKind::Proclaimed, Some("w".to_string())),
+                (EventKind::Released, None),
+            ]
+        );
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "positions grow");
+        assert!(!store.feeds().is_watched("other"));
+        // A resume from the first event gets the two after it, complete.
+        let first = store.feeds().id(seen[0].0);
+        let resumed = store.watch("k", Some(&first)).await.unwrap();
+        let Start::Backlog(backlog) = resumed.start else {
+            panic!("a resume within the window is a backlog");
+        };
+        assert_eq!(backlog.len(), 2);
+        // A refused L9 (another token) publishes nothing.
+        assert!(store.proclaim("k", who, token, "x").await.is_err());
+        assert!(sub.live.try_recv().is_err());
+        store.close().await.unwrap();
+    }
+}
