@@ -28,13 +28,16 @@ fn a_short_partition_run_has_no_violations() {
     });
     let r = &outcome.report;
     println!(
-        "operations {}, grants {} ({} shared; per replica {:?}; during faults {}), ledger {:?}, faults {:?}, violations {}",
+        "operations {}, acquires {}, grants {} ({} shared; per replica {:?}; during faults {}), ledger {:?}, L7 samples {}, worst overrun {} ms, faults {:?}, violations {}",
         r.operations(),
+        r.acquires,
         r.grants,
         r.shared_grants,
         outcome.grants_per_replica,
         outcome.grants_during_faults,
         r.ledger_writes,
+        r.samples,
+        r.worst_budget_overrun_micros / 1_000,
         r.faults,
         r.violations.len()
     );
