@@ -189,14 +189,15 @@ pub fn run(config: &PartitionConfig) -> std::io::Result<PartitionOutcome> {
     let mut rng = StdRng::seed_from_u64(chaos.seed);
     let mut children = spawn_contenders(chaos, &contender_binary(), &urls, &keys, &mut rng)?;
     let started = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let samplers = ["sampler-r0.jsonl", "sampler-r1.jsonl"];
-    let sampler_threads = [("sampler-r0", 0), ("sampler-r1", 1)]
-        .into_iter()
-        .map(|(name, r)| {
-            let out = chaos.out_dir.join(samplers[r]);
+    // Set on every way out (an error below too), so the samplers always stop.
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let sampler_threads = SAMPLERS
+        .iter()
+        .zip(&urls)
+        .map(|(name, url)| {
+            let out = chaos.out_dir.join(format!("{name}.jsonl"));
             let keys = chaos.lock_keys(&keys);
-            spawn_sampler(urls[r].clone(), name, keys, &out, stop.clone())
+            spawn_sampler(url.clone(), name, keys, &out, stop.0.clone())
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     let mut injector = Injector {
@@ -215,7 +216,7 @@ pub fn run(config: &PartitionConfig) -> std::io::Result<PartitionOutcome> {
     drop(injector);
     result.and(ended)?;
     wait_for_contenders(&mut children, chaos.duration + Duration::from_secs(60));
-    stop.store(true, Ordering::SeqCst);
+    drop(stop);
     for t in sampler_threads {
         let _ = t.join();
     }
@@ -223,7 +224,9 @@ pub fn run(config: &PartitionConfig) -> std::io::Result<PartitionOutcome> {
     snapshot_with_retries(&urls[0], &chaos.ledgers(&keys), &chaos.out_dir)?;
     drop(cluster);
 
-    let merged = merge(&chaos.out_dir, &children, &samplers)?;
+    let sampler_files = SAMPLERS.map(|name| format!("{name}.jsonl"));
+    let sampler_files: Vec<&str> = sampler_files.iter().map(String::as_str).collect();
+    let merged = merge(&chaos.out_dir, &children, &sampler_files)?;
     let report = check(&merged, CheckerConfig::default());
     Ok(PartitionOutcome {
         report,
@@ -232,6 +235,18 @@ pub fn run(config: &PartitionConfig) -> std::io::Result<PartitionOutcome> {
         grants_during_faults: grants_during_faults(&merged),
         replica_peak_rss_kib: peak_rss,
     })
+}
+
+/// The L7 sampler of each replica (its process name; its history is `<name>.jsonl`).
+const SAMPLERS: [&str; REPLICAS] = ["sampler-r0", "sampler-r1"];
+
+/// Stops the samplers when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// The ledger snapshot through replica 0, retried while the healed cluster settles.
