@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { FencedOutError, LockClient } from "lock-wasm";
 import { checkFenceRule, uniqueKey } from "../scenario/scenario.mjs";
-import { SCHEMA, appendEntry, fenceTerm, readLedger } from "./fenced-ledger.mjs";
+import { SCHEMA, appendEntry, fenceTerm, fencedTransaction, readLedger } from "./fenced-ledger.mjs";
 
 const MESSAGE_BOUND_MS = 150_000;
 const STOP_BOUND_MS = 30_000;
@@ -52,6 +52,51 @@ test("a refused write leaves nothing of its transaction behind", async () => {
   assert.deepEqual(await readLedger(db, election), [{ entry: "kept", writer: "new leader", term: 9 }]);
   assert.equal(await fenceTerm(db, election), 9);
 });
+
+test("a lower term that races a higher one's open transaction waits for its commit, then is refused", async () => {
+  const election = uniqueKey("election-race");
+  const newer = new pg.Client();
+  const older = new pg.Client();
+  await newer.connect();
+  await older.connect();
+  try {
+    let commit;
+    const gate = new Promise((resolve) => (commit = resolve));
+    let fenced;
+    const fenceTaken = new Promise((resolve) => (fenced = resolve));
+    // Term 11 takes the fence and holds its transaction open until the gate opens.
+    const newWrite = fencedTransaction(newer, election, 11, async (tx) => {
+      fenced();
+      await tx.query("INSERT INTO ledger_entries (election, entry, writer, term) VALUES ($1, 'new', 'newer', 11)", [election]);
+      await gate;
+    });
+    await fenceTaken;
+    // Term 10 blocks on the fence row's lock; it must not get past it before 11 commits.
+    let settled = false;
+    const oldWrite = appendEntry(older, election, 10, "older", "old").finally(() => (settled = true));
+    await waitUntilBlocked(older);
+    assert.equal(settled, false, "the lower term waits for the open transaction");
+    commit();
+    await newWrite;
+    await assert.rejects(oldWrite, FencedOutError);
+    assert.deepEqual(await readLedger(db, election), [{ entry: "new", writer: "newer", term: 11 }]);
+  } finally {
+    await newer.end();
+    await older.end();
+  }
+});
+
+// Waits until `client`'s backend waits for a lock (pg_stat_activity), within a bound.
+async function waitUntilBlocked(client) {
+  const pid = client.processID;
+  const until = Date.now() + STOP_BOUND_MS;
+  for (;;) {
+    const { rows } = await db.query("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [pid]);
+    if (rows[0]?.wait_event_type === "Lock") return;
+    if (Date.now() > until) assert.fail(`backend ${pid} never waited for a lock`);
+    await delay(10);
+  }
+}
 
 test("a frozen leader's late write is refused by the database; the new leader's stands", async () => {
   const election = uniqueKey("election/ledger-writer");
