@@ -83,7 +83,7 @@ pub const DEFAULT_TIMEOUT_MILLIS: u64 = 2_000;
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How to reach the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EtcdOptions {
     /// Client URLs of the members, e.g. `http://10.0.0.1:2379`; requests are balanced over
     /// the reachable ones.
@@ -92,6 +92,8 @@ pub struct EtcdOptions {
     pub prefix: String,
     /// Bound on every etcd request; past it the request is a 503 NOT_LEADER.
     pub timeout: Duration,
+    /// L8: the window, linger and caps of the keys' event feeds.
+    pub feed_limits: crate::store::feeds::FeedLimits,
 }
 
 impl EtcdOptions {
@@ -101,6 +103,7 @@ impl EtcdOptions {
             endpoints,
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MILLIS),
+            feed_limits: Default::default(),
         }
     }
 }
@@ -159,7 +162,7 @@ impl EtcdStore {
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
             holder_ids: Arc::new(OnceCell::new()),
-            watching: Arc::new(watch::Watching::default()),
+            watching: Arc::new(watch::Watching::new(options.feed_limits)),
         })
     }
 

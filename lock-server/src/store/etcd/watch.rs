@@ -62,6 +62,7 @@ const RETRY: Duration = Duration::from_millis(300);
 
 /// The store's side of L8: the feeds (made once the cluster id is known) and the hub.
 pub(super) struct Watching {
+    limits: FeedLimits,
     feeds: OnceLock<Feeds>,
     /// Answered by `feeds()` until the cluster id is known (no key has a feed then).
     unknown: Feeds,
@@ -71,19 +72,18 @@ pub(super) struct Watching {
     next_id: AtomicU64,
 }
 
-impl Default for Watching {
-    fn default() -> Self {
+impl Watching {
+    pub(super) fn new(limits: FeedLimits) -> Self {
         Watching {
+            limits,
             feeds: OnceLock::new(),
-            unknown: Feeds::new("unknown", FeedLimits::default()),
+            unknown: Feeds::new("unknown", limits),
             known: AtomicI64::new(0),
             hub: Mutex::new(None),
             next_id: AtomicU64::new(1),
         }
     }
-}
 
-impl Watching {
     pub(super) fn feeds(&self) -> &Feeds {
         self.feeds.get().unwrap_or(&self.unknown)
     }
@@ -140,7 +140,7 @@ impl EtcdStore {
         Ok(self
             .watching
             .feeds
-            .get_or_init(|| Feeds::new(format!("{cluster:x}"), FeedLimits::default())))
+            .get_or_init(|| Feeds::new(format!("{cluster:x}"), self.watching.limits)))
     }
 
     /// L8: a watcher of `key`; a key without a feed gets one, registered with the hub.
@@ -468,7 +468,9 @@ impl Hub {
         let mut stream: Option<WatchStream> = None;
         loop {
             if self.tracked.is_empty() {
+                // No watch without keys; the next key starts it afresh.
                 stream = None;
+                self.position = 0;
                 {
                     let mut hub = self.store.watching.hub();
                     if self.rx.is_empty() {
@@ -799,5 +801,175 @@ impl Hub {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lock_api::LockMode;
+
+    use super::*;
+
+    fn hold(session: &str, token: Option<u64>, value: Option<&str>) -> LockRecord {
+        LockRecord {
+            key: "k".into(),
+            session_id: session.into(),
+            ttl_millis: 1_000,
+            mode: LockMode::Exclusive,
+            limit: None,
+            deadline_ms: 5_000,
+            session_deadline_ms: 9_000,
+            owner: None,
+            token,
+            claim_by_ms: None,
+            value: value.map(str::to_owned),
+        }
+    }
+
+    fn ticket(session: &str) -> TicketRecord {
+        TicketRecord {
+            session_id: session.into(),
+            ttl_millis: 1_000,
+            mode: LockMode::Exclusive,
+            limit: None,
+            open_until_ms: u64::MAX / 2,
+            grace_millis: 1_000,
+            value: Some("w".into()),
+        }
+    }
+
+    fn put(session: &str, token: u64, record: LockRecord) -> Change {
+        Change::HoldPut {
+            session: session.into(),
+            token,
+            record,
+        }
+    }
+
+    fn run(
+        track: &mut KeyTrack,
+        changes: Vec<Change>,
+        causes: &Causes,
+    ) -> Vec<(EventKind, Option<u64>, u32)> {
+        let ids = HolderIds::new([7; 32]);
+        translate("k", track, changes, causes, &ids, 1_000)
+            .into_iter()
+            .map(|e| (e.kind, e.fencing_token, e.waiter_count))
+            .collect()
+    }
+
+    #[test]
+    fn a_revision_ends_holds_before_it_grants_and_names_each_cause() {
+        let mut track = KeyTrack::default();
+        let none = Causes::default();
+        assert_eq!(
+            run(
+                &mut track,
+                vec![put("a", 10, hold("a", None, Some("v")))],
+                &none
+            ),
+            vec![(EventKind::Granted, Some(10), 0)]
+        );
+        assert_eq!(
+            run(
+                &mut track,
+                vec![Change::TicketPut {
+                    session: "b".into(),
+                    record: ticket("b")
+                }],
+                &none
+            ),
+            vec![(EventKind::Waiters, None, 1)]
+        );
+        // A heartbeat's rewrite says nothing; a value change is `proclaimed`.
+        assert!(run(
+            &mut track,
+            vec![put("a", 10, hold("a", None, Some("v")))],
+            &none
+        )
+        .is_empty());
+        assert_eq!(
+            run(
+                &mut track,
+                vec![put("a", 10, hold("a", None, Some("v2")))],
+                &none
+            ),
+            vec![(EventKind::Proclaimed, Some(10), 1)]
+        );
+        // The hand-off writes the new hold before it deletes the old one; events still come
+        // in token order, with the marker naming the release.
+        let mut released = Causes::default();
+        released.by_marker.insert(
+            "a".into(),
+            CauseRecord {
+                cause: EndCause::Released,
+                at_ms: 900,
+            },
+        );
+        let changes = vec![
+            Change::TicketDeleted {
+                session: "b".into(),
+            },
+            put("b", 11, hold("b", Some(11), Some("w"))),
+            Change::HoldDeleted {
+                session: "a".into(),
+            },
+        ];
+        assert_eq!(
+            run(&mut track, changes, &released),
+            vec![
+                (EventKind::Released, Some(10), 0),
+                (EventKind::HandedOff, Some(11), 0)
+            ]
+        );
+        // Deleted without a marker: expired; with a closing marker: released; R1: revoked.
+        assert_eq!(
+            run(
+                &mut track,
+                vec![Change::HoldDeleted {
+                    session: "b".into()
+                }],
+                &none
+            ),
+            vec![(EventKind::Expired, Some(11), 0)]
+        );
+        run(&mut track, vec![put("c", 12, hold("c", None, None))], &none);
+        let mut closing = Causes::default();
+        closing.closing.insert(
+            "c".into(),
+            CauseRecord {
+                cause: EndCause::Released,
+                at_ms: 900,
+            },
+        );
+        assert_eq!(
+            run(
+                &mut track,
+                vec![Change::HoldDeleted {
+                    session: "c".into()
+                }],
+                &closing
+            ),
+            vec![(EventKind::Released, Some(12), 0)]
+        );
+        run(&mut track, vec![put("d", 13, hold("d", None, None))], &none);
+        let mut revoked = Causes::default();
+        revoked.by_marker.insert(
+            "d".into(),
+            CauseRecord {
+                cause: EndCause::Revoked,
+                at_ms: 900,
+            },
+        );
+        assert_eq!(
+            run(
+                &mut track,
+                vec![Change::HoldDeleted {
+                    session: "d".into()
+                }],
+                &revoked
+            ),
+            vec![(EventKind::Revoked, Some(13), 0)]
+        );
     }
 }
