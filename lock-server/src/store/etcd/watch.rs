@@ -397,26 +397,40 @@ pub(super) fn translate(
     for list in [&mut ended, &mut begun, &mut proclaimed] {
         list.sort_by_key(|(token, ..)| *token);
     }
+    // Each event carries the live tickets right after it: a hand-off takes its ticket out of
+    // the queue, so the events before it still count that ticket.
+    let handoffs = begun
+        .iter()
+        .filter(|(.., kind, _)| *kind == EventKind::HandedOff)
+        .count() as u32;
+    let mut count = waiters + handoffs;
     let mut events: Vec<WatchEvent> = ended
         .into_iter()
         .chain(begun)
         .chain(proclaimed)
-        .map(|(token, record, kind, at)| WatchEvent {
-            id: String::new(),
-            kind,
-            key: key.to_owned(),
-            at_millis: at,
-            fencing_token: Some(token),
-            holder_id: Some(holder_ids.of(&record.session_id)),
-            owner: record.owner.clone(),
-            mode: Some(record.mode),
-            limit: record.limit,
-            value: match kind {
-                EventKind::Granted | EventKind::HandedOff | EventKind::Proclaimed => record.value,
-                _ => None,
-            },
-            waiter_count: waiters,
-            state: None,
+        .map(|(token, record, kind, at)| {
+            if kind == EventKind::HandedOff {
+                count = count.saturating_sub(1);
+            }
+            WatchEvent {
+                id: String::new(),
+                kind,
+                key: key.to_owned(),
+                at_millis: at,
+                fencing_token: Some(token),
+                holder_id: Some(holder_ids.of(&record.session_id)),
+                owner: record.owner.clone(),
+                mode: Some(record.mode),
+                limit: record.limit,
+                value: match kind {
+                    EventKind::Granted | EventKind::HandedOff | EventKind::Proclaimed => {
+                        record.value
+                    }
+                    _ => None,
+                },
+                waiter_count: count,
+                state: None,
+            }
         })
         .collect();
     if events.is_empty() && changed {
@@ -918,7 +932,7 @@ mod tests {
         assert_eq!(
             run(&mut track, changes, &released),
             vec![
-                (EventKind::Released, Some(10), 0),
+                (EventKind::Released, Some(10), 1),
                 (EventKind::HandedOff, Some(11), 0)
             ]
         );
