@@ -393,3 +393,41 @@ async fn a_resume_from_compacted_history_is_a_reset_then_live_again() {
         Some(t2)
     );
 }
+
+/// etcd restarts under a watch: the replica's watch breaks, is opened again from the last
+/// revision it received, and what changed while it was down (through the other replica) and
+/// after arrives in order, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_outlives_an_etcd_restart() {
+    let mut etcd = EtcdCluster::single();
+    let (a, b) = (store_on(&etcd, "/w4/").await, store_on(&etcd, "/w4/").await);
+    let key = "k";
+    let mut w = Watcher::now(&a, key).await;
+    let s1 = open(&b, 30_000).await;
+    let t1 = grant(&b, key, &s1, Some("before")).await;
+    assert_eq!(w.expect(EventKind::Granted).await.fencing_token, Some(t1));
+
+    let restart = tokio::task::spawn_blocking(move || {
+        etcd.restart(0);
+        etcd
+    });
+    let etcd = restart.await.unwrap();
+    // The first requests after the restart may find the old connection broken.
+    let mut proclaimed = false;
+    for _ in 0..50 {
+        if b.proclaim(key, SessionRef::new(&s1, None), t1, "after")
+            .await
+            .is_ok()
+        {
+            proclaimed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(proclaimed, "etcd back");
+    let e = w.expect(EventKind::Proclaimed).await;
+    assert_eq!(e.value.as_deref(), Some("after"));
+    b.release(key, t1).await.unwrap();
+    assert_eq!(w.expect(EventKind::Released).await.fencing_token, Some(t1));
+    drop(etcd);
+}
