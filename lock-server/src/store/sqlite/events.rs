@@ -5,26 +5,12 @@
 //! recorded, and dropped with a batch that rolls back. A key without a feed costs one lookup
 //! in the feeds' map and nothing else: no owner, no waiter count is read for it.
 
-use std::collections::HashMap;
-
 use lock_api::{EventKind, HoldKind, WatchEvent};
 use rusqlite::OptionalExtension;
 
-use super::db::{sql, Db};
-use super::locks::live_ticket_count;
-use crate::store::feeds::{Feeds, Pos};
+use super::db::{sql, Db, Pending};
+use crate::store::feeds::Feeds;
 use crate::store::StoreError;
-
-/// What the writer thread keeps between a change and its publication.
-#[derive(Default)]
-pub(super) struct Pending {
-    /// Recorded in this batch, in order.
-    events: Vec<(String, Pos, WatchEvent)>,
-    /// Watched keys whose tickets changed in the current job.
-    touched: Vec<String>,
-    /// The `waiterCount` watchers of a key last saw (its latest event or state read).
-    last_waiters: HashMap<String, u32>,
-}
 
 /// The hold an event is about.
 pub(super) struct HoldFacts<'a> {
@@ -47,7 +33,7 @@ pub(super) fn record(
     if !db.feeds.is_watched(key) {
         return Ok(());
     }
-    let waiter_count = live_ticket_count(db, key)?;
+    let waiter_count = db.live_ticket_count(key)?;
     let pos = db.feeds.next_pos();
     let with_value = kind.is_grant() || kind == EventKind::Proclaimed;
     let event = WatchEvent {
@@ -183,7 +169,7 @@ pub(super) fn finish_job(db: &mut Db) -> Result<(), StoreError> {
         if !db.feeds.is_watched(&key) {
             continue;
         }
-        let now = live_ticket_count(db, &key)?;
+        let now = db.live_ticket_count(&key)?;
         if db.events.last_waiters.get(&key) != Some(&now) {
             record(db, &key, EventKind::Waiters, None)?;
         }
