@@ -34,9 +34,10 @@ use crate::session::{LockClient, LockClientSession};
 use crate::transport::Transport;
 
 use super::abort::Aborted;
+use super::election::{leader_js, RawLeadership, RawStream};
 use super::events::JsEvents;
 use super::js_error::to_js;
-use super::options::{self, AcquireOptions, ClientOptions, SessionOptions};
+use super::options::{self, AcquireOptions, CampaignOptions, ClientOptions, SessionOptions};
 use super::timer::epoch_millis;
 use super::trace_context::{CallScope, KeyCallKind, TraceContexts};
 use super::{CryptoRngSource, FetchTransport, JsClock, LocalSpawner};
@@ -146,6 +147,45 @@ impl RawClient {
                     "defaults.requestTimeoutMs",
                 )?,
             },
+        })
+    }
+
+    /// A core client over this client's seams, for the calls that need no session (L7, L8).
+    fn sessionless(&self) -> LockClient {
+        let runtime = &self.defaults.runtime;
+        LockClient::new(
+            runtime.transport.clone(),
+            runtime.clock.clone(),
+            Arc::new(LocalSpawner),
+            runtime.rng.clone(),
+        )
+        .with_config(ClientConfig {
+            request_timeout: self.defaults.request_timeout,
+            ..ClientConfig::default()
+        })
+    }
+
+    /// `key`'s events (L8) from a snapshot, or after the event `after`. Throws
+    /// VALIDATION_FAILED for a bad key.
+    pub fn watch(&self, key: String, after: Option<String>) -> Result<RawStream, JsValue> {
+        checked_key(&key)?;
+        Ok(RawStream::events(
+            self.sessionless().watch_after(&key, after),
+        ))
+    }
+
+    /// The leader of `election` after every change, deduplicated.
+    pub fn observe(&self, election: String) -> Result<RawStream, JsValue> {
+        checked_key(&election)?;
+        Ok(RawStream::leaders(self.sessionless().observe(&election)))
+    }
+
+    /// Resolves the leader of `election` now (L7): `{ value, term, holderId }` or `null`.
+    pub fn leader(&self, election: String) -> js_sys::Promise {
+        let client = self.sessionless();
+        future_to_promise(async move {
+            let leader = client.leader(&election).await.map_err(|e| to_js(&e))?;
+            Ok(leader_js(leader.as_ref()))
         })
     }
 
@@ -284,6 +324,42 @@ impl RawSession {
         })
     }
 
+    /// Campaigns in `election` until elected (no budget); resolves a `RawLeadership`;
+    /// rejects with the signal's reason when `signal` aborts first.
+    pub fn campaign(
+        &self,
+        election: String,
+        options: JsValue,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> js_sys::Promise {
+        let session = self.session.clone();
+        let runtime = self.defaults.runtime.clone();
+        let parsed = CampaignOptions::parse(options).and_then(|o| {
+            let ttl = options::lock_ttl(o.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
+            Ok(crate::election::CampaignOptions {
+                value: o.value,
+                ttl: Some(ttl),
+            })
+        });
+        future_to_promise(async move {
+            let options = parsed.map_err(|e| to_js(&e))?;
+            let campaign = Box::pin(session.campaign(&election, options));
+            let won = match signal {
+                None => campaign.await,
+                Some(signal) => match select(campaign, Box::pin(Aborted::new(signal))).await {
+                    Either::Left((won, _)) => won,
+                    Either::Right((reason, _)) => return Err(reason),
+                },
+            };
+            let leadership = won.map_err(|e| to_js(&e))?;
+            let handle = RawHandle {
+                handle: leadership.handle().clone(),
+                runtime,
+            };
+            Ok(RawLeadership::new(leadership, handle).into())
+        })
+    }
+
     fn acquire_settings(
         &self,
         options: JsValue,
@@ -328,6 +404,12 @@ impl RawSession {
             Ok(JsValue::UNDEFINED)
         })
     }
+}
+
+/// VALIDATION_FAILED on `key` for a key the contract refuses.
+fn checked_key(key: &str) -> Result<(), JsValue> {
+    lock_api::limits::validate_key(key)
+        .map_err(|e| to_js(&LockError::validation("key", e.to_string())))
 }
 
 /// `object[name]` when it is a string.
