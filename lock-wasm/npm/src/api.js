@@ -375,7 +375,7 @@ class Session {
     if (typeof election !== "string") throw invalid("election", "must be a string");
     signal?.throwIfAborted?.();
     const raw = await call(this.#raw.campaign(election, rest, signal));
-    const handle = this.#wrap(raw.takeHandle());
+    const handle = this.#wrap(raw.handle);
     return new Leadership(raw, handle, rest.value);
   }
   /**

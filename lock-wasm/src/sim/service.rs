@@ -63,6 +63,9 @@ pub struct Faults {
     /// A shared L4 of a key held shared is granted past queued tickets (a reader-preferring
     /// lock: a stream of readers starves a queued writer).
     pub readers_barge: bool,
+    /// A key's token counter restarts when the key is freed (a server that forgets a key's
+    /// last token with its row): a later holder, a later leader, gets an old token again.
+    pub forget_tokens: bool,
 }
 
 /// The modelled server. Cheap to clone; clones share state.
@@ -91,6 +94,8 @@ struct ServiceState {
     out_of_order: Vec<String>,
     /// Kept only when asked for ([`SimService::recording_history`]).
     history: Option<History>,
+    /// The planted `forget_tokens` fault (see [`Faults`]).
+    forget_tokens: bool,
     /// The L8 events of every key.
     feeds: Feeds,
 }
@@ -179,6 +184,9 @@ impl ServiceState {
         *holds = kept;
         if holds.is_empty() {
             self.locks.remove(key);
+            if self.forget_tokens {
+                self.last_token.remove(key);
+            }
         }
         let tokens: Vec<u64> = ended.iter().map(|l| l.token).collect();
         for lock in &ended {
@@ -296,10 +304,14 @@ fn error(body: ErrorBody) -> TransportError {
 impl SimService {
     /// An empty server on `clock`.
     pub fn new(clock: ManualClock, faults: Faults) -> Self {
+        let state = ServiceState {
+            forget_tokens: faults.forget_tokens,
+            ..ServiceState::default()
+        };
         SimService {
             clock,
             faults,
-            state: Arc::default(),
+            state: Arc::new(Mutex::new(state)),
             handed: Notify::default(),
         }
     }

@@ -421,6 +421,7 @@ fn text_field(object: &js_sys::Object, name: &str) -> Option<String> {
 
 /// A granted lock.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct RawHandle {
     handle: LockHandle,
     runtime: Runtime,

@@ -10,6 +10,7 @@
 // Arcs of !Send JS-backed values are fine here: wasm32 has one thread.
 #![allow(clippy::arc_with_non_send_sync)]
 
+use std::cell::RefCell;
 use std::pin::Pin;
 use std::rc::Rc;
 
@@ -29,10 +30,12 @@ use super::js_error::to_js;
 /// The items of a stream as JS values.
 type JsStream = Pin<Box<dyn Stream<Item = Result<JsValue, LockError>>>>;
 
-/// A watch's events or an observe's leaders, one `next()` at a time.
+/// A watch's events or an observe's leaders, one `next()` at a time (the JS iterator never
+/// asks twice at once): each `next()` takes the stream for its wait and puts it back, so an
+/// aborted wait drops it, which ends the stream and its poll in flight.
 #[wasm_bindgen]
 pub struct RawStream {
-    stream: Rc<futures::lock::Mutex<JsStream>>,
+    stream: Rc<RefCell<Option<JsStream>>>,
 }
 
 impl RawStream {
@@ -50,7 +53,7 @@ impl RawStream {
 
     fn over(stream: JsStream) -> RawStream {
         RawStream {
-            stream: Rc::new(futures::lock::Mutex::new(stream)),
+            stream: Rc::new(RefCell::new(Some(stream))),
         }
     }
 }
@@ -58,14 +61,19 @@ impl RawStream {
 #[wasm_bindgen]
 impl RawStream {
     /// Resolves the next item, or `undefined` once the stream ended; rejects with its error
-    /// (which ends it), or with the signal's reason when `signal` aborts first (dropping the
-    /// wait; the poll in flight ends when the stream is freed).
+    /// (which ends it), or with the signal's reason when `signal` aborts first (which drops
+    /// the stream and the poll in flight: it has ended).
     pub fn next(&self, signal: Option<web_sys::AbortSignal>) -> js_sys::Promise {
-        let stream = self.stream.clone();
+        let slot = self.stream.clone();
+        let taken = slot.borrow_mut().take();
         future_to_promise(async move {
+            let Some(mut stream) = taken else {
+                return Ok(JsValue::UNDEFINED);
+            };
             let next = Box::pin(async move {
-                let mut stream = stream.lock().await;
-                stream.next().await
+                let item = stream.next().await;
+                *slot.borrow_mut() = Some(stream);
+                item
             });
             let item = match signal {
                 None => next.await,
@@ -87,24 +95,21 @@ impl RawStream {
 #[wasm_bindgen]
 pub struct RawLeadership {
     leadership: Leadership,
-    handle: Option<RawHandle>,
+    handle: RawHandle,
 }
 
 impl RawLeadership {
     pub(crate) fn new(leadership: Leadership, handle: RawHandle) -> RawLeadership {
-        RawLeadership {
-            leadership,
-            handle: Some(handle),
-        }
+        RawLeadership { leadership, handle }
     }
 }
 
 #[wasm_bindgen]
 impl RawLeadership {
-    /// The grant's handle (taken once, by the JS layer's `Leadership`).
-    #[wasm_bindgen(js_name = takeHandle)]
-    pub fn take_handle(&mut self) -> Option<RawHandle> {
-        self.handle.take()
+    /// The grant's handle (read once, by the JS layer's `Leadership`).
+    #[wasm_bindgen(getter)]
+    pub fn handle(&self) -> RawHandle {
+        self.handle.clone()
     }
 
     /// L9; rejects with LOCK_LOST without sending anything once the handle is lost or
@@ -119,8 +124,7 @@ impl RawLeadership {
 }
 
 /// Sets `name` on `object` when `value` is a value.
-fn set(object: &js_sys::Object, name: &str, value: impl Into<JsValue>) {
-    let value = value.into();
+fn set(object: &js_sys::Object, name: &str, value: JsValue) {
     if !value.is_undefined() {
         let _ = js_sys::Reflect::set(object, &JsValue::from_str(name), &value);
     }
@@ -129,17 +133,21 @@ fn set(object: &js_sys::Object, name: &str, value: impl Into<JsValue>) {
 /// An L8 event as the wire's JSON object (absent fields left out).
 fn event_js(e: &WatchEvent) -> JsValue {
     let o = js_sys::Object::new();
-    set(&o, "id", e.id.as_str());
-    set(&o, "kind", e.kind.as_str());
-    set(&o, "key", e.key.as_str());
-    set(&o, "atMillis", e.at_millis as f64);
-    set(&o, "fencingToken", e.fencing_token.map(|t| t as f64));
-    set(&o, "holderId", e.holder_id.as_deref());
-    set(&o, "owner", e.owner.as_deref());
-    set(&o, "mode", e.mode.map(|m| m.as_str()));
-    set(&o, "limit", e.limit);
-    set(&o, "value", e.value.as_deref());
-    set(&o, "waiterCount", e.waiter_count);
+    set(&o, "id", JsValue::from(e.id.as_str()));
+    set(&o, "kind", JsValue::from(e.kind.as_str()));
+    set(&o, "key", JsValue::from(e.key.as_str()));
+    set(&o, "atMillis", JsValue::from(e.at_millis as f64));
+    set(
+        &o,
+        "fencingToken",
+        JsValue::from(e.fencing_token.map(|t| t as f64)),
+    );
+    set(&o, "holderId", JsValue::from(e.holder_id.as_deref()));
+    set(&o, "owner", JsValue::from(e.owner.as_deref()));
+    set(&o, "mode", JsValue::from(e.mode.map(|m| m.as_str())));
+    set(&o, "limit", JsValue::from(e.limit));
+    set(&o, "value", JsValue::from(e.value.as_deref()));
+    set(&o, "waiterCount", JsValue::from(e.waiter_count));
     if let Some(state) = &e.state {
         set(&o, "state", state_js(state));
     }
@@ -149,7 +157,7 @@ fn event_js(e: &WatchEvent) -> JsValue {
 /// L7's answer as its JSON object.
 fn state_js(s: &LockState) -> JsValue {
     let o = js_sys::Object::new();
-    set(&o, "key", s.key.as_str());
+    set(&o, "key", JsValue::from(s.key.as_str()));
     set(
         &o,
         "mode",
@@ -161,23 +169,27 @@ fn state_js(s: &LockState) -> JsValue {
         s.holder.as_ref().map_or(JsValue::NULL, holder_js),
     );
     let holders: js_sys::Array = s.holders.iter().map(holder_js).collect();
-    set(&o, "holders", holders);
+    set(&o, "holders", holders.into());
     set(&o, "limit", s.limit.map_or(JsValue::NULL, JsValue::from));
-    set(&o, "waiterCount", s.waiter_count);
+    set(&o, "waiterCount", JsValue::from(s.waiter_count));
     o.into()
 }
 
 fn holder_js(h: &Holder) -> JsValue {
     let o = js_sys::Object::new();
-    set(&o, "holderId", h.holder_id.as_str());
+    set(&o, "holderId", JsValue::from(h.holder_id.as_str()));
     set(
         &o,
         "owner",
         h.owner.as_deref().map_or(JsValue::NULL, JsValue::from),
     );
-    set(&o, "fencingToken", h.fencing_token as f64);
-    set(&o, "remainingMillis", h.remaining_millis as f64);
-    set(&o, "value", h.value.as_deref());
+    set(&o, "fencingToken", JsValue::from(h.fencing_token as f64));
+    set(
+        &o,
+        "remainingMillis",
+        JsValue::from(h.remaining_millis as f64),
+    );
+    set(&o, "value", JsValue::from(h.value.as_deref()));
     o.into()
 }
 
@@ -192,7 +204,7 @@ pub(crate) fn leader_js(leader: Option<&Leader>) -> JsValue {
         "value",
         l.value.as_deref().map_or(JsValue::NULL, JsValue::from),
     );
-    set(&o, "term", l.term as f64);
-    set(&o, "holderId", l.holder_id.as_str());
+    set(&o, "term", JsValue::from(l.term as f64));
+    set(&o, "holderId", JsValue::from(l.holder_id.as_str()));
     o.into()
 }
