@@ -66,6 +66,14 @@ impl From<StoreError> for ApiError {
                 body.retry_after_millis = Some(CONTENTION_RETRY_AFTER_MS);
                 ApiError(Box::new(body))
             }
+            StoreError::TooManyWatchers => {
+                let mut body = ErrorBody::new(
+                    ErrorCode::ContentionExceeded,
+                    "too many watchers of this key",
+                );
+                body.retry_after_millis = Some(CONTENTION_RETRY_AFTER_MS);
+                ApiError(Box::new(body))
+            }
             StoreError::FencedOut { highest } => {
                 let mut body = ErrorBody::new(
                     ErrorCode::FencedOut,

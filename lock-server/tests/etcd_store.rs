@@ -66,6 +66,7 @@ fn ask<'a>(
     queue: Option<Queueing>,
 ) -> AcquireCall<'a> {
     AcquireCall {
+        value: None,
         key,
         session_id,
         client,

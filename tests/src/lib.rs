@@ -18,6 +18,9 @@
 //!   every backend (and several etcd replicas) runs the same checks.
 //! - [`shared_holds`]: shared holds (read-write locks, semaphores) on the same queue, as
 //!   functions over the replicas of one deployment, like [`queue`].
+//! - [`watch`]: L8 (a key's events, SSE and long poll) and L9 (a hold's value), as functions
+//!   over a watching and a changing endpoint of one deployment, so every backend (and two
+//!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
@@ -33,6 +36,7 @@ pub mod queue;
 pub mod raw_h2;
 pub mod shared_holds;
 pub mod tls;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,12 +70,20 @@ pub struct ServerOptions {
     pub env: Vec<(String, String)>,
     /// Plain HTTP (default) or TLS.
     pub tls: Tls,
+    /// Restarts listen on the first start's port (a client with a fixed URL follows).
+    pub keep_port: bool,
 }
 
 impl ServerOptions {
     /// Defaults: sqlite backend, no admin token.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Restarts keep the first start's port.
+    pub fn keep_port(mut self) -> Self {
+        self.keep_port = true;
+        self
     }
 
     /// Sets the admin bearer token.
@@ -134,6 +146,9 @@ impl TestServer {
         launch = launch.args(options.extra_args.iter().cloned());
         for (key, value) in &options.env {
             launch = launch.env(key.as_str(), value.as_str());
+        }
+        if options.keep_port {
+            launch = launch.keep_port();
         }
         let process = launch.start().unwrap_or_else(|e| panic!("{e}"));
         TestServer {

@@ -14,6 +14,7 @@
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
+pub mod feeds;
 pub mod holder_id;
 pub mod holds;
 pub mod lease;
@@ -32,6 +33,7 @@ use lock_api::{
 #[cfg(feature = "etcd")]
 pub mod etcd;
 
+pub use self::feeds::Subscription;
 pub use self::queue::Queueing;
 
 /// How an L4 ended.
@@ -127,6 +129,9 @@ pub enum StoreError {
     /// 429 CONTENTION_EXCEEDED: the key's queue already holds as many tickets as its cap.
     #[error("the key's wait queue is full")]
     QueueFull,
+    /// 429 CONTENTION_EXCEEDED: the key already has as many watchers as its cap (L8).
+    #[error("too many watchers of this key")]
+    TooManyWatchers,
     /// 503 NOT_LEADER: the backend cannot accept writes now (no quorum, unreachable, or
     /// grants held back after a start that may have lost writes). Retry-safe.
     #[error("store unavailable: {reason}")]
@@ -204,6 +209,8 @@ pub struct AcquireCall<'a> {
     pub ttl_millis: u64,
     /// Exclusive, or shared under a limit (validated).
     pub hold: HoldKind,
+    /// The hold's value (validated); `None` keeps the value a renewed hold has.
+    pub value: Option<&'a str>,
     /// `Some` when the request may wait in the key's queue.
     pub queue: Option<Queueing>,
 }
@@ -259,6 +266,30 @@ pub trait Store: Send + Sync + 'static {
     /// one hold with that token (then hands the key on as L6 does); returns the revoked
     /// tokens in order (empty when nothing live matched).
     async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError>;
+
+    /// L9: replaces the value of the hold `(key, fencing_token)` of `session`. A session that
+    /// does not hold the key with that token now: [`StoreError::LockLost`]; an unknown
+    /// session (or another client's): [`StoreError::SessionNotFound`]. Watchers get a
+    /// `proclaimed` event.
+    async fn proclaim(
+        &self,
+        key: &str,
+        session: SessionRef<'_>,
+        fencing_token: u64,
+        value: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The key's event feeds (ids, window, fan-out; see [`feeds`]).
+    fn feeds(&self) -> &feeds::Feeds;
+
+    /// L8: a watcher of `key` resuming after the event id `after` (`None`: from now, with a
+    /// snapshot). The backend starts publishing the key's changes into [`Store::feeds`] if it
+    /// was not already. [`StoreError::TooManyWatchers`] over the cap.
+    async fn watch(&self, key: &str, after: Option<&str>) -> Result<Subscription, StoreError>;
+
+    /// L8's `snapshot` and `reset`: the key now, and the position in the key's feed it is
+    /// exact at (a watcher skips the live events at or before it).
+    async fn watch_state(&self, key: &str) -> Result<(KeyState, feeds::Pos), StoreError>;
 
     /// Demo ledger: appends if the fencing `token` ≥ the highest token seen for `key`.
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError>;

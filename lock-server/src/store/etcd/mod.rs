@@ -120,6 +120,8 @@ pub struct EtcdStore {
     timeout: Duration,
     /// The deployment's holder-id key, once read (see [`EtcdStore::holder_ids`]).
     holder_ids: Arc<OnceCell<HolderIds>>,
+    /// L8: the key's event feeds.
+    feeds: crate::store::feeds::Feeds,
 }
 
 impl EtcdStore {
@@ -154,6 +156,7 @@ impl EtcdStore {
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
             holder_ids: Arc::new(OnceCell::new()),
+            feeds: crate::store::feeds::Feeds::new("placeholder", Default::default()),
         })
     }
 
@@ -340,6 +343,34 @@ const CAS_ATTEMPTS: usize = 16;
 
 #[async_trait]
 impl Store for EtcdStore {
+    async fn proclaim(
+        &self,
+        _key: &str,
+        _session: SessionRef<'_>,
+        _fencing_token: u64,
+        _value: &str,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Internal("proclaim: not built yet".into()))
+    }
+
+    fn feeds(&self) -> &crate::store::feeds::Feeds {
+        &self.feeds
+    }
+
+    async fn watch(
+        &self,
+        _key: &str,
+        _after: Option<&str>,
+    ) -> Result<crate::store::Subscription, StoreError> {
+        Err(StoreError::Internal("watch: not built yet".into()))
+    }
+
+    async fn watch_state(
+        &self,
+        _key: &str,
+    ) -> Result<(KeyState, crate::store::feeds::Pos), StoreError> {
+        Err(StoreError::Internal("watch: not built yet".into()))
+    }
     async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
         self.open(new.ttl_millis, new.owner, new.client).await
     }
