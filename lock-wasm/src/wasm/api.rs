@@ -1,4 +1,5 @@
-//! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`.
+//! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`,
+//! `RawLeadership` (and `RawStream` from `super::election`).
 //!
 //! A `RawClient` runs its sessions on a [`Runtime`]: the platform's (fetch, JS timers,
 //! crypto RNG) for `new RawClient(...)`, or the test kit's (`super::testkit`, feature
@@ -27,6 +28,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backoff::RngSource;
 use crate::clock::Clock;
 use crate::config::ClientConfig;
+use crate::election::Leadership;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::policy::PolicySettings;
@@ -34,7 +36,7 @@ use crate::session::{LockClient, LockClientSession};
 use crate::transport::Transport;
 
 use super::abort::Aborted;
-use super::election::{leader_js, RawLeadership, RawStream};
+use super::election::{leader_js, RawStream};
 use super::events::JsEvents;
 use super::js_error::to_js;
 use super::options::{self, AcquireOptions, CampaignOptions, ClientOptions, SessionOptions};
@@ -489,5 +491,37 @@ impl RawHandle {
     #[wasm_bindgen(getter)]
     pub fn deadline(&self) -> f64 {
         self.runtime.epoch_millis(self.handle.deadline())
+    }
+}
+
+/// A won election.
+#[wasm_bindgen]
+pub struct RawLeadership {
+    leadership: Leadership,
+    handle: RawHandle,
+}
+
+impl RawLeadership {
+    pub(crate) fn new(leadership: Leadership, handle: RawHandle) -> RawLeadership {
+        RawLeadership { leadership, handle }
+    }
+}
+
+#[wasm_bindgen]
+impl RawLeadership {
+    /// The grant's handle (read once, by the JS layer's `Leadership`).
+    #[wasm_bindgen(getter)]
+    pub fn handle(&self) -> RawHandle {
+        self.handle.clone()
+    }
+
+    /// L9; rejects with LOCK_LOST without sending anything once the handle is lost or
+    /// released.
+    pub fn proclaim(&self, value: String) -> js_sys::Promise {
+        let leadership = self.leadership.clone();
+        future_to_promise(async move {
+            leadership.proclaim(&value).await.map_err(|e| to_js(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 }

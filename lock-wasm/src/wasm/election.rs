@@ -1,6 +1,6 @@
 //! The JS face of watch and election: `RawStream` (a watch or an observe, one `next()` at a
-//! time, cancelled by an `AbortSignal`), `RawLeadership` (a won campaign: its handle and
-//! `proclaim`), and the events and leaders as plain JS objects.
+//! time, cancelled by an `AbortSignal`), and the events and leaders as plain JS objects
+//! (`RawLeadership`, a won campaign, is `api`'s, beside the `RawHandle` it carries).
 //!
 //! `lock-wasm/npm/src/api.js` wraps `RawStream` into an async iterator that ends cleanly on
 //! its signal or a `break`, and `RawLeadership` into `Leadership`. The rules (resume, the
@@ -20,11 +20,10 @@ use lock_api::{Holder, LockState, WatchEvent};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use crate::election::{Leader, Leadership};
+use crate::election::Leader;
 use crate::error::LockError;
 
 use super::abort::Aborted;
-use super::api::RawHandle;
 use super::js_error::to_js;
 
 /// The items of a stream as JS values.
@@ -87,38 +86,6 @@ impl RawStream {
                 Some(Ok(value)) => Ok(value),
                 Some(Err(e)) => Err(to_js(&e)),
             }
-        })
-    }
-}
-
-/// A won election.
-#[wasm_bindgen]
-pub struct RawLeadership {
-    leadership: Leadership,
-    handle: RawHandle,
-}
-
-impl RawLeadership {
-    pub(crate) fn new(leadership: Leadership, handle: RawHandle) -> RawLeadership {
-        RawLeadership { leadership, handle }
-    }
-}
-
-#[wasm_bindgen]
-impl RawLeadership {
-    /// The grant's handle (read once, by the JS layer's `Leadership`).
-    #[wasm_bindgen(getter)]
-    pub fn handle(&self) -> RawHandle {
-        self.handle.clone()
-    }
-
-    /// L9; rejects with LOCK_LOST without sending anything once the handle is lost or
-    /// released.
-    pub fn proclaim(&self, value: String) -> js_sys::Promise {
-        let leadership = self.leadership.clone();
-        future_to_promise(async move {
-            leadership.proclaim(&value).await.map_err(|e| to_js(&e))?;
-            Ok(JsValue::UNDEFINED)
         })
     }
 }

@@ -22,10 +22,10 @@
 //! - `options` (feature `wasm`): JS option objects → SDK settings, VALIDATION_FAILED naming
 //!   the field.
 //! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
-//! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
+//! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`,
+//!   `RawLeadership`.
 //! - `election` (feature `wasm`): the exported `RawStream` (a watch or an observe, `next()`
-//!   at a time, cancelled by an `AbortSignal`) and `RawLeadership`; events and leaders as JS
-//!   objects.
+//!   at a time, cancelled by an `AbortSignal`); events and leaders as JS objects.
 //! - `testkit` (feature `testkit`): `RawKit`, the in-process lock service on a manual clock
 //!   behind the npm package's `lock-wasm/testing` entry (a wasm module of its own).
 //!
