@@ -28,6 +28,10 @@ const REDIS_RELEASE: &str =
 /// Lock TTL every system is asked for, ms.
 const TTL_MILLIS: u64 = 10_000;
 
+/// Session TTL of the HTTP bench clients, ms: the longest the server allows (5 minutes),
+/// so a bench window never needs a heartbeat.
+pub const SESSION_TTL_MILLIS: u64 = lock_api::limits::TTL_MILLIS_MAX;
+
 /// Distinguishes keys of successive runs so no run sees another's leftovers.
 static RUN: AtomicU64 = AtomicU64::new(0);
 
@@ -122,16 +126,7 @@ impl Target {
     async fn connect(&self, key: String) -> Cycler {
         match self {
             Target::Http { base, http } => {
-                let opened: Value = http
-                    .post(format!("{base}{}", paths::SESSIONS))
-                    .json(&json!({"ttlMillis": 300_000}))
-                    .send()
-                    .await
-                    .expect("L1")
-                    .json()
-                    .await
-                    .expect("L1 body");
-                let session = opened["sessionId"].as_str().expect("sessionId").to_owned();
+                let session = open_session(http, base, SESSION_TTL_MILLIS).await;
                 Cycler::Http {
                     acquire_url: format!("{base}{}", paths::acquire(&key)),
                     release_url: format!("{base}{}", paths::release(&key)),
@@ -270,8 +265,23 @@ impl Cycler {
     }
 }
 
-/// L4 then L6 of the client's session; the L4's latency from `start`.
-async fn http_cycle(
+/// L1 at `base`: opens a session of `ttl_millis`; returns its id.
+pub async fn open_session(http: &reqwest::Client, base: &str, ttl_millis: u64) -> String {
+    let opened: Value = http
+        .post(format!("{base}{}", paths::SESSIONS))
+        .json(&json!({ "ttlMillis": ttl_millis }))
+        .send()
+        .await
+        .expect("L1")
+        .json()
+        .await
+        .expect("L1 body");
+    opened["sessionId"].as_str().expect("sessionId").to_owned()
+}
+
+/// L4 then L6 of the client's session; the L4's latency from `start`. Panics unless the L4
+/// is granted and the L6 answers 204: the caller owns the key.
+pub async fn http_cycle(
     start: Instant,
     http: &reqwest::Client,
     acquire_url: &str,

@@ -24,10 +24,12 @@
 //!   of their own, a writer's wait under a continuous read load, a semaphore's utilisation.
 //! - [`dashboard`]: the dashboard's sweep in the browser as `tests/browser/sweep.mjs` saves
 //!   it, to set beside the native sweep.
+//! - [`soak`]: the server memory soak: the release lock-server as a child process, a long
+//!   run of cycles, its RSS sampled (docs/RELIABILITY.md, "Server memory"; printed only).
 //! - [`sections`]: one module per measured section of the doc (and `quick`, printed only):
 //!   what it runs, its body and its summary rows.
 //! - `bin/bench.rs`: the command
-//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|shared|dashboard-sweep|record|quick`):
+//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|shared|dashboard-sweep|record|quick|soak`):
 //!   which part runs, a `match` on it.
 
 pub mod cycles;
@@ -41,6 +43,7 @@ pub mod output;
 pub mod queue_bench;
 pub mod sections;
 pub mod shared_bench;
+pub mod soak;
 pub mod stats;
 pub mod summary;
 pub mod systems;

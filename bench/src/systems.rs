@@ -1,5 +1,6 @@
 //! The compared systems, each started for the bench only on 127.0.0.1 and stopped when its
-//! guard drops: lock-server (SQLite or etcd backend, in this process), a trivial axum handler
+//! guard drops: lock-server (SQLite or etcd backend, in this process; or the release binary
+//! as a child process, for the memory soak), a trivial axum handler
 //! serving the same routes (the HTTP ceiling), a thin HTTP proxy over etcd (the ceiling of any
 //! HTTP service in front of etcd), `redis-server` in two persistence modes, and a single-node
 //! `etcd`.
@@ -182,6 +183,13 @@ pub struct Process {
     _dir: tempfile::TempDir,
 }
 
+impl Process {
+    /// Its process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -196,6 +204,29 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port()
+}
+
+/// Starts the lock-server binary at `binary` as a child process with the SQLite store in a
+/// temp dir, on a random 127.0.0.1 port; its logs go nowhere (stderr is kept, so a failed
+/// start says why).
+pub fn start_lock_server_process(binary: &Path) -> Process {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = Command::new(binary)
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", binary.display()));
+    wait_for_port(addr);
+    Process {
+        child,
+        addr,
+        _dir: dir,
+    }
 }
 
 /// Redis persistence mode.

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use bench::output::Output;
 use bench::sections::{self, dashboard_sweep, quick, sweep, sweep_log, Context, Section, Settings};
+use bench::soak::SoakSettings;
 use bench::summary::{self, SummaryRow};
 use clap::{Parser, ValueEnum};
 
@@ -36,6 +37,10 @@ enum Part {
     /// lock-server vs the trivial handler only, at `--clients`, printed, never written: the
     /// quick before/after check while profiling.
     Quick,
+    /// The server memory soak: the release lock-server as a child process, `--soak-cycles`
+    /// acquire+release cycles after a `--soak-baseline` run on a fresh one, RSS sampled;
+    /// printed (table and JSON), never written to the doc.
+    Soak,
 }
 
 /// The benchmark suite (results in docs/BENCHMARKS.md).
@@ -48,6 +53,8 @@ struct Args {
     output: Output,
     #[command(flatten)]
     settings: Settings,
+    #[command(flatten)]
+    soak: SoakSettings,
     /// For `quick`: client counts.
     #[arg(long, value_delimiter = ',', default_value = "1,50")]
     clients: Vec<usize>,
@@ -113,6 +120,9 @@ fn main() {
             ctx.output.write_section(title, &body);
         }
         Part::Quick => quick::run(&ctx.settings, &args.clients),
+        Part::Soak => {
+            bench::soak::run(&args.soak, &ctx.machine);
+        }
     }
 }
 
