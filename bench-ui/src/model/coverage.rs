@@ -16,6 +16,18 @@ pub fn count_missed(record: &mut RunRecord) {
         .map(|stream| missed_by_sampling(&stream.bars, &record.samples));
 }
 
+/// Whether the stream has told all it will about the run's holds: it showed every grant of
+/// the client and no hold is open where it stops — or it cannot tell more (it stopped with
+/// an error). What a finished run waits for before it ends its watchers.
+pub fn stream_caught_up(record: &RunRecord) -> bool {
+    if record.stream_error.is_some() {
+        return true;
+    }
+    EventBars::build(record, 0.0).is_some_and(|stream| {
+        stream.still_open == 0 && grants_unseen(&stream.bars, &record.holds) == 0
+    })
+}
+
 /// Holds (distinct key and token) among the stream's `bars` that no sample listed.
 pub fn missed_by_sampling(bars: &[Bar], samples: &[Sample]) -> u32 {
     let sampled: HashSet<(&str, u64)> = samples
@@ -121,6 +133,28 @@ mod tests {
         r.stream_error = Some("404".into());
         count_missed(&mut r);
         assert_eq!(r.counters.missed_by_sampling, None);
+    }
+
+    #[test]
+    fn the_stream_has_caught_up_once_every_grant_was_shown_and_ended() {
+        use crate::model::server_clock::tests::observed;
+        use lock_api::EventKind;
+        let mut r = RunRecord::new("r", Default::default());
+        assert!(!stream_caught_up(&r), "nothing streamed yet");
+        r.holds.push(hold("k", 5));
+        r.events.push(observed(0.0, 0, EventKind::Snapshot));
+        assert!(!stream_caught_up(&r), "the grant is not in the stream yet");
+        let mut granted = observed(1.0, 1, EventKind::Granted);
+        granted.event.fencing_token = Some(5);
+        r.events.push(granted);
+        assert!(!stream_caught_up(&r), "still held");
+        let mut released = observed(2.0, 2, EventKind::Released);
+        released.event.fencing_token = Some(5);
+        r.events.push(released);
+        assert!(stream_caught_up(&r));
+        r.events.clear();
+        r.stream_error = Some("404".into());
+        assert!(stream_caught_up(&r), "a stopped stream tells no more");
     }
 
     #[test]

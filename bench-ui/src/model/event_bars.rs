@@ -42,6 +42,8 @@ pub struct EventBars {
     pub overlaps: Vec<Overlap>,
     /// Most shared holds open at once on one key.
     pub peak_shared: usize,
+    /// Holds still open where the stream stopped.
+    pub still_open: usize,
     /// Latest event, ms since start.
     pub last: f64,
 }
@@ -244,6 +246,7 @@ impl<'a> Replay<'a> {
             for &i in open {
                 self.out.bars[i].end = end;
             }
+            self.out.still_open += open.len();
         }
         let bars = &self.out.bars;
         for found in &self.found {
@@ -360,6 +363,7 @@ mod tests {
             ],
             "a hold still open when the stream stopped runs to the end"
         );
+        assert_eq!(bars.still_open, 1);
         assert_eq!(bars.bars[1].session, Some(3), "laned by the client's grant");
         assert_eq!(bars.bars[0].session, None);
         assert!(
