@@ -18,6 +18,7 @@ async fn main() {
         data_dir: dir.path().to_path_buf(),
         boot_id_path: "/proc/sys/kernel/random/boot_id".into(),
         unclean_holdback_millis: 0,
+        feed_limits: Default::default(),
     })
     .expect("open the store");
     let session = store

@@ -24,6 +24,8 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 512;
 /// Default of `--http2-keepalive-ms`.
 pub const DEFAULT_HTTP2_KEEPALIVE_MS: u64 = 20_000;
+/// Default of `--max-streams-per-connection`.
+pub const DEFAULT_STREAMS_PER_CONNECTION: usize = 16;
 
 /// What to do instead of serving.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -122,6 +124,26 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..=lock_api::limits::WAIT_MILLIS_MAX))]
     pub queue_grace_ms: u64,
 
+    // --- L8 watches (C3, "Watching a key") ---
+    /// Watchers of one key at once on this server (SSE streams and long polls together); one
+    /// more is 429 CONTENTION_EXCEEDED. ASSUMPTION: 1,000.
+    #[arg(long, env = "LOCK_MAX_WATCHERS_PER_KEY", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_watchers_per_key: u64,
+
+    /// SSE streams open at once on one connection; one more is 429 CONTENTION_EXCEEDED.
+    /// ASSUMPTION: 16 (a browser tab watches a few keys; more should long-poll).
+    #[arg(long, env = "LOCK_MAX_STREAMS_PER_CONNECTION",
+          default_value_t = DEFAULT_STREAMS_PER_CONNECTION as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_streams_per_connection: u64,
+
+    /// Events an SSE watcher may fall behind before it is sent `reset` and its stream is
+    /// closed (the slow-consumer bound). ASSUMPTION: 1,024; tests lower it.
+    #[arg(long, env = "LOCK_WATCH_BUFFER_EVENTS", default_value_t = 1_024,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub watch_buffer_events: u64,
+    // --- end of L8 watches ---
     /// Largest request body in bytes; larger is 413 PAYLOAD_TOO_LARGE.
     #[arg(long, env = "LOCK_MAX_BODY_BYTES", default_value_t = 16 * 1024)]
     pub max_body_bytes: usize,
@@ -184,6 +206,16 @@ fn parse_ttl(s: &str) -> Result<u64, String> {
 }
 
 impl Config {
+    /// What the key feeds keep and allow (L8): the window and linger are fixed (C3's
+    /// ASSUMPTIONS), the caps come from the flags.
+    pub fn feed_limits(&self) -> crate::store::feeds::FeedLimits {
+        crate::store::feeds::FeedLimits {
+            watchers_per_key: self.max_watchers_per_key as usize,
+            buffer: self.watch_buffer_events as usize,
+            ..Default::default()
+        }
+    }
+
     /// A configuration with every default, for tests and the bench.
     pub fn for_data_dir(data_dir: PathBuf) -> Config {
         let mut config = Config::parse_from(["lock-server"]);

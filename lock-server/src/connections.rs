@@ -19,9 +19,15 @@
 //!   more are refused with `REFUSED_STREAM`.
 //! - **Head size**: 64 KiB per request head on HTTP/1 (431) and per header list on HTTP/2
 //!   (431 and the stream reset).
+//! - **Event streams** (L8 SSE, both versions): each request carries the connection's
+//!   [`ConnectionStreams`]; a stream holds a [`StreamSlot`] while it is open, which caps the
+//!   streams per connection and counts the stream as a request in flight until its body
+//!   ends (the handler returned long before), so neither the idle bound nor a graceful
+//!   shutdown's drop cuts a live stream: it ends when the server's shutdown flag ends it.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +43,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::config::{
     Config, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_HTTP2_KEEPALIVE_MS, DEFAULT_HTTP2_MAX_STREAMS,
+    DEFAULT_STREAMS_PER_CONNECTION,
 };
 
 /// Largest request head (HTTP/1) or header list (HTTP/2) per request; hyper's defaults are
@@ -57,6 +64,8 @@ pub struct Limits {
     pub http2_max_streams: u32,
     /// HTTP/2 keep-alive ping interval, and how long a ping may go unanswered.
     pub http2_keepalive: Duration,
+    /// L8 SSE streams open at once per connection.
+    pub streams_per_connection: usize,
 }
 
 impl From<&Config> for Limits {
@@ -65,6 +74,7 @@ impl From<&Config> for Limits {
             header_read_timeout: Duration::from_millis(config.header_read_timeout_ms),
             http2_max_streams: config.http2_max_streams,
             http2_keepalive: Duration::from_millis(config.http2_keepalive_ms),
+            streams_per_connection: config.max_streams_per_connection as usize,
         }
     }
 }
@@ -76,6 +86,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
             http2_max_streams: DEFAULT_HTTP2_MAX_STREAMS,
             http2_keepalive: Duration::from_millis(DEFAULT_HTTP2_KEEPALIVE_MS),
+            streams_per_connection: DEFAULT_STREAMS_PER_CONNECTION,
         }
     }
 }
@@ -177,9 +188,15 @@ impl Connection {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let (in_flight, watch_in_flight) = watch::channel(0usize);
+        let in_flight = Arc::new(in_flight);
         let service = Tracked {
             inner: TowerToHyperService::new(self.app),
-            in_flight: Arc::new(in_flight),
+            in_flight: in_flight.clone(),
+            streams: ConnectionStreams {
+                open: Arc::new(AtomicUsize::new(0)),
+                cap: self.limits.streams_per_connection,
+                in_flight,
+            },
         };
         let connection = self
             .builder
@@ -237,24 +254,65 @@ async fn idle_for(mut in_flight: watch::Receiver<usize>, bound: Duration, since:
     }
 }
 
-/// The connection's service, counting its requests in flight for [`idle_for`].
+/// The connection's service, counting its requests in flight for [`idle_for`] and handing
+/// each request the connection's [`ConnectionStreams`].
 struct Tracked<S> {
     inner: S,
     in_flight: Arc<watch::Sender<usize>>,
+    streams: ConnectionStreams,
+}
+
+/// A connection's L8 event streams, as a request extension: the handler takes a
+/// [`StreamSlot`] for a stream it opens.
+#[derive(Clone)]
+pub struct ConnectionStreams {
+    open: Arc<AtomicUsize>,
+    cap: usize,
+    in_flight: Arc<watch::Sender<usize>>,
+}
+
+impl ConnectionStreams {
+    /// A slot for one more stream; `None` when the connection has as many as it may.
+    pub fn open(&self) -> Option<StreamSlot> {
+        let taken = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.cap).then_some(n + 1)
+            })
+            .is_ok();
+        taken.then(|| StreamSlot {
+            open: self.open.clone(),
+            _in_flight: InFlight::enter(self.in_flight.clone()),
+        })
+    }
+}
+
+/// One open event stream of a connection: counted against its cap and as a request in
+/// flight until dropped (when the stream's body ends).
+pub struct StreamSlot {
+    open: Arc<AtomicUsize>,
+    _in_flight: InFlight,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S, R> hyper::service::Service<R> for Tracked<S>
+impl<S, B> hyper::service::Service<hyper::Request<B>> for Tracked<S>
 where
-    S: hyper::service::Service<R>,
+    S: hyper::service::Service<hyper::Request<B>>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = BoxFuture<Result<S::Response, S::Error>>;
 
-    fn call(&self, request: R) -> Self::Future {
+    fn call(&self, mut request: hyper::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.streams.clone());
         let guard = InFlight::enter(self.in_flight.clone());
         let response = self.inner.call(request);
         Box::pin(async move {

@@ -15,6 +15,7 @@
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
 //! - [`state`]: what handlers share.
 //! - [`metrics`]: `/metrics` (C4).
+//! - [`logging`]: the log's bounded, non-blocking sink; lines it had to drop are counted.
 //! - [`trace_context`]: a request's W3C `traceparent` → the `traceId` of its log lines.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
 //!   heartbeat cadence, wall-clock lease time, the wait queue's rules, waking waiters) and
@@ -27,6 +28,7 @@ pub mod config;
 pub mod connections;
 pub mod error;
 pub mod extract;
+pub mod logging;
 pub mod metrics;
 pub mod routes;
 pub mod server;

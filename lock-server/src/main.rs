@@ -1,7 +1,7 @@
 //! `lock-server` binary: parse the configuration, set up JSON logs, run (or run a
 //! subcommand).
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 use clap::Parser;
 use lock_server::auth::bearer;
@@ -22,14 +22,24 @@ async fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stdout)
+        // Never stdout directly: a full disk or a stalled log collector must not fail or
+        // block a request (see `logging`).
+        .with_writer(lock_server::logging::Sink::stdout())
         .init();
-    if let Err(e) = lock_server::server::run(config).await {
+    let result = lock_server::server::run(config).await;
+    if let Err(e) = &result {
         tracing::error!(event = "fatal", error = %e);
-        eprintln!("lock-server: {e}");
+        // Not eprintln!: it panics when stderr cannot be written (a full disk).
+        let _ = writeln!(std::io::stderr(), "lock-server: {e}");
+    }
+    lock_server::logging::drain(LAST_LINES_WAIT);
+    if result.is_err() {
         std::process::exit(1);
     }
 }
+
+/// How long the last log lines may take to be written before the process exits.
+const LAST_LINES_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `lock-server hash-token`: the token on stdin (one line; the line end is not part of it)
 /// → its SHA-256 in hex on stdout.

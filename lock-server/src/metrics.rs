@@ -1,6 +1,7 @@
-//! `/metrics` in the Prometheus text format, hand-written: a histogram, two counters and two
+//! `/metrics` in the Prometheus text format, hand-written: a histogram, a few counters and
 //! gauges do not justify a metrics stack. No metric carries a key, session, client or token
-//! label (cardinality budget, C4); `outcome` is the only label and its values are closed sets.
+//! label (cardinality budget, C4); `outcome`, `mode` and `reason` are the only labels and
+//! their values are closed sets.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +84,45 @@ impl Refusal {
     }
 }
 
+/// Why an L8 watcher was sent `reset`; the closed set of `lock_watch_resets_total`'s
+/// `reason` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetReason {
+    /// Its resume point could not be served completely (older than the window, another
+    /// epoch, not an id).
+    Resume,
+    /// The backend lost track of the key.
+    Gap,
+    /// It fell a buffer behind (its SSE stream then ends).
+    SlowConsumer,
+}
+
+impl ResetReason {
+    const ALL: [ResetReason; 3] = [
+        ResetReason::Resume,
+        ResetReason::Gap,
+        ResetReason::SlowConsumer,
+    ];
+
+    /// The label value (also the `reason` of the `watch_reset` log line).
+    pub fn label(self) -> &'static str {
+        match self {
+            ResetReason::Resume => "resume",
+            ResetReason::Gap => "gap",
+            ResetReason::SlowConsumer => "slow_consumer",
+        }
+    }
+}
+
+/// The watch gauges, read from the store's feeds at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Keys with a feed (watched, or lingering after their last watcher).
+    pub keys: usize,
+    /// Watchers (open SSE streams and long polls in progress).
+    pub watchers: usize,
+}
+
 /// The server's metrics. Lock-free: atomics only.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -91,6 +131,8 @@ pub struct Metrics {
     sum_micros: AtomicU64,
     outcomes: [AtomicU64; Outcome::ALL.len()],
     refusals: [AtomicU64; Refusal::ALL.len()],
+    events_sent: AtomicU64,
+    resets: [AtomicU64; ResetReason::ALL.len()],
 }
 
 impl Metrics {
@@ -115,8 +157,22 @@ impl Metrics {
         self.refusals[index].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts L8 events sent to watchers (SSE records and long-poll entries).
+    pub fn count_events_sent(&self, events: u64) {
+        self.events_sent.fetch_add(events, Ordering::Relaxed);
+    }
+
+    /// Counts one `reset` sent to a watcher.
+    pub fn count_reset(&self, reason: ResetReason) {
+        let index = ResetReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(0);
+        self.resets[index].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The exposition text; `counts` is `None` when the store could not be read.
-    pub fn render(&self, counts: Option<StoreCounts>) -> String {
+    pub fn render(&self, counts: Option<StoreCounts>, watch: WatchCounts) -> String {
         let mut out = String::new();
         let count = self.count.load(Ordering::Relaxed);
         out.push_str(
@@ -148,6 +204,15 @@ impl Metrics {
             );
         }
         out.push_str(
+            "# HELP lock_log_lines_dropped_total Log lines dropped: the log sink was full, \
+             stalled or failing.\n# TYPE lock_log_lines_dropped_total counter\n",
+        );
+        let _ = writeln!(
+            out,
+            "lock_log_lines_dropped_total {}",
+            crate::logging::dropped_total()
+        );
+        out.push_str(
             "# HELP lock_requests_refused_total Requests refused for their credentials (401, 403).\n",
         );
         out.push_str("# TYPE lock_requests_refused_total counter\n");
@@ -159,6 +224,26 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        out.push_str("# HELP lock_watch_events_total L8 events sent to watchers.\n");
+        out.push_str("# TYPE lock_watch_events_total counter\n");
+        let sent = self.events_sent.load(Ordering::Relaxed);
+        let _ = writeln!(out, "lock_watch_events_total {sent}");
+        out.push_str("# HELP lock_watch_resets_total L8 resets sent to watchers, by reason.\n");
+        out.push_str("# TYPE lock_watch_resets_total counter\n");
+        for (reason, value) in ResetReason::ALL.iter().zip(&self.resets) {
+            let _ = writeln!(
+                out,
+                "lock_watch_resets_total{{reason=\"{}\"}} {}",
+                reason.label(),
+                value.load(Ordering::Relaxed)
+            );
+        }
+        out.push_str("# HELP lock_watchers L8 watchers now.\n# TYPE lock_watchers gauge\n");
+        let _ = writeln!(out, "lock_watchers {}", watch.watchers);
+        out.push_str(
+            "# HELP lock_watched_keys Keys with an event feed now.\n# TYPE lock_watched_keys gauge\n",
+        );
+        let _ = writeln!(out, "lock_watched_keys {}", watch.keys);
         if let Some(counts) = counts {
             out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
             let _ = writeln!(out, "lock_sessions {}", counts.sessions);
@@ -183,11 +268,25 @@ mod tests {
         m.observe_acquire(Duration::from_micros(300), Outcome::Granted);
         m.observe_acquire(Duration::from_millis(20), Outcome::Contended);
         m.count_refusal(Refusal::Forbidden);
-        let text = m.render(Some(StoreCounts {
-            sessions: 3,
-            locks: 4,
-            shared_holds: 3,
-        }));
+        m.count_events_sent(5);
+        m.count_reset(ResetReason::SlowConsumer);
+        let watch = WatchCounts {
+            keys: 2,
+            watchers: 7,
+        };
+        let text = m.render(
+            Some(StoreCounts {
+                sessions: 3,
+                locks: 4,
+                shared_holds: 3,
+            }),
+            watch,
+        );
+        assert!(text.contains("lock_watch_events_total 5\n"));
+        assert!(text.contains("lock_watch_resets_total{reason=\"slow_consumer\"} 1\n"));
+        assert!(text.contains("lock_watch_resets_total{reason=\"resume\"} 0\n"));
+        assert!(text.contains("lock_watchers 7\n"));
+        assert!(text.contains("lock_watched_keys 2\n"));
         assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.0005\"} 1\n"));
         assert!(text.contains("lock_acquire_duration_seconds_bucket{le=\"0.025\"} 2\n"));
         assert!(text.contains("lock_acquire_duration_seconds_count 2\n"));

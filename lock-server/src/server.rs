@@ -54,6 +54,7 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
                 data_dir: config.data_dir.clone(),
                 boot_id_path: config.boot_id_path.clone(),
                 unclean_holdback_millis: config.unclean_holdback_ms,
+                feed_limits: config.feed_limits(),
             };
             let store = sqlite::SqliteStore::open(&options)?;
             let start = store.start_state();

@@ -57,6 +57,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Force-revoke KEY's holds (admin: LOCK_TOKEN is the admin bearer).
     Revoke(RevokeArgs),
+    /// Print KEY's holder changes as they happen (grants, releases, expiries, revokes),
+    /// one line each, following the server across reconnects and restarts.
+    Watch(WatchArgs),
 }
 
 /// `lockctl exec`.
@@ -127,6 +130,26 @@ pub struct RevokeArgs {
     /// Revoke only the hold with this fencing token (one shared holder); default: every hold.
     #[arg(long)]
     pub fencing_token: Option<u64>,
+}
+
+/// `lockctl watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The lock's key.
+    pub key: String,
+
+    /// Print each event as the server's JSON, one per line.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Resume after this event id (a previous `--json` line's `id`) instead of starting
+    /// with a snapshot of the key now.
+    #[arg(long)]
+    pub after: Option<String>,
+
+    /// Stop after this many events (the first, snapshot or reset, included).
+    #[arg(long)]
+    pub count: Option<u64>,
 }
 
 /// Parses `args`, the exit statuses' table added to the help.

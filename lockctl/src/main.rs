@@ -12,6 +12,8 @@
 //! - `exec` — `lockctl exec`: session, lock, command, release.
 //! - `status` — `lockctl status` (L7), and the holder named when `exec` is not granted.
 //! - `revoke` — `lockctl revoke` (R1).
+//! - `sse` — reading an event stream's records.
+//! - `watch` — `lockctl watch` (L8).
 
 mod cli;
 mod endpoint;
@@ -21,8 +23,10 @@ mod hold;
 mod job;
 mod revoke;
 mod signals;
+mod sse;
 mod status;
 mod wait;
+mod watch;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -66,6 +70,17 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Status(args) => status::run(&endpoint, &args.key, args.json)
             .await
             .map(|()| 0),
+        Command::Watch(args) => {
+            lock_api::limits::validate_key(&args.key)
+                .map_err(|e| Failure::usage(format!("KEY {e}")))?;
+            let watch = watch::Watch {
+                key: args.key,
+                json: args.json,
+                after: args.after,
+                count: args.count,
+            };
+            watch::run(&endpoint, &watch).await
+        }
         Command::Revoke(args) => {
             revoke::run(&endpoint, &args.key, &args.reason, args.fencing_token)
                 .await

@@ -142,6 +142,11 @@ impl Api {
         &self.http
     }
 
+    /// The auth-file client's bearer token this client calls with, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// The base URL.
     pub fn base(&self) -> &str {
         &self.base

@@ -18,6 +18,9 @@
 //!   every backend (and several etcd replicas) runs the same checks.
 //! - [`shared_holds`]: shared holds (read-write locks, semaphores) on the same queue, as
 //!   functions over the replicas of one deployment, like [`queue`].
+//! - [`watch`]: L8 (a key's events, SSE and long poll) and L9 (a hold's value), as functions
+//!   over a watching and a changing endpoint of one deployment, so every backend (and two
+//!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
@@ -33,6 +36,7 @@ pub mod queue;
 pub mod raw_h2;
 pub mod shared_holds;
 pub mod tls;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lock_api::limits::{validate_hold, validate_ttl, validate_wait};
+use lock_api::limits::{validate_hold, validate_ttl, validate_value, validate_wait};
 use lock_api::{AcquireRequest, ErrorBody, ErrorCode, LockGrant, LockState, ReleaseRequest};
 
 use crate::auth::Caller;
@@ -16,7 +16,7 @@ use crate::extract::{JsonBody, KeyParam};
 use crate::metrics::Outcome;
 use crate::state::AppState;
 use crate::store::lease::now_millis;
-use crate::store::{AcquireCall, Acquired, Queueing};
+use crate::store::{AcquireCall, Acquired, KeyState, Queueing};
 
 /// L4 `POST /v1/locks/{key}/acquire`.
 pub async fn acquire(
@@ -67,6 +67,9 @@ async fn acquire_validated(
         .map_err(|m| ApiError::validation("waitMillis", format!("waitMillis {m}")))?;
     let hold = validate_hold(req.mode, req.limit)
         .map_err(|m| ApiError::validation("limit", format!("limit {m}")))?;
+    if let Some(value) = &req.value {
+        validate_value(value).map_err(|m| ApiError::validation("value", format!("value {m}")))?;
+    }
     let arrival = now_millis();
     let queue = (wait > 0).then_some(Queueing {
         open_until: arrival + wait,
@@ -79,7 +82,7 @@ async fn acquire_validated(
         client: caller.client(),
         ttl_millis: ttl,
         hold,
-        value: None,
+        value: req.value.as_deref(),
         queue,
     };
     let mut shutdown = state.shutdown.clone();
@@ -189,12 +192,17 @@ pub async fn read(
 ) -> Result<Json<LockState>, ApiError> {
     caller.check_key(&key)?;
     let current = state.store.lock_state(&key).await?;
-    Ok(Json(LockState {
+    Ok(Json(lock_state(key, current)))
+}
+
+/// L7's answer for `key` in `current` (also the `state` of L8's `snapshot` and `reset`).
+pub fn lock_state(key: String, current: KeyState) -> LockState {
+    LockState {
         key,
         mode: current.mode(),
         holder: current.exclusive_holder().cloned(),
         limit: current.hold.and_then(|hold| hold.limit()),
         holders: current.holders,
         waiter_count: current.waiters,
-    }))
+    }
 }

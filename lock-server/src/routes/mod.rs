@@ -2,9 +2,9 @@
 //! test compares against), the router built from it with the auth guard on every route, and
 //! the layers that keep every error a JSON contract body.
 //!
-//! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `admin` (R1), `ledger` (demo
-//! fenced resource), `ops` (healthz, metrics, openapi), `openapi` (the document, from this
-//! table).
+//! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `watch` (L8 events, L9 value),
+//! `admin` (R1), `ledger` (demo fenced resource), `ops` (healthz, metrics, openapi), `openapi`
+//! (the document, from this table).
 
 pub mod admin;
 pub mod ledger;
@@ -12,6 +12,7 @@ pub mod locks;
 pub mod openapi;
 pub mod ops;
 pub mod sessions;
+pub mod watch;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -70,6 +71,8 @@ pub fn table() -> Vec<Route> {
         route(M::POST, "/v1/locks/{key}/acquire", Client, locks::acquire),
         route(M::POST, "/v1/locks/{key}/release", Client, locks::release),
         route(M::GET, "/v1/locks/{key}", Client, locks::read),
+        route(M::GET, "/v1/locks/{key}/events", Client, watch::events),
+        route(M::POST, "/v1/locks/{key}/value", Client, watch::proclaim),
         route(M::POST, "/v1/admin/locks/{key}/revoke", Admin, admin::revoke),
         route(M::POST, "/v1/demo/ledger/{key}", Client, ledger::append),
         route(M::GET, "/v1/demo/ledger/{key}", Client, ledger::read),
@@ -101,6 +104,8 @@ pub fn router(state: AppState, config: &Config) -> Router {
     for (path, access) in [
         ("/v1/locks//acquire", Access::Client),
         ("/v1/locks//release", Access::Client),
+        ("/v1/locks//events", Access::Client),
+        ("/v1/locks//value", Access::Client),
         ("/v1/locks/", Access::Client),
         ("/v1/admin/locks//revoke", Access::Admin),
         ("/v1/demo/ledger/", Access::Client),
@@ -182,6 +187,8 @@ fn cors(origins: &[String]) -> CorsLayer {
             header::CONTENT_TYPE,
             header::AUTHORIZATION,
             HeaderName::from_static(crate::trace_context::TRACEPARENT),
+            // L8's resume point, as browsers' EventSource sends it on reconnecting.
+            HeaderName::from_static("last-event-id"),
         ])
         .max_age(std::time::Duration::from_secs(600))
 }

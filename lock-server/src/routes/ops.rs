@@ -16,12 +16,14 @@ pub async fn healthz() -> Json<serde_json::Value> {
 /// `GET /metrics`: Prometheus text.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let counts = state.store.counts().await.ok();
+    let (keys, watchers) = state.store.feeds().counts();
+    let watch = crate::metrics::WatchCounts { keys, watchers };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(counts),
+        state.metrics.render(counts, watch),
     )
 }
 

@@ -206,14 +206,37 @@ impl Feeds {
         after: Option<&str>,
         new_feed: impl FnOnce(Option<Pos>) -> (Pos, Option<Box<dyn Send>>),
     ) -> Result<Subscription, Refused> {
+        self.subscribe_with(key, after, |_, after| new_feed(after))
+    }
+
+    /// [`Feeds::subscribe`] for a backend that publishes at the feeds' own counter
+    /// ([`Feeds::next_pos`], SQLite): a new feed's floor is the counter's position at the
+    /// instant the feed is made, read under the same lock (asking [`Feeds::current_pos`]
+    /// from `subscribe`'s closure would deadlock, and reading it before would leave a window
+    /// in which a swept feed's ids look complete).
+    pub fn subscribe_counted(
+        &self,
+        key: &str,
+        after: Option<&str>,
+    ) -> Result<Subscription, Refused> {
+        self.subscribe_with(key, after, |counter, _| ((counter, u32::MAX), None))
+    }
+
+    fn subscribe_with(
+        &self,
+        key: &str,
+        after: Option<&str>,
+        new_feed: impl FnOnce(u64, Option<Pos>) -> (Pos, Option<Box<dyn Send>>),
+    ) -> Result<Subscription, Refused> {
         let after_pos = after.map(|id| self.parse(id));
         let mut inner = self.lock();
         self.sweep(&mut inner);
         let limits = self.limits;
+        let counter = inner.counter;
         let feed = match inner.keys.entry(key.to_owned()) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let (floor, producer) = new_feed(after_pos.flatten());
+                let (floor, producer) = new_feed(counter, after_pos.flatten());
                 v.insert(Feed {
                     window: VecDeque::new(),
                     floor,
@@ -248,6 +271,11 @@ impl Feeds {
                 inner: self.inner.clone(),
             },
         })
+    }
+
+    /// Whether any key has a feed: a backend may skip looking for events when none has.
+    pub fn any(&self) -> bool {
+        !self.lock().keys.is_empty()
     }
 
     /// Keys with a feed now and watchers in all (for `/metrics`).
@@ -405,6 +433,21 @@ mod tests {
         assert!(matches!(w.live.try_recv(), Ok(FeedItem::Gap)));
         let resumed = f.subscribe("k", Some("e1.1.0"), fresh).unwrap();
         assert!(matches!(resumed.start, Start::Reset));
+    }
+
+    #[test]
+    fn a_counted_feed_starts_at_the_counter_so_an_older_resume_is_a_reset() {
+        let f = feeds(4);
+        f.next_pos();
+        f.next_pos();
+        let w = f.subscribe_counted("k", Some("e1.2.0")).unwrap();
+        assert!(
+            matches!(w.start, Start::Reset),
+            "position 2 was never published"
+        );
+        f.publish("k", f.next_pos(), event("k", 1));
+        let resumed = f.subscribe_counted("k", Some("e1.2.4294967295")).unwrap();
+        assert_eq!(backlog_tokens(&resumed.start), vec![1]);
     }
 
     #[test]

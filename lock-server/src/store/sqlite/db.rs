@@ -7,8 +7,10 @@ use lock_api::HoldKind;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Params, Row};
 
+use super::events::Pending;
 use super::fencing::TokenAllocator;
 use super::queued_keys::QueuedKeys;
+use crate::store::feeds::Feeds;
 use crate::store::holder_id::HolderIds;
 use crate::store::wakeup::HandedOff;
 use crate::store::StoreError;
@@ -48,7 +50,7 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 /// file whose `user_version` is below their number, each in one transaction with the version
 /// bump: a fresh file and a data dir of any older release end with the same schema, and an
 /// older one keeps its data.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // 1: a session belongs to the auth-file client that opened it (NULL without an auth
     // file; sessions from before have none); `secrets` holds the holder-id key.
     "ALTER TABLE sessions ADD COLUMN client TEXT;
@@ -77,6 +79,9 @@ const MIGRATIONS: [&str; 3] = [
      DROP TABLE locks;
      ALTER TABLE locks_by_hold RENAME TO locks;
      CREATE INDEX locks_by_session ON locks(session_id);",
+    // 4: a hold's value (L4 `value`, replaced by L9; NULL: none). Every hold from before has
+    // none.
+    "ALTER TABLE locks ADD COLUMN value TEXT;",
 ];
 
 /// The `secrets` row of the holder-id key.
@@ -86,7 +91,8 @@ const HOLDER_ID_KEY: &str = "holder_id_key";
 /// a restart (tickets are not durable: waiters re-send) and still takes part in each batch's
 /// transaction, so a rolled-back batch rolls its queue changes back too. `seq` orders each
 /// key's tickets by arrival (a new rowid is larger than every existing one); `mode` and
-/// `shared_limit` are what the ticket asks for, as the locks table spells a hold.
+/// `shared_limit` are what the ticket asks for, as the locks table spells a hold; `value` the
+/// value its latest request carried, which a hand-off grants with the hold.
 const QUEUE_SCHEMA: &str = "
 CREATE TEMP TABLE IF NOT EXISTS tickets (
     seq INTEGER PRIMARY KEY,
@@ -97,6 +103,7 @@ CREATE TEMP TABLE IF NOT EXISTS tickets (
     grace_ms INTEGER NOT NULL,
     mode TEXT NOT NULL,
     shared_limit INTEGER,
+    value TEXT,
     UNIQUE (key, session_id)
 );
 CREATE INDEX IF NOT EXISTS temp.tickets_by_key ON tickets(key, seq);
@@ -118,6 +125,10 @@ pub(super) struct Db {
     pub granted: Vec<(String, String, Option<HandedOff>)>,
     /// Which keys may have tickets, so that a key without any reads none.
     pub queued: QueuedKeys,
+    /// L8: the key feeds this store publishes to.
+    pub feeds: Feeds,
+    /// L8: events of this batch, published after its commit.
+    pub events: Pending,
 }
 
 impl Db {
@@ -364,6 +375,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             boot_id_path: boot_id,
             unclean_holdback_millis: 300_000,
+            feed_limits: Default::default(),
         })
         .unwrap();
 

@@ -7,12 +7,16 @@
 //! under their limit (the rules are `store::holds`', applied here and nowhere else in this
 //! backend). A hold row lives while its own deadline, its session's and, for a hand-off
 //! nobody claimed yet, its `claim_by` all lie ahead; a dead row is ignored by every read
-//! until the reaper deletes it.
+//! until the reaper deletes it (on a watched key the next transaction that reads the holds
+//! deletes it, so its `expired` event comes before whatever follows).
+//!
+//! Every change of a watched key is recorded as an L8 event where it is made (`events`).
 
-use lock_api::{HoldKind, Holder};
+use lock_api::{EventKind, HoldKind, Holder};
 use rusqlite::params;
 
 use super::db::{hold_columns, hold_of_row, sql, Db};
+use super::events::{self, record, record_grant, HoldFacts};
 use super::sessions::{live_session, SessionOf};
 use crate::store::holds::{check_limit, grantable_heads, limit_in_force, Held};
 use crate::store::lease::remaining;
@@ -29,6 +33,21 @@ struct LiveHold {
     deadline: u64,
     /// Its session's `owner` label.
     owner: Option<String>,
+    /// Its value (L4 `value`, L9).
+    value: Option<String>,
+}
+
+impl LiveHold {
+    /// The hold as an event names it.
+    fn facts(&self) -> HoldFacts<'_> {
+        HoldFacts {
+            session_id: &self.session_id,
+            token: self.token,
+            hold: self.hold,
+            owner: self.owner.clone(),
+            value: self.value.clone(),
+        }
+    }
 }
 
 /// How the key is held, for the grant rules.
@@ -43,13 +62,16 @@ fn takes_another(held: Held) -> bool {
 }
 
 /// L4, one attempt. With `queue`, this session's ticket is extended (or taken) so that it
-/// keeps its place while this request is open.
+/// keeps its place while this request is open. `value` goes with a new hold, replaces a
+/// renewed one's (when given) and waits with the ticket.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn acquire(
     db: &mut Db,
     key: &str,
     session: &SessionOf,
     ttl: u64,
     hold: HoldKind,
+    value: Option<String>,
     queue: Option<Queueing>,
 ) -> Result<Attempt, StoreError> {
     refuse_during_holdback(db)?;
@@ -58,7 +80,7 @@ pub(super) fn acquire(
     // A hold that ran out unnoticed passes to the queue first, maybe to this very session.
     let holds = settled_holds(db, key)?;
     if let Some(own) = holds.iter().find(|h| h.session_id == session_id) {
-        return renewed(db, key, own, hold);
+        return renewed(db, key, own, hold, value);
     }
     let tickets = live_tickets_of(db, key)?;
     let own_ticket = tickets.iter().position(|t| t.session_id == session_id);
@@ -72,11 +94,14 @@ pub(super) fn acquire(
     // overtaken, and those it does not overtake (it takes its own place).
     let ahead = &tickets[..own_ticket.unwrap_or(tickets.len())];
     if held.admits(hold) && ahead.is_empty() {
-        let token = grant_hold(db, key, session_id, hold, ttl, None)?;
+        let token = grant_hold(db, key, session_id, hold, ttl, None, value.as_deref())?;
+        if own_ticket.is_some() {
+            leave_queue(db, key, session_id)?;
+        }
+        record_grant(db, key, EventKind::Granted, session_id, token, hold, value)?;
         if own_ticket.is_some() {
             // Its ticket may have asked for another mode and kept readers behind it waiting:
             // they may now be granted beside this hold.
-            leave_queue(db, key, session_id)?;
             settle(db, key)?;
         }
         return Ok(granted(db, key, session_id, hold, token, ttl));
@@ -85,8 +110,16 @@ pub(super) fn acquire(
         return Ok(Attempt::Contended);
     };
     match own_ticket {
-        Some(at) => renew_ticket(db, tickets[at].seq, hold, queue)?,
-        None => join_queue(db, key, session_id, ttl, hold, queue, tickets.len())?,
+        Some(at) => renew_ticket(db, tickets[at].seq, hold, value, queue)?,
+        None => {
+            let ticket = NewTicket {
+                session_id,
+                ttl,
+                hold,
+                value,
+            };
+            join_queue(db, key, ticket, queue, tickets.len())?
+        }
     }
     Ok(Attempt::Queued {
         holder_remaining: remaining(next_change(&holds, ahead, queue), db.now),
@@ -116,8 +149,14 @@ fn refuse_during_holdback(db: &Db) -> Result<(), StoreError> {
 /// is never earlier than the client's `sentAt + waitedMillis + ttl` for it. A shared L4 of
 /// the exclusive holder gets the exclusive grant (it holds more than it asked for); an
 /// exclusive L4 of a shared holder is refused: two readers upgrading would wait for each
-/// other forever.
-fn renewed(db: &mut Db, key: &str, own: &LiveHold, asked: HoldKind) -> Result<Attempt, StoreError> {
+/// other forever. A `value` replaces the hold's (watchers see a changed one as `proclaimed`).
+fn renewed(
+    db: &mut Db,
+    key: &str,
+    own: &LiveHold,
+    asked: HoldKind,
+    value: Option<String>,
+) -> Result<Attempt, StoreError> {
     if matches!(
         (own.hold, asked),
         (HoldKind::Shared { .. }, HoldKind::Exclusive)
@@ -132,6 +171,14 @@ fn renewed(db: &mut Db, key: &str, own: &LiveHold, asked: HoldKind) -> Result<At
         .execute(params![key, own.session_id, db.now + own.ttl])
         .map_err(sql)?;
     leave_queue(db, key, &own.session_id)?;
+    if let Some(value) = value.filter(|v| own.value.as_ref() != Some(v)) {
+        set_value(db, key, &own.session_id, &value)?;
+        let facts = HoldFacts {
+            value: Some(value),
+            ..own.facts()
+        };
+        record(db, key, EventKind::Proclaimed, Some(facts))?;
+    }
     Ok(granted(
         db,
         key,
@@ -185,7 +232,42 @@ pub(super) fn release(db: &mut Db, key: &str, fencing_token: u64) -> Result<(), 
     };
     let released = holds.remove(at);
     delete_hold(db, key, &released.session_id)?;
+    record(db, key, EventKind::Released, Some(released.facts()))?;
     hand_off(db, key, held_by(&holds)).map(drop)
+}
+
+/// L9: replaces the value of the hold `(key, token)` of `session` (a live session of the
+/// caller, else SESSION_NOT_FOUND; a live hold of that session, else LOCK_LOST).
+pub(super) fn proclaim(
+    db: &mut Db,
+    key: &str,
+    session: &SessionOf,
+    token: u64,
+    value: String,
+) -> Result<(), StoreError> {
+    live_session(db, session)?;
+    let holds = live_holds(db, key)?;
+    let Some(own) = holds
+        .iter()
+        .find(|h| h.token == token && h.session_id == session.id)
+    else {
+        return Err(StoreError::LockLost);
+    };
+    set_value(db, key, &own.session_id, &value)?;
+    let facts = HoldFacts {
+        value: Some(value),
+        ..own.facts()
+    };
+    record(db, key, EventKind::Proclaimed, Some(facts))
+}
+
+fn set_value(db: &mut Db, key: &str, session_id: &str, value: &str) -> Result<(), StoreError> {
+    db.conn
+        .prepare_cached("UPDATE locks SET value = ?3 WHERE key = ?1 AND session_id = ?2")
+        .map_err(sql)?
+        .execute(params![key, session_id, value])
+        .map_err(sql)?;
+    Ok(())
 }
 
 /// L7: the holders in token order, named by their holder ids, never their session ids.
@@ -201,7 +283,7 @@ pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
     let holders = holds
         .iter()
         .map(|h| Holder {
-            value: None,
+            value: h.value.clone(),
             holder_id: db.holder_ids.of(&h.session_id),
             owner: h.owner.clone(),
             fencing_token: h.token,
@@ -228,6 +310,9 @@ pub(super) fn revoke(db: &mut Db, key: &str, only: Option<u64>) -> Result<Vec<u6
         None => delete_holds(db, key)?,
         Some(_) if revoked.is_empty() => return Ok(Vec::new()),
         Some(_) => delete_hold(db, key, &revoked[0].session_id)?,
+    }
+    for hold in &revoked {
+        record(db, key, EventKind::Revoked, Some(hold.facts()))?;
     }
     hand_off(db, key, held_by(&kept))?;
     Ok(revoked.iter().map(|h| h.token).collect())
@@ -284,9 +369,28 @@ fn hand_off(db: &mut Db, key: &str, held: Held) -> Result<bool, StoreError> {
 /// (that request answers it as it is); else the hold must be claimed by the ticket's grace
 /// period's end.
 fn grant_ticket(db: &mut Db, key: &str, head: &Ticket) -> Result<(), StoreError> {
-    delete_ticket(db, head.seq)?;
+    delete_ticket(db, key, head.seq)?;
     let claim_by = head.times.claim_by(db.now);
-    let token = grant_hold(db, key, &head.session_id, head.hold, head.ttl, claim_by)?;
+    let value = head.value.as_deref();
+    let token = grant_hold(
+        db,
+        key,
+        &head.session_id,
+        head.hold,
+        head.ttl,
+        claim_by,
+        value,
+    )?;
+    let value = head.value.clone();
+    record_grant(
+        db,
+        key,
+        EventKind::HandedOff,
+        &head.session_id,
+        token,
+        head.hold,
+        value,
+    )?;
     let handed = claim_by.is_none().then(|| {
         let grant = lock_grant(key, &head.session_id, head.hold, token, head.ttl);
         (grant, db.now)
@@ -303,8 +407,9 @@ fn granted(db: &Db, key: &str, session_id: &str, hold: HoldKind, token: u64, ttl
     }
 }
 
-/// Writes a new hold for `session_id` with a fresh token; returns the token. It replaces
-/// only a dead row of the same session (a live one is renewed, never granted again).
+/// Writes a new hold for `session_id` with a fresh token and `value`; returns the token. It
+/// replaces only a dead row of the same session (a live one is renewed, never granted again).
+#[allow(clippy::too_many_arguments)]
 fn grant_hold(
     db: &mut Db,
     key: &str,
@@ -312,6 +417,7 @@ fn grant_hold(
     hold: HoldKind,
     ttl: u64,
     claim_by: Option<u64>,
+    value: Option<&str>,
 ) -> Result<u64, StoreError> {
     let token = db
         .tokens
@@ -321,8 +427,9 @@ fn grant_hold(
     db.conn
         .prepare_cached(
             "INSERT OR REPLACE INTO locks
-                 (key, session_id, token, ttl_ms, expires_at, claim_by, mode, shared_limit)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 (key, session_id, token, ttl_ms, expires_at, claim_by, mode, shared_limit,
+                  value)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )
         .map_err(sql)?
         .execute(params![
@@ -333,19 +440,24 @@ fn grant_hold(
             db.now + ttl,
             claim_by,
             mode,
-            limit
+            limit,
+            value
         ])
         .map_err(sql)?;
     Ok(token)
 }
 
-/// The key's live holds, in token order.
-fn live_holds(db: &Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
+/// The key's live holds, in token order. On a watched key the dead ones are reported
+/// `expired` and deleted first (see [`expire_dead`]).
+fn live_holds(db: &mut Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
+    if db.feeds.is_watched(key) {
+        expire_dead(db, key)?;
+    }
     db.conn
         .prepare_cached(
             "SELECT l.session_id, l.token, l.ttl_ms,
                     MIN(l.expires_at, s.expires_at, COALESCE(l.claim_by, l.expires_at)), s.owner,
-                    l.mode, l.shared_limit
+                    l.mode, l.shared_limit, l.value
              FROM locks l JOIN sessions s ON s.id = l.session_id
              WHERE l.key = ?1 AND l.expires_at > ?2 AND s.expires_at > ?2
                AND (l.claim_by IS NULL OR l.claim_by > ?2)
@@ -360,11 +472,49 @@ fn live_holds(db: &Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
                 deadline: r.get(3)?,
                 owner: r.get(4)?,
                 hold: hold_of_row(r, 5, 6)?,
+                value: r.get(7)?,
             })
         })
         .map_err(sql)?
         .collect::<Result<_, _>>()
         .map_err(sql)
+}
+
+/// A watched key's dead hold rows (own TTL, claim deadline or session over) are reported
+/// `expired`, in token order, and deleted, so each is reported once and before anything a
+/// transaction does with the key after noticing it (a dead row is dead for ever: nothing
+/// renews it, so deleting it early changes no answer).
+fn expire_dead(db: &mut Db, key: &str) -> Result<(), StoreError> {
+    let dead: Vec<LiveHold> = db
+        .conn
+        .prepare_cached(
+            "SELECT l.session_id, l.token, l.ttl_ms, l.expires_at, s.owner, l.mode,
+                    l.shared_limit, l.value
+             FROM locks l LEFT JOIN sessions s ON s.id = l.session_id
+             WHERE l.key = ?1 AND NOT (l.expires_at > ?2 AND COALESCE(s.expires_at > ?2, 0)
+                                       AND (l.claim_by IS NULL OR l.claim_by > ?2))
+             ORDER BY l.token",
+        )
+        .map_err(sql)?
+        .query_map(params![key, db.now], |r| {
+            Ok(LiveHold {
+                session_id: r.get(0)?,
+                token: r.get(1)?,
+                ttl: r.get(2)?,
+                deadline: r.get(3)?,
+                owner: r.get(4)?,
+                hold: hold_of_row(r, 5, 6)?,
+                value: r.get(7)?,
+            })
+        })
+        .map_err(sql)?
+        .collect::<Result<_, _>>()
+        .map_err(sql)?;
+    for hold in &dead {
+        delete_hold(db, key, &hold.session_id)?;
+        record(db, key, EventKind::Expired, Some(hold.facts()))?;
+    }
+    Ok(())
 }
 
 fn delete_hold(db: &mut Db, key: &str, session_id: &str) -> Result<(), StoreError> {
@@ -392,7 +542,17 @@ struct Ticket {
     ttl: u64,
     /// What it asks for: its latest request's mode and limit.
     hold: HoldKind,
+    /// The value its latest request carried.
+    value: Option<String>,
     times: TicketTimes,
+}
+
+/// A ticket about to be taken.
+struct NewTicket<'a> {
+    session_id: &'a str,
+    ttl: u64,
+    hold: HoldKind,
+    value: Option<String>,
 }
 
 /// When a ticket stops holding its place unless a request of it comes.
@@ -410,7 +570,7 @@ fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
         .conn
         .prepare_cached(
             "SELECT t.seq, t.session_id, t.ttl_ms, t.open_until, t.grace_ms, t.mode,
-                    t.shared_limit, COALESCE(s.expires_at > ?2, 0)
+                    t.shared_limit, COALESCE(s.expires_at > ?2, 0), t.value
              FROM tickets t LEFT JOIN sessions s ON s.id = t.session_id
              WHERE t.key = ?1 ORDER BY t.seq",
         )
@@ -425,6 +585,7 @@ fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
                     grace: r.get(4)?,
                 },
                 hold: hold_of_row(r, 5, 6)?,
+                value: r.get(8)?,
             };
             Ok((ticket, r.get(7)?))
         })
@@ -436,7 +597,7 @@ fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
         if session_live && ticket.times.live(db.now) {
             live.push(ticket);
         } else {
-            delete_ticket(db, ticket.seq)?;
+            delete_ticket(db, key, ticket.seq)?;
         }
     }
     if live.is_empty() {
@@ -446,7 +607,10 @@ fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
 }
 
 /// Live tickets of `key`: `waiterCount`.
-fn live_ticket_count(db: &Db, key: &str) -> Result<u32, StoreError> {
+pub(super) fn live_ticket_count(db: &Db, key: &str) -> Result<u32, StoreError> {
+    if !db.queued.may_have(key) {
+        return Ok(0);
+    }
     db.conn
         .prepare_cached(
             "SELECT COUNT(*) FROM tickets t JOIN sessions s ON s.id = t.session_id
@@ -459,17 +623,31 @@ fn live_ticket_count(db: &Db, key: &str) -> Result<u32, StoreError> {
 
 /// Keeps the session's live ticket (`seq`) open until at least the request's end. The ticket
 /// keeps its place and asks for what the latest request asks for (ASSUMPTION: a re-send that
-/// changes its mode or limit means the caller changed its mind, not a second request).
-fn renew_ticket(db: &mut Db, seq: i64, hold: HoldKind, queue: Queueing) -> Result<(), StoreError> {
+/// changes its mode or limit means the caller changed its mind, not a second request); a
+/// value replaces the ticket's.
+fn renew_ticket(
+    db: &mut Db,
+    seq: i64,
+    hold: HoldKind,
+    value: Option<String>,
+    queue: Queueing,
+) -> Result<(), StoreError> {
     let (mode, limit) = hold_columns(hold);
     db.conn
         .prepare_cached(
             "UPDATE tickets SET open_until = MAX(open_until, ?2), grace_ms = ?3,
-                                mode = ?4, shared_limit = ?5
+                                mode = ?4, shared_limit = ?5, value = COALESCE(?6, value)
              WHERE seq = ?1",
         )
         .map_err(sql)?
-        .execute(params![seq, queue.open_until, queue.grace, mode, limit])
+        .execute(params![
+            seq,
+            queue.open_until,
+            queue.grace,
+            mode,
+            limit,
+            value
+        ])
         .map_err(sql)?;
     Ok(())
 }
@@ -479,9 +657,7 @@ fn renew_ticket(db: &mut Db, seq: i64, hold: HoldKind, queue: Queueing) -> Resul
 fn join_queue(
     db: &mut Db,
     key: &str,
-    session_id: &str,
-    ttl: u64,
-    hold: HoldKind,
+    ticket: NewTicket<'_>,
     queue: Queueing,
     live: usize,
 ) -> Result<(), StoreError> {
@@ -489,33 +665,36 @@ fn join_queue(
         return Err(StoreError::QueueFull);
     }
     db.queued.joined(key);
-    let (mode, limit) = hold_columns(hold);
+    let (mode, limit) = hold_columns(ticket.hold);
     db.conn
         .prepare_cached(
             "INSERT OR REPLACE INTO tickets
-                 (key, session_id, ttl_ms, open_until, grace_ms, mode, shared_limit)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 (key, session_id, ttl_ms, open_until, grace_ms, mode, shared_limit, value)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(sql)?
         .execute(params![
             key,
-            session_id,
-            ttl,
+            ticket.session_id,
+            ticket.ttl,
             queue.open_until,
             queue.grace,
             mode,
-            limit
+            limit,
+            ticket.value
         ])
         .map_err(sql)?;
+    events::tickets_changed(db, key);
     Ok(())
 }
 
-fn delete_ticket(db: &mut Db, seq: i64) -> Result<(), StoreError> {
+fn delete_ticket(db: &mut Db, key: &str, seq: i64) -> Result<(), StoreError> {
     db.conn
         .prepare_cached("DELETE FROM tickets WHERE seq = ?1")
         .map_err(sql)?
         .execute([seq])
         .map_err(sql)?;
+    events::tickets_changed(db, key);
     Ok(())
 }
 
@@ -529,5 +708,6 @@ fn leave_queue(db: &mut Db, key: &str, session_id: &str) -> Result<(), StoreErro
         .map_err(sql)?
         .execute(params![key, session_id])
         .map_err(sql)?;
+    events::tickets_changed(db, key);
     Ok(())
 }

@@ -17,8 +17,11 @@
 //! - `reaper`: deletes expired rows and hands the freed keys to their queues.
 //! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
+//! - `events`: L8 events of watched keys, recorded in the transaction, published after its
+//!   commit.
 
 mod db;
+mod events;
 mod fencing;
 mod ledger;
 mod locks;
@@ -38,12 +41,13 @@ use self::db::{sql, Db};
 use self::fencing::TokenAllocator;
 use self::sessions::SessionOf;
 use self::writer::Writer;
+use super::feeds::{FeedLimits, Feeds, Pos};
 use super::holder_id::HolderIds;
 use super::lease::now_millis;
 use super::wakeup::KeyWakeups;
 use super::{
     queue, session, AcquireCall, Acquired, KeyState, NewSession, SessionRef, Store, StoreCounts,
-    StoreError,
+    StoreError, Subscription,
 };
 
 pub use self::db::DB_FILE;
@@ -58,6 +62,8 @@ pub struct SqliteOptions {
     pub boot_id_path: PathBuf,
     /// Hold-back after an unclean start across a reboot (the largest TTL).
     pub unclean_holdback_millis: u64,
+    /// L8: what the key feeds keep and allow.
+    pub feed_limits: FeedLimits,
 }
 
 /// The SQLite [`Store`].
@@ -67,8 +73,9 @@ pub struct SqliteStore {
     start: StartState,
     /// The key stored in `lock.db`, kept here too so L1 and log lines need no writer job.
     holder_ids: HolderIds,
-    /// L8: the key's event feeds.
-    feeds: crate::store::feeds::Feeds,
+    /// L8: the keys' event feeds, under a random epoch per start: positions restart with
+    /// the process, so an id from before a restart must not look like one of now.
+    feeds: Feeds,
 }
 
 impl SqliteStore {
@@ -97,6 +104,7 @@ impl SqliteStore {
         .map_err(|e| StoreError::Internal(e.to_string()))?;
         let conn = db::open_connection(&db_file)?;
         let holder_ids = db::holder_ids(&conn)?;
+        let feeds = Feeds::new(new_epoch()?, options.feed_limits);
         let db = Db {
             conn,
             tokens,
@@ -105,6 +113,8 @@ impl SqliteStore {
             now,
             granted: Vec::new(),
             queued: Default::default(),
+            feeds: feeds.clone(),
+            events: Default::default(),
         };
         let wakeups = Arc::new(KeyWakeups::default());
         let writer = Writer::spawn(db, wakeups.clone(), dir.clone())?;
@@ -113,7 +123,7 @@ impl SqliteStore {
             wakeups,
             start,
             holder_ids,
-            feeds: crate::store::feeds::Feeds::new("placeholder", Default::default()),
+            feeds,
         });
         reaper::spawn(Arc::downgrade(&store));
         Ok(store)
@@ -129,32 +139,41 @@ impl SqliteStore {
 impl Store for SqliteStore {
     async fn proclaim(
         &self,
-        _key: &str,
-        _session: SessionRef<'_>,
-        _fencing_token: u64,
-        _value: &str,
+        key: &str,
+        session: SessionRef<'_>,
+        fencing_token: u64,
+        value: &str,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Internal("proclaim: not built yet".into()))
+        let (key, value) = (key.to_string(), value.to_string());
+        let session = SessionOf::new(session.id, session.client);
+        self.writer
+            .run(move |db| locks::proclaim(db, &key, &session, fencing_token, value))
+            .await
     }
 
-    fn feeds(&self) -> &crate::store::feeds::Feeds {
+    fn feeds(&self) -> &Feeds {
         &self.feeds
     }
 
-    async fn watch(
-        &self,
-        _key: &str,
-        _after: Option<&str>,
-    ) -> Result<crate::store::Subscription, StoreError> {
-        Err(StoreError::Internal("watch: not built yet".into()))
+    async fn watch(&self, key: &str, after: Option<&str>) -> Result<Subscription, StoreError> {
+        // The writer publishes a key's changes from the first commit that finds its feed.
+        self.feeds
+            .subscribe_counted(key, after)
+            .map_err(|_| StoreError::TooManyWatchers)
     }
 
-    async fn watch_state(
-        &self,
-        _key: &str,
-    ) -> Result<(KeyState, crate::store::feeds::Pos), StoreError> {
-        Err(StoreError::Internal("watch: not built yet".into()))
+    async fn watch_state(&self, key: &str) -> Result<(KeyState, Pos), StoreError> {
+        let key = key.to_string();
+        self.writer
+            .run(move |db| {
+                let state = locks::state(db, &key)?;
+                events::state_read(db, &key, state.waiters);
+                // On the writer thread, after every event recorded so far: exact here.
+                Ok((state, db.feeds.current_pos()))
+            })
+            .await
     }
+
     async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
         let id = session::new_id()?;
         let holder_id = self.holder_ids.of(&id);
@@ -209,8 +228,10 @@ impl Store for SqliteStore {
             |queue| {
                 let (key, session) = (key.to_string(), SessionOf::new(session_id, call.client));
                 let (ttl_millis, hold) = (call.ttl_millis, call.hold);
-                self.writer
-                    .run(move |db| locks::acquire(db, &key, &session, ttl_millis, hold, queue))
+                let value = call.value.map(str::to_string);
+                self.writer.run(move |db| {
+                    locks::acquire(db, &key, &session, ttl_millis, hold, value, queue)
+                })
             },
             |bound, _| async move {
                 match registration {
@@ -290,4 +311,13 @@ fn counts(db: &mut Db) -> Result<StoreCounts, StoreError> {
         locks,
         shared_holds,
     })
+}
+
+/// A start's feed epoch: 8 random hex digits (a resume from another start meets another
+/// epoch and is a `reset`; 2^-32 is the chance two starts share one).
+fn new_epoch() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| StoreError::Internal(format!("no randomness for a feed epoch: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

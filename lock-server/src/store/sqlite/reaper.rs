@@ -8,7 +8,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::db::{sql, Db};
-use super::{locks, SqliteStore};
+use super::{events, locks, SqliteStore};
 use crate::store::StoreError;
 
 /// How often expired rows are deleted (ASSUMPTION: 200 ms).
@@ -34,16 +34,32 @@ pub(super) fn spawn(store: Weak<SqliteStore>) {
 /// wait) and expired sessions; settles every key it touched.
 fn reap(db: &mut Db) -> Result<(), StoreError> {
     let now = db.now;
+    // Watchers of a key see each of its expired holds once, in token order.
+    let expired = events::ends_of(
+        db,
+        "SELECT l.key, l.session_id, l.token, l.mode, l.shared_limit, s.owner, 0
+         FROM locks l LEFT JOIN sessions s ON s.id = l.session_id
+         WHERE l.expires_at <= ?1 OR l.claim_by <= ?1 OR l.session_id NOT IN
+               (SELECT id FROM sessions WHERE expires_at > ?1)
+         ORDER BY l.key, l.token",
+        [now],
+    )?;
+    events::record_ends(db, expired)?;
     let mut keys = db.returning_keys(
         "DELETE FROM locks WHERE expires_at <= ?1 OR claim_by <= ?1 OR session_id NOT IN
          (SELECT id FROM sessions WHERE expires_at > ?1) RETURNING key",
         [now],
     )?;
-    keys.extend(db.returning_keys(
+    let queued = db.returning_keys(
         "DELETE FROM tickets WHERE open_until + grace_ms <= ?1 OR session_id NOT IN
          (SELECT id FROM sessions WHERE expires_at > ?1) RETURNING key",
         [now],
-    )?);
+    )?;
+    for key in &queued {
+        events::tickets_changed(db, key);
+    }
+    keys.extend(queued);
+    events::forget_unwatched(db);
     db.conn
         .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?1")
         .map_err(sql)?

@@ -5,6 +5,7 @@ use lock_api::{HeartbeatResponse, HeldLock, LockMode, LockStatus, SessionOpened,
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{hold_of_row, sql, Db};
+use super::events;
 use crate::store::lease::remaining;
 use crate::store::StoreError;
 
@@ -88,15 +89,27 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
 pub(super) fn close(db: &mut Db, session: &SessionOf) -> Result<Vec<String>, StoreError> {
     live_session(db, session)?;
     let id = session.id.as_str();
+    // Watchers see each live hold `released` and a dead one not reaped yet `expired`.
+    let ended = events::ends_of(
+        db,
+        "SELECT l.key, l.session_id, l.token, l.mode, l.shared_limit, s.owner,
+                l.expires_at > ?2 AND (l.claim_by IS NULL OR l.claim_by > ?2)
+         FROM locks l JOIN sessions s ON s.id = l.session_id
+         WHERE l.session_id = ?1 ORDER BY l.key, l.token",
+        params![id, db.now],
+    )?;
+    events::record_ends(db, ended)?;
     let freed = db.returning_keys(
         "DELETE FROM locks WHERE session_id = ?1 RETURNING key",
         [id],
     )?;
-    db.conn
-        .prepare_cached("DELETE FROM tickets WHERE session_id = ?1")
-        .map_err(sql)?
-        .execute([id])
-        .map_err(sql)?;
+    let queued = db.returning_keys(
+        "DELETE FROM tickets WHERE session_id = ?1 RETURNING key",
+        [id],
+    )?;
+    for key in &queued {
+        events::tickets_changed(db, key);
+    }
     db.conn
         .prepare_cached("DELETE FROM sessions WHERE id = ?1")
         .map_err(sql)?

@@ -1,7 +1,8 @@
 //! The writer thread: it owns the only connection and runs every operation, reads included
 //! (they are microseconds; a second connection would only add locking). It drains the job
 //! queue in batches and commits each batch as one transaction (group commit), answering each
-//! request only after its batch committed.
+//! request only after its batch committed. A batch's L8 events are published after its
+//! commit (see `events`), before its answers.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::db::{sql, Db};
-use super::recovery;
+use super::{events, recovery};
 use crate::store::lease;
 use crate::store::wakeup::KeyWakeups;
 use crate::store::StoreError;
@@ -160,6 +161,10 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
         if let Some(e) = outcome {
             failed.get_or_insert(e);
         }
+        // The job's ticket changes, as watchers of its keys see them (`waiters`).
+        if let Err(e) = events::finish_job(db) {
+            failed.get_or_insert(e);
+        }
         replies.push(reply);
     }
     let commit = match failed {
@@ -169,6 +174,11 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
     if commit.is_err() {
         let _ = db.conn.execute_batch("ROLLBACK");
         db.queued.rolled_back();
+        events::rolled_back(&mut db.events);
+    } else {
+        // Before the answers: a client that sees its change answered finds its event in
+        // the key's window when it resumes right after.
+        events::publish(&mut db.events, &db.feeds);
     }
     let committed = commit.is_ok();
     for reply in replies {
