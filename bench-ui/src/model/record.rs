@@ -103,7 +103,8 @@ pub struct RunRecord {
     pub holds: Vec<Hold>,
     /// Every L7 read.
     pub samples: Vec<Sample>,
-    /// Every L8 event of the run's keys, each key's in the server's order.
+    /// The L8 events of the run's keys that change its holds (`snapshot`, `reset`, grants and
+    /// ends; not `waiters` or `proclaimed`), each key's in the server's order.
     #[serde(default)]
     pub events: Vec<Observed>,
     /// Why the L8 stream could not be followed (an older server answering 404, a refusal),
