@@ -123,6 +123,9 @@ if [ "$mode" = "test" ]; then
   # PostgreSQL and Redis are the fencing examples' real resources (scripts/test-examples.sh);
   # curl (HTTP/2) and openssl (certificate fingerprints) check the TLS server independently.
   apt_install etcd-server etcd-client chromium chromium-driver postgresql redis-server curl openssl
+  # iproute2 (`ip`): the partition run builds its network of namespaces with it
+  # (chaos/src/netns.rs); usually present, absent from minimal images.
+  apt_install iproute2
   ensure_wasm_pack
   ensure_js_runtimes
 fi

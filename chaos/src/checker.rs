@@ -25,6 +25,9 @@
 //!   docs/fencing.md, "Why: the paused worker").
 //! - [`Check::RetriedAfterFence`]: a process wrote again with a token the ledger had
 //!   fenced out for it (the side effect is never retried).
+//! - [`Check::ReleasedStillLive`]: every acknowledged release released: token `a` seen live
+//!   (an L7 answer listing it, or another 204 release of it) strictly after a 204 release of
+//!   `a` was received.
 //! - [`Check::ExclusiveNotAlone`] and [`Check::OverLimit`], on keys held shared (`holds`):
 //!   an exclusive hold live beside any other hold of its key; more shared holds live at once
 //!   than the key's limit. Such keys get these instead of [`Check::TwoHolders`], since
@@ -57,6 +60,8 @@ pub enum Check {
     ExclusiveNotAlone,
     /// More shared holds of a key live at once than its limit.
     OverLimit,
+    /// A token seen live after its release was acknowledged (204).
+    ReleasedStillLive,
 }
 
 /// One broken claim, with a human-readable account.
@@ -142,7 +147,62 @@ pub fn check(events: &[Event], config: CheckerConfig) -> Report {
     check_ledger(events, &mut report);
     check_token_order(events, &shared, &mut report);
     check_budgets(events, config, &mut report);
+    check_releases(events, &mut report);
     report
+}
+
+/// [`Check::ReleasedStillLive`] on every key: a 204 release ends its hold for good, so no
+/// observation sent after the 204 was received may show the token live.
+fn check_releases(events: &[Event], report: &mut Report) {
+    // When each (key, token) was first certainly released.
+    let mut released: HashMap<(&str, u64), u64> = HashMap::new();
+    for e in events {
+        if let Event::Release {
+            key,
+            token,
+            window,
+            ok: true,
+            ..
+        } = e
+        {
+            let at = released.entry((key, *token)).or_insert(window.recv);
+            *at = (*at).min(window.recv);
+        }
+    }
+    for e in events {
+        let (key, tokens, window, what): (&str, Vec<u64>, Window, &str) = match e {
+            Event::L7Sample {
+                key,
+                token,
+                holders,
+                window,
+                ..
+            } => {
+                let mut live = holders.clone();
+                live.extend(*token);
+                (key, live, *window, "listed by L7")
+            }
+            Event::Release {
+                key,
+                token,
+                window,
+                ok: true,
+                ..
+            } => (key, vec![*token], *window, "released (204) again"),
+            _ => continue,
+        };
+        for token in tokens {
+            if let Some(at) = released.get(&(key, token)).filter(|at| window.sent > **at) {
+                report.violate(
+                    Check::ReleasedStillLive,
+                    format!(
+                        "key {key}: token {token} {what} in [{}, {}] after its release was acknowledged at {at}",
+                        window.sent, window.recv
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn count(events: &[Event], report: &mut Report) {

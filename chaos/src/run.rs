@@ -83,7 +83,7 @@ pub struct Mix {
 }
 
 /// One contender process to start: its name, role and keys.
-struct Contender {
+pub(crate) struct Contender {
     name: String,
     role: &'static str,
     keys: Vec<String>,
@@ -93,7 +93,7 @@ impl ChaosConfig {
     /// Every contender of the run: the exclusive ones first (`c0`, …, as before shared holds,
     /// so a seed draws what it drew then), then the mix's writers, readers and semaphore
     /// holders.
-    fn contenders(&self, keys: &[String]) -> Vec<Contender> {
+    pub(crate) fn contenders(&self, keys: &[String]) -> Vec<Contender> {
         let one = |prefix: &str, i: usize, role, key: &str| Contender {
             name: format!("{prefix}{i}"),
             role,
@@ -115,7 +115,7 @@ impl ChaosConfig {
     }
 
     /// The lock keys of the run: the exclusive ones, then the mix's.
-    fn lock_keys(&self, keys: &[String]) -> Vec<String> {
+    pub(crate) fn lock_keys(&self, keys: &[String]) -> Vec<String> {
         let mut all = keys.to_vec();
         if self.mix.readers + self.mix.writers > 0 {
             all.push(RW_KEY.to_owned());
@@ -127,7 +127,7 @@ impl ChaosConfig {
     }
 
     /// Every ledger written in the run: the lock keys' own, and each semaphore holder's.
-    fn ledgers(&self, keys: &[String]) -> Vec<String> {
+    pub(crate) fn ledgers(&self, keys: &[String]) -> Vec<String> {
         let mut all = self.lock_keys(keys);
         all.extend((0..self.mix.semaphore_holders).map(|i| format!("{SEMAPHORE_KEY}/by/s{i}")));
         all
@@ -184,11 +184,19 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
     // Every random choice comes from here, in this order: contender seeds, the schedule, the
     // holders paused.
     let mut rng = StdRng::seed_from_u64(config.seed);
-    let mut children = spawn_contenders(config, &contender_bin, &url, &keys, &mut rng)?;
+    let urls = [url.clone()];
+    let mut children = spawn_contenders(config, &contender_bin, &urls, &keys, &mut rng)?;
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let lock_keys = config.lock_keys(&keys);
-    let sampler = spawn_sampler(url.clone(), lock_keys, &config.out_dir, stop.clone())?;
+    let sampler_out = config.out_dir.join("sampler.jsonl");
+    let sampler = spawn_sampler(
+        url.clone(),
+        "sampler",
+        lock_keys,
+        &sampler_out,
+        stop.clone(),
+    )?;
     let mut injector = Injector {
         server: &mut server,
         etcd: etcd.as_mut(),
@@ -212,7 +220,7 @@ pub fn run(config: &ChaosConfig) -> std::io::Result<ChaosOutcome> {
     drop(server);
     drop(etcd);
 
-    let merged = merge(&config.out_dir, &children)?;
+    let merged = merge(&config.out_dir, &children, &["sampler.jsonl"])?;
     let report = check(&merged, CheckerConfig::default());
     Ok(ChaosOutcome {
         report,
@@ -260,16 +268,18 @@ fn start_server(
 }
 
 /// The contender processes (`c0`, `c1`, …, then the mix's), each with a seed drawn from
-/// `rng`, writing its history into the run's directory.
-fn spawn_contenders(
+/// `rng`, writing its history into the run's directory; contender `i` talks to
+/// `urls[i % urls.len()]` (one replica each, when there are several).
+pub(crate) fn spawn_contenders(
     config: &ChaosConfig,
     bin: &Path,
-    url: &str,
+    urls: &[String],
     keys: &[String],
     rng: &mut StdRng,
 ) -> std::io::Result<Vec<(String, Child)>> {
     let mut children = Vec::new();
-    for Contender { name, role, keys } in config.contenders(keys) {
+    for (i, Contender { name, role, keys }) in config.contenders(keys).into_iter().enumerate() {
+        let url = &urls[i % urls.len()];
         let child = Command::new(bin)
             .args(["--url", url, "--name", &name, "--keys", &keys.join(",")])
             .args(["--role", role])
@@ -379,7 +389,7 @@ impl Injector<'_> {
     }
 }
 
-fn history_path(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn history_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.jsonl"))
 }
 
@@ -444,7 +454,7 @@ fn draw_schedule(config: &ChaosConfig, rng: &mut StdRng) -> Vec<Fault> {
 
 /// A contender that currently holds a lock (its last history line is a grant or a write),
 /// else any contender.
-fn pick_holder(dir: &Path, children: &[(String, Child)], rng: &mut StdRng) -> usize {
+pub(crate) fn pick_holder(dir: &Path, children: &[(String, Child)], rng: &mut StdRng) -> usize {
     let holders: Vec<usize> = children
         .iter()
         .enumerate()
@@ -474,7 +484,7 @@ fn pick_holder(dir: &Path, children: &[(String, Child)], rng: &mut StdRng) -> us
 }
 
 /// SIGSTOP, wait, SIGCONT; the fault event spans both signals.
-fn pause(pid: u32, name: String, length: Duration) -> Option<Event> {
+pub(crate) fn pause(pid: u32, name: String, length: Duration) -> Option<Event> {
     let sent = now_micros();
     // SAFETY: kill(2) on a child we spawned and have not reaped (it runs until its duration
     // ends, which is after every scheduled pause has ended).
@@ -489,14 +499,15 @@ fn pause(pid: u32, name: String, length: Duration) -> Option<Event> {
     })
 }
 
-/// Polls L7 for every key every 25 ms into `sampler.jsonl`, and also records server RSS.
-fn spawn_sampler(
+/// Polls L7 for every key every 25 ms into `out` (as process `name`).
+pub(crate) fn spawn_sampler(
     url: String,
+    name: &'static str,
     keys: Vec<String>,
-    dir: &Path,
+    out: &Path,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let mut out = HistoryWriter::create(&dir.join("sampler.jsonl"))?;
+    let mut out = HistoryWriter::create(out)?;
     Ok(std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -519,7 +530,7 @@ fn spawn_sampler(
                         continue;
                     };
                     let window = Window::since(sent);
-                    let _ = out.record(&Event::l7_sample("sampler", key, &state, window));
+                    let _ = out.record(&Event::l7_sample(name, key, &state, window));
                 }
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
@@ -528,7 +539,7 @@ fn spawn_sampler(
 }
 
 /// Waits for every contender to exit on its own; kills (and reports) stragglers.
-fn wait_for_contenders(children: &mut [(String, Child)], bound: Duration) {
+pub(crate) fn wait_for_contenders(children: &mut [(String, Child)], bound: Duration) {
     let deadline = Instant::now() + bound;
     for (name, child) in children.iter_mut() {
         loop {
@@ -549,7 +560,7 @@ fn wait_for_contenders(children: &mut [(String, Child)], bound: Duration) {
 }
 
 /// Reads the whole ledger of every key (acceptance order) into `ledger.jsonl`.
-fn snapshot_ledger(url: &str, keys: &[String], dir: &Path) -> std::io::Result<()> {
+pub(crate) fn snapshot_ledger(url: &str, keys: &[String], dir: &Path) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -572,11 +583,17 @@ fn snapshot_ledger(url: &str, keys: &[String], dir: &Path) -> std::io::Result<()
     })
 }
 
-/// Concatenates every process's history into `history.jsonl`.
-fn merge(dir: &Path, children: &[(String, Child)]) -> std::io::Result<Vec<Event>> {
+/// Concatenates every process's history, the `samplers`' files, the faults and the ledger
+/// snapshot into `history.jsonl`.
+pub(crate) fn merge(
+    dir: &Path,
+    children: &[(String, Child)],
+    samplers: &[&str],
+) -> std::io::Result<Vec<Event>> {
     let mut all = Vec::new();
     let mut files: Vec<PathBuf> = children.iter().map(|(n, _)| history_path(dir, n)).collect();
-    files.extend(["sampler.jsonl", "faults.jsonl", "ledger.jsonl"].map(|f| dir.join(f)));
+    files.extend(samplers.iter().map(|f| dir.join(f)));
+    files.extend(["faults.jsonl", "ledger.jsonl"].map(|f| dir.join(f)));
     for file in files {
         if file.exists() {
             all.extend(read_history(&file)?);

@@ -21,7 +21,20 @@ impl ServerProcess {
         extra_args: Vec<String>,
         log: &Path,
     ) -> std::io::Result<ServerProcess> {
+        ServerProcess::start_on(bin, data_dir, extra_args, log, "127.0.0.1")
+    }
+
+    /// [`ServerProcess::start`] listening on `host` (an address of this machine, or of the
+    /// network namespace `bin` runs in).
+    pub fn start_on(
+        bin: &Path,
+        data_dir: &Path,
+        extra_args: Vec<String>,
+        log: &Path,
+        host: &str,
+    ) -> std::io::Result<ServerProcess> {
         Launch::new(bin, data_dir)
+            .host(host)
             .args(extra_args)
             .env("RUST_LOG", "warn")
             .keep_port()

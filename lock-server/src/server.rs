@@ -75,6 +75,7 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
                 endpoints: config.etcd_endpoints.clone(),
                 prefix: config.etcd_prefix.clone(),
                 timeout: Duration::from_millis(config.etcd_timeout_ms),
+                feed_limits: config.feed_limits(),
             };
             let store = EtcdStore::connect(options).await?;
             tracing::info!(

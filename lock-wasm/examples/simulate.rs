@@ -29,6 +29,7 @@ fn main() {
         shared_beside_exclusive: args.iter().any(|a| a == "--shared-beside-exclusive"),
         ignore_limit: args.iter().any(|a| a == "--ignore-limit"),
         readers_barge: args.iter().any(|a| a == "--readers-barge"),
+        forget_tokens: args.iter().any(|a| a == "--forget-tokens"),
     };
     let injection = if args.iter().any(|a| a == "--faults") {
         Injection::Chaos

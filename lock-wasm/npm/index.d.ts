@@ -340,6 +340,107 @@ export declare class Semaphore {
   using<T>(fn: WorkUnderLock<T>): Promise<T>;
 }
 
+/** What a candidate asks for. */
+export interface CampaignOptions {
+  /** What readers see as the leader's value (UTF-8, at most 1 KiB), e.g. its address. */
+  value?: string;
+  /** The grant's TTL (heartbeats renew it); the client's default lock TTL when absent. */
+  ttlMs?: number;
+  /** Cancels the campaign (it rejects with `signal.reason`). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A won election: the campaign's grant. `term` is its fencing token: terms of one election
+ * strictly increase, so pass it with every side effect the leader makes and a fenced
+ * resource refuses a deposed leader.
+ */
+export declare class Leadership implements AsyncDisposable {
+  private constructor();
+  /** The election (the key). */
+  readonly election: string;
+  /** The grant's fencing token. */
+  readonly term: number;
+  /** The value last proclaimed (or campaigned with). */
+  readonly value: string | undefined;
+  /** The grant's handle. */
+  readonly handle: LockHandle;
+  /** Aborts (reason: a `LockLostError`) the moment the term ends: lost, revoked or resigned. */
+  readonly signal: AbortSignal;
+  /** True once the term may be over; never turns false again. */
+  readonly isLost: boolean;
+  /** Resolves with the reason the moment the term ends. */
+  lost(): Promise<LostReason>;
+  /**
+   * Replaces the leader's value (L9). Rejects with a `LockLostError`, sending nothing, once
+   * the term is over (and when the server says it is).
+   */
+  proclaim(value: string): Promise<void>;
+  /** Ends the term (releases the grant); the next candidate in the queue is elected. */
+  resign(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** An election's leader as readers see it. */
+export interface Leader {
+  /** What it proclaimed; `null` when nothing. */
+  value: string | null;
+  /** Its term: its fencing token. */
+  term: number;
+  /** Its session's public name. */
+  holderId: string;
+}
+
+/** What happened to a watched key (the server's `kind`). */
+export type WatchEventKind =
+  | "snapshot"
+  | "reset"
+  | "granted"
+  | "handedOff"
+  | "released"
+  | "expired"
+  | "revoked"
+  | "proclaimed"
+  | "waiters";
+
+/** The key's state in a `snapshot` or `reset`, as the server's holder read shows it. */
+export interface LockState {
+  key: string;
+  mode: LockMode | null;
+  holder: WatchHolder | null;
+  holders: WatchHolder[];
+  limit: number | null;
+  waiterCount: number;
+}
+
+/** One holder in a `LockState`. */
+export interface WatchHolder {
+  holderId: string;
+  owner: string | null;
+  fencingToken: number;
+  remainingMillis: number;
+  value?: string;
+}
+
+/** One event of a watched key. Holder fields are set for grants, ends and `proclaimed`. */
+export interface WatchEvent {
+  /** Opaque: resume after this event with `watch(key, { after: id })`. */
+  id: string;
+  kind: WatchEventKind;
+  key: string;
+  /** Server wall-clock milliseconds of the change. */
+  atMillis: number;
+  fencingToken?: number;
+  holderId?: string;
+  owner?: string;
+  mode?: LockMode;
+  limit?: number;
+  value?: string;
+  waiterCount: number;
+  /** `snapshot` and `reset`: the key at that instant. */
+  state?: LockState;
+}
+
 /** A session: the lease that keeps its locks alive through heartbeats. */
 export declare class Session implements AsyncDisposable {
   private constructor();
@@ -373,6 +474,13 @@ export declare class Session implements AsyncDisposable {
   write(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
   /** A counting semaphore of `permits` (1…10000) on `key`, its permits taken on this session. */
   semaphore(key: string, permits: number): Semaphore;
+  /**
+   * Campaigns in `election` (a key) until elected: an exclusive acquire that waits in the
+   * key's queue without a budget, so candidates are elected in the order they asked.
+   * Rejects with `ValidationError`, `SessionLostError`, a non-retryable error, or
+   * `signal.reason` when `signal` aborts.
+   */
+  campaign(election: string, options?: CampaignOptions): Promise<Leadership>;
   /**
    * Releases one hold (`handle.nest()` adds one); a lost lock releases quietly. A failed
    * release rejects, but never wedges the key: the handle has ended, the next caller gets
@@ -422,6 +530,22 @@ export declare class LockClient {
   write(key: string, options?: HoldOptions): Promise<LockHandle | undefined>;
   /** A counting semaphore of `permits` (1…10000) on `key`, its permits taken on the client's own session. */
   semaphore(key: string, permits: number): Semaphore;
+  /** `Session.campaign` on the client's own session. */
+  campaign(election: string, options?: CampaignOptions): Promise<Leadership>;
+  /** The leader of `election` now (advisory), or `null`. */
+  leader(election: string): Promise<Leader | null>;
+  /**
+   * `key`'s events: a `snapshot` first (with `after`, the events after that id, or one
+   * `reset` when the server no longer has it), then every change in order. Resumes by itself
+   * after failures and server restarts; ends when `signal` aborts or the loop breaks; throws
+   * only a non-retryable error (403, 401, 400).
+   */
+  watch(key: string, options?: { signal?: AbortSignal; after?: string }): AsyncGenerator<WatchEvent, void, undefined>;
+  /**
+   * The leader of `election` after every change of holder or value (`null`: none), starting
+   * with the leader now; consecutive equal leaders once. Ends as `watch` does.
+   */
+  observe(election: string, options?: { signal?: AbortSignal }): AsyncGenerator<Leader | null, void, undefined>;
   /** Closes the client's own session, if one was opened (graceful shutdown). */
   close(): Promise<void>;
 }
@@ -431,6 +555,7 @@ declare const api: {
   Session: typeof Session;
   LockHandle: typeof LockHandle;
   Semaphore: typeof Semaphore;
+  Leadership: typeof Leadership;
   LockError: typeof LockError;
   ContentionError: typeof ContentionError;
   NotLeaderError: typeof NotLeaderError;

@@ -80,11 +80,30 @@ pub(crate) async fn acquire(
     ttl: Duration,
     policy: &AcquirePolicy,
 ) -> Result<Option<LockHandle>, LockError> {
+    acquire_valued(session, key, hold, ttl, policy, None).await
+}
+
+/// [`acquire`] with the hold's L4 `value` (an election's candidate says where it serves),
+/// checked before anything is sent.
+pub(crate) async fn acquire_valued(
+    session: &SessionState,
+    key: &str,
+    hold: HoldKind,
+    ttl: Duration,
+    policy: &AcquirePolicy,
+    value: Option<&str>,
+) -> Result<Option<LockHandle>, LockError> {
+    if let Some(value) = value {
+        lock_api::limits::validate_value(value)
+            .map_err(|message| LockError::validation("value", message))?;
+    }
     let clock = &session.parts().clock;
     let span = AcquireSpan::start(key);
     let start = clock.now();
     let result = span
-        .instrument(claim_and_attempt(session, key, hold, ttl, policy, &span))
+        .instrument(claim_and_attempt(
+            session, key, hold, ttl, policy, value, &span,
+        ))
         .await;
     let outcome = match &result {
         Ok(Some(_)) => Outcome::Granted,
@@ -108,6 +127,7 @@ async fn claim_and_attempt(
     hold: HoldKind,
     ttl: Duration,
     policy: &AcquirePolicy,
+    value: Option<&str>,
     span: &AcquireSpan,
 ) -> Result<Option<LockHandle>, LockError> {
     let parts = session.parts();
@@ -118,7 +138,8 @@ async fn claim_and_attempt(
     let deadline = start + policy.total_budget();
     match session.claim(key, deadline).await? {
         Some(claim) => {
-            let attempts = Attempts::new(claim, key, hold, ttl, policy, span, start);
+            let mut attempts = Attempts::new(claim, key, hold, ttl, policy, span, start);
+            attempts.request.value = value.map(str::to_owned);
             attempts.run().await
         }
         None => {

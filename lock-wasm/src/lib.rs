@@ -29,7 +29,9 @@
 //!   two doors only), `heartbeat` (the background task: heartbeat loop, deadline watchdog,
 //!   orphan release), [`acquire`] (the bounded loop), [`session`] (`LockClient`,
 //!   `LockClientSession`: the public API on top), [`semaphore`] (`Semaphore`: N permits on a
-//!   key as shared holds, taken on a session or on the client's own).
+//!   key as shared holds, taken on a session or on the client's own), [`watch`] (a key's L8
+//!   events as a stream: long polls, resume after failures), [`election`] (`campaign` →
+//!   `Leadership`, `leader`, `observe`: an election as a queued exclusive hold with a value).
 //! - Runtimes: `native` (feature `native`, non-wasm targets: tokio clock and spawner, reqwest
 //!   transport, OS-seeded RNG) and [`wasm`] (wasm32 only: fetch transport, JS-timer clock,
 //!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
@@ -52,6 +54,7 @@ pub mod acquire;
 pub mod backoff;
 pub mod clock;
 pub mod config;
+pub mod election;
 pub mod error;
 pub mod events;
 pub mod handle;
@@ -74,6 +77,7 @@ pub mod test_support;
 pub mod transport;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+pub mod watch;
 
 #[cfg(all(feature = "native", not(target_arch = "wasm32")))]
 pub mod native;
@@ -83,9 +87,12 @@ pub use clock::Clock;
 #[cfg(any(test, feature = "sim"))]
 pub use clock::ManualClock;
 pub use config::ClientConfig;
+pub use election::{CampaignOptions, Leader, Leadership};
 pub use error::{LockError, TransportError};
 pub use events::{ClientEvent, EventSink, NoEvents};
 pub use handle::{LockHandle, LostReason};
+/// L8's events (`lock-api`'s own types).
+pub use lock_api::{EventKind, WatchEvent};
 /// The hold an acquire asks for and the mode a grant has (`lock-api`'s own types).
 pub use lock_api::{HoldKind, LockMode};
 pub use policy::{AcquirePolicy, PolicySettings};

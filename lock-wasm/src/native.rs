@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use reqwest::header::{HeaderValue, AUTHORIZATION};
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use serde::de::DeserializeOwned;
 
 use crate::backoff::RngSource;
@@ -197,7 +197,11 @@ impl Transport for HttpTransport {
             Method::Post => reqwest::Method::POST,
             Method::Delete => reqwest::Method::DELETE,
         };
-        let mut http = self.http.request(method, self.url(&request.path()));
+        // JSON answers only: L8 answers its long poll rather than a server-sent stream.
+        let mut http = self
+            .http
+            .request(method, self.url(&request.path()))
+            .header(ACCEPT, "application/json");
         if let Some(body) = request.body() {
             http = http.json(&body);
         }

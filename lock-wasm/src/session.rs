@@ -78,6 +78,11 @@ impl LockClient {
         }
     }
 
+    /// The seams and settings its sessions share.
+    pub(crate) fn parts(&self) -> &Arc<ClientParts> {
+        &self.parts
+    }
+
     /// The settings in use.
     pub fn config(&self) -> &ClientConfig {
         &self.parts.config
@@ -236,6 +241,16 @@ impl LockClientSession {
     pub async fn acquire_default(&self, key: &str) -> Result<Option<LockHandle>, LockError> {
         let ttl = self.default_lock_ttl();
         self.acquire(key, ttl, &AcquirePolicy::default()).await
+    }
+
+    /// The session's shared state (for the election's queued acquire).
+    pub(crate) fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    /// The client's seams and settings, shared (for what outlives a call).
+    pub(crate) fn shared_parts(&self) -> Arc<ClientParts> {
+        self.state.shared_parts()
     }
 
     /// The lock TTL of the `*_default` acquires ([`ClientConfig::default_lock_ttl`]).

@@ -129,6 +129,11 @@ impl SessionState {
         &self.parts
     }
 
+    /// The client's seams and settings, shared (for what outlives a call: a watch).
+    pub(crate) fn shared_parts(&self) -> Arc<ClientParts> {
+        self.parts.clone()
+    }
+
     fn status(&self) -> Status {
         self.inner.lock().unwrap().status
     }

@@ -4,7 +4,8 @@
 // nesting is explicit (`handle.nest()`); a release that fails (server killed, network cut)
 // never wedges the key and never changes what `using` settles with; the client's own session
 // is replaced once lost; an outage shorter than the session's validity loses nothing, and an
-// acquire made during it rejects with TRANSPORT; memory stays flat per acquire.
+// acquire made during it rejects with TRANSPORT; memory stays flat per acquire; many watch
+// iterators and a campaign share the one client.
 //
 // Time is real here: every bound is generous and none is on speed.
 import { test } from "node:test";
@@ -85,6 +86,30 @@ test("20 concurrent `using` calls of one session on one key take turns, each wit
   );
   assert.equal((await lockState(key)).holder, null, "free after the last section");
   await session.close();
+});
+
+test("20 concurrent watch iterators and a campaign share one client: every watcher sees the grant, each ends on its signal", async () => {
+  const key = uniqueKey("service/watch");
+  const controller = new AbortController();
+  const seen = Array.from({ length: 20 }, () => []);
+  const watchers = seen.map(async (events) => {
+    for await (const event of client.watch(key, { signal: controller.signal })) events.push(event);
+  });
+  const kinds = (events) => events.map((e) => e.kind).filter((k) => k !== "waiters");
+  // Every watcher has its snapshot before the campaign: its next poll resumes after it.
+  await waitFor(() => seen.every((events) => events.length > 0), 30_000, "every snapshot");
+  const leadership = await client.campaign(key, { value: "svc-1" });
+  const leader = await client.leader(key);
+  assert.deepEqual([leader.term, leader.value], [leadership.term, "svc-1"]);
+  await leadership.resign();
+  await waitFor(() => seen.every((events) => kinds(events).includes("released")), 30_000, "every release seen");
+  controller.abort();
+  await Promise.all(watchers); // each ends cleanly on the signal
+  for (const events of seen) {
+    assert.deepEqual(kinds(events), ["snapshot", "granted", "released"]);
+    const grant = events.find((e) => e.kind === "granted");
+    assert.deepEqual([grant.fencingToken, grant.value], [leadership.term, "svc-1"]);
+  }
 });
 
 test("nesting is explicit: handle.nest() is the same hold, an independent acquire waits its turn", async () => {

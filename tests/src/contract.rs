@@ -1291,6 +1291,10 @@ pub async fn observability_surfaces(server: &TestServer) {
         "lock_locks ",
         "lock_holds{mode=\"exclusive\"} ",
         "lock_holds{mode=\"shared\"} ",
+        "lock_watchers ",
+        "lock_watched_keys ",
+        "lock_watch_events_total ",
+        "lock_watch_resets_total{reason=\"slow_consumer\"} ",
     ] {
         assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
     }
@@ -1302,9 +1306,12 @@ pub async fn observability_surfaces(server: &TestServer) {
                 .split(',')
                 .map(|l| l.split('=').next().unwrap_or(""))
                 .collect();
-            // `mode` (a closed set of two) is the hold gauge's only label.
+            // `mode` (a closed set of two) is the hold gauge's only label, `reason` (a closed
+            // set of three) the watch resets'.
             let allowed: &[&str] = if line.starts_with("lock_holds{") {
                 &["mode"]
+            } else if line.starts_with("lock_watch_resets_total{") {
+                &["reason"]
             } else {
                 &["outcome", "le"]
             };
@@ -1367,8 +1374,15 @@ pub async fn openapi_matches_routes(server: &TestServer) {
         for method in ops.as_object().unwrap().keys() {
             described.push((method.to_uppercase(), path.clone()));
             let concrete = path.replace("{key}", "k").replace("{id}", "unknown");
+            // JSON asked for: L8 answers a long poll then, not an endless event stream.
+            let accept = [("accept", "application/json")];
             let reply = api
-                .raw(&method.to_uppercase(), &concrete, Some(b"{}".to_vec()), &[])
+                .raw(
+                    &method.to_uppercase(),
+                    &concrete,
+                    Some(b"{}".to_vec()),
+                    &accept,
+                )
                 .await;
             assert!(
                 !matches!(reply.code(), Some("NOT_FOUND") | Some("METHOD_NOT_ALLOWED")),
@@ -1384,6 +1398,8 @@ pub async fn openapi_matches_routes(server: &TestServer) {
         ("POST", "/v1/locks/{key}/acquire"),
         ("POST", "/v1/locks/{key}/release"),
         ("GET", "/v1/locks/{key}"),
+        ("GET", "/v1/locks/{key}/events"),
+        ("POST", "/v1/locks/{key}/value"),
         ("POST", "/v1/admin/locks/{key}/revoke"),
         ("POST", "/v1/demo/ledger/{key}"),
         ("GET", "/v1/demo/ledger/{key}"),
@@ -1396,7 +1412,7 @@ pub async fn openapi_matches_routes(server: &TestServer) {
             "{surface:?} not described"
         );
     }
-    assert_eq!(described.len(), 13, "undescribed extras: {described:?}");
+    assert_eq!(described.len(), 15, "undescribed extras: {described:?}");
 }
 
 /// CORS answers only the configured origin.

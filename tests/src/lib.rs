@@ -70,12 +70,20 @@ pub struct ServerOptions {
     pub env: Vec<(String, String)>,
     /// Plain HTTP (default) or TLS.
     pub tls: Tls,
+    /// Restarts listen on the first start's port (a client with a fixed URL follows).
+    pub keep_port: bool,
 }
 
 impl ServerOptions {
     /// Defaults: sqlite backend, no admin token.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Restarts keep the first start's port.
+    pub fn keep_port(mut self) -> Self {
+        self.keep_port = true;
+        self
     }
 
     /// Sets the admin bearer token.
@@ -138,6 +146,9 @@ impl TestServer {
         launch = launch.args(options.extra_args.iter().cloned());
         for (key, value) in &options.env {
             launch = launch.env(key.as_str(), value.as_str());
+        }
+        if options.keep_port {
+            launch = launch.keep_port();
         }
         let process = launch.start().unwrap_or_else(|e| panic!("{e}"));
         TestServer {

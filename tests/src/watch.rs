@@ -49,6 +49,7 @@ pub async fn run_all(pair: &Pair) {
     long_poll_waits_times_out_and_caps_its_batch(pair).await;
     values_travel_with_holds_and_proclaims(pair).await;
     proclaim_is_refused_to_all_but_the_holder(pair).await;
+    shared_holds_are_watched_hold_by_hold(pair).await;
 }
 
 /// One SSE record.
@@ -545,6 +546,38 @@ pub async fn proclaim_is_refused_to_all_but_the_holder(pair: &Pair) {
     proclaim(api, &key, &s.session_id, t, "late")
         .await
         .assert_error(409, "LOCK_LOST");
+}
+
+/// Shared holds: each grant and end is its own event, with `mode` shared and the key's
+/// `limit`; a snapshot lists every holder with its value.
+pub async fn shared_holds_are_watched_hold_by_hold(pair: &Pair) {
+    let key = unique_key("watch shared");
+    let mut sse = SseStream::open(&pair.watch, &key, None).await;
+    assert_eq!(sse.expect().await.data.kind, EventKind::Snapshot);
+    let api = &pair.change;
+    let (a, b) = (
+        api.open_session(60_000).await,
+        api.open_session(60_000).await,
+    );
+    let ta = token_of(&api.acquire_shared(&key, &a.session_id, Some(2), None).await);
+    let tb = token_of(&api.acquire_shared(&key, &b.session_id, Some(2), None).await);
+    assert_eq!(api.release(&key, ta, None).await.status, 204);
+    for (kind, token, holder) in [
+        (EventKind::Granted, ta, &a.holder_id),
+        (EventKind::Granted, tb, &b.holder_id),
+        (EventKind::Released, ta, &a.holder_id),
+    ] {
+        let event = sse.expect().await.data;
+        assert_eq!((event.kind, event.fencing_token), (kind, Some(token)));
+        assert_eq!(event.holder_id.as_ref(), Some(holder));
+        assert_eq!(event.mode, Some(lock_api::LockMode::Shared));
+        assert_eq!(event.limit, Some(2));
+    }
+    let snapshot = poll(&pair.watch, &key, None, 0).await;
+    let state = snapshot[0].state.clone().unwrap();
+    assert_eq!(state.mode, Some(lock_api::LockMode::Shared));
+    assert_eq!(state.holders.len(), 1);
+    assert_eq!(state.holders[0].fencing_token, tb);
 }
 
 /// A resume from before a kill -9 restart is a `reset` (another epoch: the server cannot

@@ -27,7 +27,8 @@ async fn until_events(dir: &Dir, name: &str, count: usize) -> Vec<WatchEvent> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prints_every_change_in_order_and_resets_after_a_restart() {
-    let mut server = TestServer::start(ServerOptions::new());
+    // Restarts keep the port: lockctl follows one URL.
+    let mut server = TestServer::start(ServerOptions::new().keep_port());
     let api = server.api();
     let dir = Dir::new();
     let mut watch = start(

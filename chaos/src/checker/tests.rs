@@ -277,3 +277,25 @@ fn a_fenced_write_retried_is_caught() {
         Check::RetriedAfterFence,
     );
 }
+
+#[test]
+fn a_token_seen_live_after_its_acknowledged_release_is_caught() {
+    let mut h = good_history();
+    // Token 2 was released (204 received at 3,300,100); an L7 sent later still lists it.
+    h.push(sample("k", Some(2), 3_500_000, 3_500_100));
+    only(
+        &check(&h, CheckerConfig::default()),
+        Check::ReleasedStillLive,
+    );
+    let mut h = good_history();
+    // A second 204 for the same token: the first did not release it.
+    h.push(release("c2", "k", 2, 3_600_000, 3_600_100));
+    only(
+        &check(&h, CheckerConfig::default()),
+        Check::ReleasedStillLive,
+    );
+    let mut h = good_history();
+    // Sampled while the release was in flight: could have been before it.
+    h.push(sample("k", Some(2), 3_300_050, 3_300_200));
+    assert!(check(&h, CheckerConfig::default()).violations.is_empty());
+}

@@ -190,35 +190,30 @@ async fn long_poll(
     }
     let mut shutdown = state.shutdown.clone();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait);
+    let first = tokio::select! {
+        item = sub.live.recv() => Some(item),
+        () = tokio::time::sleep_until(deadline) => None,
+        _ = shutdown.wait_for(|stopping| *stopping) => None,
+    };
     let mut events = Vec::new();
-    loop {
-        let item = tokio::select! {
-            item = sub.live.recv() => item,
-            () = tokio::time::sleep_until(deadline) => break,
-            _ = shutdown.wait_for(|stopping| *stopping) => break,
-        };
-        match item {
-            Ok(FeedItem::Event(_, event)) => events.push(WatchEvent::clone(&event)),
-            Ok(FeedItem::Gap) => {
-                let (_, reset) = reset_event(state, &key, ResetReason::Gap).await?;
-                events.push(reset);
-                break;
-            }
-            Err(RecvError::Lagged(_)) => {
-                let (_, reset) = reset_event(state, &key, ResetReason::SlowConsumer).await?;
-                events.push(reset);
-                break;
-            }
-            Err(RecvError::Closed) => break,
-        }
-        // What else is there already goes in the same answer.
-        while events.len() < BATCH_MAX_EVENTS {
-            match sub.live.try_recv() {
-                Ok(FeedItem::Event(_, event)) => events.push(WatchEvent::clone(&event)),
-                Ok(FeedItem::Gap) | Err(_) => break,
+    match first {
+        None | Some(Err(RecvError::Closed)) => {}
+        Some(Ok(FeedItem::Event(_, event))) => {
+            events.push(WatchEvent::clone(&event));
+            // What else is there already goes in the same answer.
+            while events.len() < BATCH_MAX_EVENTS {
+                match sub.live.try_recv() {
+                    Ok(FeedItem::Event(_, event)) => events.push(WatchEvent::clone(&event)),
+                    Ok(FeedItem::Gap) | Err(_) => break,
+                }
             }
         }
-        break;
+        Some(Ok(FeedItem::Gap)) => {
+            events.push(reset_event(state, &key, ResetReason::Gap).await?.1);
+        }
+        Some(Err(RecvError::Lagged(_))) => {
+            events.push(reset_event(state, &key, ResetReason::SlowConsumer).await?.1);
+        }
     }
     Ok(sent(state, events))
 }
@@ -260,7 +255,8 @@ async fn sse(
     }
     state.metrics.count_events_sent(first.len() as u64);
     tokio::spawn(pump(state, key, sub, tx, skip, slot));
-    let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text(" keep-alive");
+    // axum writes a comment as `: <text>`.
+    let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive");
     Ok(Sse::new(Events(rx)).keep_alive(keep_alive).into_response())
 }
 

@@ -278,6 +278,14 @@ impl Feeds {
         !self.lock().keys.is_empty()
     }
 
+    /// Drops the feeds whose linger has passed (at most once a second), for a backend to call
+    /// on its own schedule: otherwise only a subscribe sweeps, and a key nobody watches any
+    /// more would go on costing its backend events until someone watches anything.
+    pub fn sweep_idle(&self) {
+        let mut inner = self.lock();
+        self.sweep(&mut inner);
+    }
+
     /// Keys with a feed now and watchers in all (for `/metrics`).
     pub fn counts(&self) -> (usize, usize) {
         let inner = self.lock();
@@ -448,6 +456,26 @@ mod tests {
         f.publish("k", f.next_pos(), event("k", 1));
         let resumed = f.subscribe_counted("k", Some("e1.2.4294967295")).unwrap();
         assert_eq!(backlog_tokens(&resumed.start), vec![1]);
+    }
+
+    #[test]
+    fn an_idle_feed_is_swept_by_its_backend_after_its_linger() {
+        let f = Feeds::new(
+            "e1",
+            FeedLimits {
+                linger: Duration::ZERO,
+                ..FeedLimits::default()
+            },
+        );
+        let watched = f.subscribe_counted("k", None).unwrap();
+        // Sweeps run at most once a second; wait past that.
+        std::thread::sleep(Duration::from_millis(1_100));
+        f.sweep_idle();
+        assert!(f.is_watched("k"), "a watched feed stays");
+        drop(watched);
+        std::thread::sleep(Duration::from_millis(1_100));
+        f.sweep_idle();
+        assert!(!f.is_watched("k") && !f.any());
     }
 
     #[test]

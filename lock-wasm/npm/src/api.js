@@ -173,6 +173,87 @@ class LockHandle {
   }
 }
 
+/**
+ * A won election: the campaign's grant. `term` is its fencing token (pass it with every side
+ * effect the leader makes); `signal` aborts and `lost()` resolves the moment the term ends
+ * (lost, revoked, or resigned).
+ */
+class Leadership {
+  #raw;
+  #handle;
+  #value;
+  constructor(raw, handle, value) {
+    this.#raw = raw;
+    this.#handle = handle;
+    this.#value = value;
+    Object.defineProperty(this, "election", { value: handle.key, enumerable: true });
+    Object.defineProperty(this, "term", { value: handle.fencingToken, enumerable: true });
+  }
+  /** The value last proclaimed (or campaigned with), else `undefined`. */
+  get value() {
+    return this.#value;
+  }
+  /** The grant's LockHandle. */
+  get handle() {
+    return this.#handle;
+  }
+  /** Aborts (reason: a LockLostError) the moment the term ends. */
+  get signal() {
+    return this.#handle.signal;
+  }
+  /** True once the term may be over; never turns false again. */
+  get isLost() {
+    return this.#handle.isLost;
+  }
+  /** Resolves with the reason (`sessionLost`, `released`, ...) the moment the term ends. */
+  lost() {
+    return LockHandle.whenLost(this.#handle);
+  }
+  /**
+   * Replaces the leader's value (L9). Rejects with a LockLostError, sending nothing, once
+   * the term is over.
+   */
+  async proclaim(value) {
+    if (typeof value !== "string") throw invalid("value", "must be a string");
+    await call(this.#raw.proclaim(value));
+    this.#value = value;
+  }
+  /** Ends the term: releases the grant, and the next candidate in the queue is elected. */
+  resign() {
+    return this.#handle.release();
+  }
+  /** `await using leadership = await session.campaign(...)` resigns at scope exit. */
+  [asyncDispose]() {
+    return this.resign();
+  }
+}
+
+// An async iterator over a raw stream (a watch's events, an observe's leaders): one
+// `next()` at a time; ends cleanly (done) when `signal` aborts or the loop breaks (its
+// `return()`), and frees the raw stream then, which abandons the poll in flight.
+async function* iterate(raw, signal) {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(signal.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    while (!stop.signal.aborted && !signal?.aborted) {
+      let item;
+      try {
+        item = await raw.next(stop.signal);
+      } catch (err) {
+        if (stop.signal.aborted) return;
+        throw adoptError(err);
+      }
+      if (item === undefined) return;
+      yield item;
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    stop.abort();
+    raw.free();
+  }
+}
+
 /** A session: the lease that keeps every lock it holds alive through heartbeats. */
 class Session {
   #raw;
@@ -282,6 +363,20 @@ class Session {
   /** A counting semaphore of `permits` on `key`, its permits taken on this session. */
   semaphore(key, permits) {
     return new Semaphore(this, key, checkedPermits(permits));
+  }
+  /**
+   * Campaigns in `election` (a key) until elected: an exclusive acquire that waits in the
+   * key's queue with no budget, so candidates are elected in the order they asked. Resolves
+   * a `Leadership`; `value` (a string of at most 1 KiB) is what readers see as the leader's;
+   * `ttlMs` the grant's TTL. `signal` cancels the campaign.
+   */
+  async campaign(election, opts) {
+    const { signal, rest } = splitSignal(opts, "options");
+    if (typeof election !== "string") throw invalid("election", "must be a string");
+    signal?.throwIfAborted?.();
+    const raw = await call(this.#raw.campaign(election, rest, signal));
+    const handle = this.#wrap(raw.handle);
+    return new Leadership(raw, handle, rest.value);
   }
   /**
    * Releases one hold; the lock itself goes with the outermost. A lost lock releases quietly.
@@ -456,6 +551,39 @@ class LockClient {
   semaphore(key, permits) {
     return new Semaphore(this, key, checkedPermits(permits));
   }
+  /** `session.campaign` on the client's own session (see `acquire` for a lost session). */
+  campaign(election, opts) {
+    return this.#onOwnSession((session) => session.campaign(election, opts));
+  }
+  /** The leader of `election` now (advisory): `{ value, term, holderId }`, or `null`. */
+  leader(election) {
+    if (typeof election !== "string") throw invalid("election", "must be a string");
+    return call(this.#raw.leader(election));
+  }
+  /**
+   * `key`'s events, as an async iterator: a `snapshot` first (or, with `after`, the events
+   * after that id: a `reset` when the server no longer has it), then every change in order.
+   * Resumes by itself after network failures and server restarts; ends when `signal`
+   * aborts or the loop breaks, and throws only a non-retryable error (403, 401, 400).
+   */
+  watch(key, opts) {
+    const { signal, rest } = splitSignal(opts, "options");
+    if (typeof key !== "string") throw invalid("key", "must be a string");
+    const { after, ...unknown } = rest;
+    for (const name of Object.keys(unknown)) throw invalid(name, "unknown option");
+    if (after !== undefined && typeof after !== "string") throw invalid("after", "must be a string");
+    return iterate(adoptSync(() => this.#raw.watch(key, after)), signal);
+  }
+  /**
+   * The leader of `election` after every change of holder or value, as an async iterator of
+   * `{ value, term, holderId }` or `null`, starting with the leader now; ends as `watch`.
+   */
+  observe(election, opts) {
+    const { signal, rest } = splitSignal(opts, "options");
+    if (typeof election !== "string") throw invalid("election", "must be a string");
+    for (const name of Object.keys(rest)) throw invalid(name, "unknown option");
+    return iterate(adoptSync(() => this.#raw.observe(election)), signal);
+  }
   /** Closes the client's own session, if one was opened (graceful shutdown); its locks go with it. */
   async close() {
     const managed = this.#managed;
@@ -527,7 +655,7 @@ const CLIENT_OVER = Symbol.for("lock-wasm.clientOver");
  */
 export function createApi(raw) {
   RawClient = raw.RawClient;
-  const api = { LockClient, Session, LockHandle, Semaphore, ...errorExports };
+  const api = { LockClient, Session, LockHandle, Semaphore, Leadership, ...errorExports };
   Object.defineProperty(api, CLIENT_OVER, { value: clientOver });
   return api;
 }

@@ -15,6 +15,7 @@ use crate::config::ClientConfig;
 use crate::handle::LostReason;
 use crate::renewal::{self, RENEWAL_RESERVE};
 
+use super::scenario::ELECTION;
 use super::service::{Event, LiveHold, SimService, Step};
 use super::watch::HeartbeatWatch;
 use super::world::{grant_of, Granted, World};
@@ -44,6 +45,45 @@ pub(super) fn check_holders(world: &World, service: &SimService, clock: &ManualC
         if let Some(wrong) = crowded(&modes) {
             world.violate(format!("{wrong} of {key} at {:?}: {holds:?}", clock.now()));
         }
+    }
+}
+
+/// The election's invariant "never two leaders", checked after every poll: at most one
+/// leadership of [`ELECTION`] whose handle is valid (its deadline, which keeps the safety
+/// margin from the server's lease, not passed and no loss reported).
+pub(super) fn check_leaders(world: &World, clock: &ManualClock) {
+    let leaders = world.leaders.lock().unwrap();
+    let mut live: Vec<u64> = leaders
+        .iter()
+        .filter(|(_, h, _)| !h.is_lost())
+        .map(|(_, h, _)| h.fencing_token())
+        .collect();
+    live.sort_unstable();
+    live.dedup();
+    if live.len() > 1 {
+        world.violate(format!(
+            "two live leaders of {ELECTION} at {:?}: terms {live:?}",
+            clock.now()
+        ));
+    }
+}
+
+/// The election's invariant "terms rise", over the whole run: each leadership that was
+/// valid when its campaign returned has a greater term than every one before it.
+pub(super) fn check_terms(world: &World) {
+    let leaders = world.leaders.lock().unwrap();
+    let mut last: Option<u64> = None;
+    for (at, handle, born_lost) in leaders.iter() {
+        if *born_lost {
+            continue;
+        }
+        let term = handle.fencing_token();
+        if last.is_some_and(|last| term <= last) {
+            world.violate(format!(
+                "leader terms of {ELECTION} did not rise: term {term} won at {at:?} after term {last:?}"
+            ));
+        }
+        last = Some(term);
     }
 }
 

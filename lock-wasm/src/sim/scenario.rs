@@ -27,6 +27,9 @@ pub(super) struct Scenario {
     pub(super) pause_chance: f64,
     /// Whether a round may nest a second acquire of its key.
     pub(super) nests: bool,
+    /// Whether the run's clients also campaign in the election [`ELECTION`] (about half of
+    /// their rounds), drawn from a stream of its own.
+    pub(super) elects: bool,
     /// How each key of `keys` is held, by index.
     pub(super) roles: Vec<KeyRole>,
 }
@@ -67,6 +70,10 @@ impl KeyRole {
 const QUEUE_STREAM: u64 = 0x0051_7E0E;
 /// Salt of the stream the shared keys are drawn from, for the same reason.
 const SHARED_STREAM: u64 = 0x5AA2_ED00;
+/// Salt of the stream that decides whether a run campaigns, for the same reason.
+const ELECTION_STREAM: u64 = 0xE1EC_7100;
+/// The key the campaigning clients elect a leader on.
+pub(super) const ELECTION: &str = "leader";
 
 impl Scenario {
     /// The scenario of `seed`: its shape from the run's stream `rng`, whether it queues from
@@ -75,6 +82,7 @@ impl Scenario {
         let mut scenario = Scenario::draw(rng, injection);
         scenario.maybe_queue(&mut StdRng::seed_from_u64(seed ^ QUEUE_STREAM));
         scenario.maybe_share(&mut StdRng::seed_from_u64(seed ^ SHARED_STREAM));
+        scenario.elects = StdRng::seed_from_u64(seed ^ ELECTION_STREAM).random_bool(0.5);
         scenario
     }
 
@@ -163,6 +171,7 @@ impl Scenario {
             },
             pause_chance: if chaos { 0.5 } else { 0.3 },
             nests: !chaos,
+            elects: false,
         }
     }
 }

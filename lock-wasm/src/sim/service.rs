@@ -4,7 +4,8 @@
 //! and the wait queue per key (one FIFO for both modes; the hand-off grants every head ticket
 //! that fits and stops at the first that does not, so a queued writer holds back later
 //! readers; a grace period after a ticket's last request, unclaimed hand-offs, no barging,
-//! the cap) — the C3 rules, in memory. Which hold fits beside which, and the shared limit in
+//! the cap), hold values (L4 `value`, L9) and the L8 feed of each key (`feed`: the event
+//! window, ids, snapshot and reset; the JSON long poll) — the C3 rules, in memory. Which hold fits beside which, and the shared limit in
 //! force, are `holds`' rules; every ticket and hold is recorded in a [`History`] the
 //! simulation checks. [`super::SimTransport`] puts a seeded, lossy network in front of it.
 //!
@@ -12,6 +13,7 @@
 //! (a server of the kind C2 stays safe against), except when it claims an unclaimed
 //! hand-off, which the server renews from the claiming request's arrival.
 
+mod feed;
 mod history;
 mod holds;
 #[cfg(test)]
@@ -22,9 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, HoldKind, Holder, LockMode,
-    LockState, LockStatus, OpenSessionRequest, ReleaseRequest, RevokeRequest, SessionOpened,
-    SessionStatus,
+    AcquireRequest, ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse, HeldLock,
+    HoldKind, Holder, LockMode, LockState, LockStatus, OpenSessionRequest, ProclaimRequest,
+    ReleaseRequest, RevokeRequest, SessionOpened, SessionStatus, WatchEvent,
 };
 
 use crate::clock::{Clock, ManualClock};
@@ -32,6 +34,8 @@ use crate::error::TransportError;
 use crate::signal::Notify;
 use crate::transport::{Answer, Reply, Request};
 
+pub use feed::WINDOW;
+use feed::{Feeds, Poll};
 pub use history::{Event, History, Step};
 use holds::{fits, held_back, limit_in_force, SimLock, SimTicket};
 
@@ -59,6 +63,9 @@ pub struct Faults {
     /// A shared L4 of a key held shared is granted past queued tickets (a reader-preferring
     /// lock: a stream of readers starves a queued writer).
     pub readers_barge: bool,
+    /// A key's token counter restarts when the key is freed (a server that forgets a key's
+    /// last token with its row): a later holder, a later leader, gets an old token again.
+    pub forget_tokens: bool,
 }
 
 /// The modelled server. Cheap to clone; clones share state.
@@ -87,6 +94,10 @@ struct ServiceState {
     out_of_order: Vec<String>,
     /// Kept only when asked for ([`SimService::recording_history`]).
     history: Option<History>,
+    /// The planted `forget_tokens` fault (see [`Faults`]).
+    forget_tokens: bool,
+    /// The L8 events of every key.
+    feeds: Feeds,
 }
 
 impl ServiceState {
@@ -107,8 +118,38 @@ impl ServiceState {
         self.queues.get(key).map_or(&[], Vec::as_slice)
     }
 
-    /// Adds `lock` to `key`'s holds under the key's next token; returns it as added.
-    fn issue(&mut self, now: Duration, key: &str, lock: SimLock, ticket: Option<u64>) -> SimLock {
+    /// Appends an L8 event of `kind` about `hold` (none: only the waiters changed) to `key`'s
+    /// feed, with the key's waiter count now.
+    fn announce(&mut self, now: Duration, key: &str, kind: EventKind, hold: Option<&SimLock>) {
+        let event = WatchEvent {
+            id: String::new(),
+            kind,
+            key: key.to_owned(),
+            at_millis: now.as_millis() as u64,
+            fencing_token: hold.map(|h| h.token),
+            holder_id: hold.map(|h| sim_holder_id(&h.session)),
+            owner: None,
+            mode: hold.map(|h| h.kind.mode()),
+            limit: hold.and_then(|h| h.kind.limit()),
+            value: hold
+                .filter(|_| kind.is_grant() || kind == EventKind::Proclaimed)
+                .and_then(|h| h.value.clone()),
+            waiter_count: self.queue(key).len() as u32,
+            state: None,
+        };
+        self.feeds.push(event);
+    }
+
+    /// Adds `lock` to `key`'s holds under the key's next token, announced as `kind`
+    /// (`granted` or `handedOff`); returns it as added.
+    fn issue(
+        &mut self,
+        now: Duration,
+        key: &str,
+        lock: SimLock,
+        ticket: Option<u64>,
+        kind: EventKind,
+    ) -> SimLock {
         let token = self.last_token.get(key).copied().unwrap_or(0) + 1;
         self.last_token.insert(key.to_owned(), token);
         let lock = SimLock { token, ..lock };
@@ -123,11 +164,19 @@ impl ServiceState {
             .entry(key.to_owned())
             .or_default()
             .push(lock.clone());
+        self.announce(now, key, kind, Some(&lock));
         lock
     }
 
-    /// Ends the holds of `key` that `ends` picks.
-    fn end_holds(&mut self, now: Duration, key: &str, ends: impl Fn(&SimLock) -> bool) -> Vec<u64> {
+    /// Ends the holds of `key` that `ends` picks, announced as `kind` (`released`, `expired`
+    /// or `revoked`).
+    fn end_holds(
+        &mut self,
+        now: Duration,
+        key: &str,
+        kind: EventKind,
+        ends: impl Fn(&SimLock) -> bool,
+    ) -> Vec<u64> {
         let Some(holds) = self.locks.get_mut(key) else {
             return Vec::new();
         };
@@ -135,16 +184,27 @@ impl ServiceState {
         *holds = kept;
         if holds.is_empty() {
             self.locks.remove(key);
+            if self.forget_tokens {
+                self.last_token.remove(key);
+            }
         }
         let tokens: Vec<u64> = ended.iter().map(|l| l.token).collect();
-        for &token in &tokens {
-            self.record(now, key, Step::Ended { token });
+        for lock in &ended {
+            self.record(now, key, Step::Ended { token: lock.token });
+            self.announce(now, key, kind, Some(lock));
         }
         tokens
     }
 
-    /// Drops the tickets of `key` that `drops` picks.
-    fn drop_tickets(&mut self, now: Duration, key: &str, drops: impl Fn(&SimTicket) -> bool) {
+    /// Drops the tickets of `key` that `drops` picks; a `waiters` event when `announce` and
+    /// any went (a ticket that leaves because it is granted is told by the grant's event).
+    fn drop_tickets(
+        &mut self,
+        now: Duration,
+        key: &str,
+        announce: bool,
+        drops: impl Fn(&SimTicket) -> bool,
+    ) {
         let Some(queue) = self.queues.get_mut(key) else {
             return;
         };
@@ -153,9 +213,38 @@ impl ServiceState {
         if queue.is_empty() {
             self.queues.remove(key);
         }
+        let any = !dropped.is_empty();
         for ticket in dropped {
             let step = Step::Left { ticket: ticket.seq };
             self.record(now, key, step);
+        }
+        if any && announce {
+            self.announce(now, key, EventKind::Waiters, None);
+        }
+    }
+
+    /// L7's answer for `key` at `now`: every holder in token order; `holder` only when the
+    /// key is held exclusive.
+    fn state_of(&self, key: &str, now: Duration) -> LockState {
+        let holds = self.holds(key);
+        let exclusive = holds.iter().find(|l| l.kind == HoldKind::Exclusive);
+        let holder = |l: &SimLock| Holder {
+            value: l.value.clone(),
+            holder_id: sim_holder_id(&l.session),
+            owner: None,
+            fencing_token: l.token,
+            remaining_millis: (l.end().saturating_sub(now)).as_millis() as u64,
+        };
+        LockState {
+            key: key.to_owned(),
+            mode: holds.first().map(|_| match exclusive {
+                Some(_) => LockMode::Exclusive,
+                None => LockMode::Shared,
+            }),
+            holder: exclusive.map(holder),
+            holders: holds.iter().map(holder).collect(),
+            limit: holds.iter().find_map(|l| l.kind.limit()),
+            waiter_count: self.queue(key).len() as u32,
         }
     }
 }
@@ -215,10 +304,14 @@ fn error(body: ErrorBody) -> TransportError {
 impl SimService {
     /// An empty server on `clock`.
     pub fn new(clock: ManualClock, faults: Faults) -> Self {
+        let state = ServiceState {
+            forget_tokens: faults.forget_tokens,
+            ..ServiceState::default()
+        };
         SimService {
             clock,
             faults,
-            state: Arc::default(),
+            state: Arc::new(Mutex::new(state)),
             handed: Notify::default(),
         }
     }
@@ -247,7 +340,7 @@ impl SimService {
                 .filter(|l| l.end() <= now || !alive(l))
                 .map(|l| l.token)
                 .collect();
-            s.end_holds(now, key, |l| ended.contains(&l.token));
+            s.end_holds(now, key, EventKind::Expired, |l| ended.contains(&l.token));
         }
         s.sessions.retain(|_, session| session.expires > now);
         let keys: Vec<String> = s.queues.keys().cloned().collect();
@@ -269,7 +362,7 @@ impl SimService {
             .filter(|t| !t.live(now, sessions))
             .map(|t| t.seq)
             .collect();
-        s.drop_tickets(now, key, |t| dead.contains(&t.seq));
+        s.drop_tickets(now, key, true, |t| dead.contains(&t.seq));
         while let Some(ticket) = self.next_in_line(s.queue(key)) {
             if !fits(s.holds(key), ticket.kind, &self.faults) {
                 return;
@@ -297,7 +390,7 @@ impl SimService {
                 ticket.seq, ticket.session
             ));
         }
-        s.drop_tickets(now, key, |t| t.seq == ticket.seq);
+        s.drop_tickets(now, key, false, |t| t.seq == ticket.seq);
         let lock = SimLock {
             session: ticket.session,
             token: 0,
@@ -305,8 +398,9 @@ impl SimService {
             ttl: ticket.ttl,
             expires: now + ticket.ttl,
             claim_by: (now >= ticket.open_until).then_some(ticket.open_until + GRACE),
+            value: ticket.value,
         };
-        s.issue(now, key, lock, Some(ticket.seq));
+        s.issue(now, key, lock, Some(ticket.seq), EventKind::HandedOff);
         self.handed.notify();
     }
 
@@ -385,7 +479,9 @@ impl SimService {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
         let now = self.clock.now();
-        let revoked = s.end_holds(now, key, |l| token.is_none_or(|t| t == l.token));
+        let revoked = s.end_holds(now, key, EventKind::Revoked, |l| {
+            token.is_none_or(|t| t == l.token)
+        });
         // Every change ends with the expiry pass, as every operation starts with it.
         self.expire(&mut s);
         revoked
@@ -434,7 +530,7 @@ impl SimService {
         let now = self.clock.now();
         let keys: Vec<String> = s.locks.keys().cloned().collect();
         for key in keys {
-            s.end_holds(now, &key, |l| l.session == id);
+            s.end_holds(now, &key, EventKind::Released, |l| l.session == id);
         }
         let closed = s.sessions.remove(id);
         self.expire(&mut s);
@@ -453,6 +549,10 @@ impl SimService {
     ) -> Result<Attempt, TransportError> {
         let hold = lock_api::limits::validate_hold(request.mode, request.limit)
             .map_err(|message| error(ErrorBody::validation("limit", message)))?;
+        if let Some(value) = &request.value {
+            lock_api::limits::validate_value(value)
+                .map_err(|message| error(ErrorBody::validation("value", message)))?;
+        }
         let mut s = self.state.lock().unwrap();
         let now = self.clock.now();
         let id = &request.session_id;
@@ -464,7 +564,7 @@ impl SimService {
             return Err(status(ErrorCode::SessionNotFound));
         }
         if s.holds(key).iter().any(|l| &l.session == id) {
-            return self.existing(&mut s, key, id, hold);
+            return self.existing(&mut s, key, id, hold, request.value.as_deref());
         }
         if let HoldKind::Shared { limit } = hold {
             match limit_in_force(s.holds(key), s.queue(key)) {
@@ -480,7 +580,7 @@ impl SimService {
         if fits(holds, hold, &self.faults) && !held_back(queue, holds, id, hold, &self.faults) {
             // A session that waits in the queue is granted at its ticket's place.
             let place = queue.iter().find(|t| &t.session == id).map(|t| t.seq);
-            s.drop_tickets(now, key, |t| &t.session == id);
+            s.drop_tickets(now, key, false, |t| &t.session == id);
             let lock = SimLock {
                 session: id.clone(),
                 token: 0,
@@ -488,8 +588,10 @@ impl SimService {
                 ttl,
                 expires: now + ttl,
                 claim_by: None,
+                value: request.value.clone(),
             };
-            let mut answer = s.issue(now, key, lock, place).grant(key);
+            let kind = EventKind::Granted;
+            let mut answer = s.issue(now, key, lock, place, kind).grant(key);
             answer.ttl_millis = request.ttl_millis.unwrap_or(10_000);
             return Ok(Attempt::Granted(answer, now));
         }
@@ -502,6 +604,7 @@ impl SimService {
                     ttl,
                     open_until,
                     seq: 0,
+                    value: request.value.clone(),
                 };
                 self.join(&mut s, key, ticket)
             }
@@ -512,7 +615,9 @@ impl SimService {
     /// end; a dead one goes (the request queues again at the end).
     fn keep_ticket_open(&self, s: &mut ServiceState, key: &str, id: &str, open_until: Duration) {
         let now = self.clock.now();
-        s.drop_tickets(now, key, |t| t.session == id && now >= t.open_until + GRACE);
+        s.drop_tickets(now, key, true, |t| {
+            t.session == id && now >= t.open_until + GRACE
+        });
         if let Some(queue) = s.queues.get_mut(key) {
             if let Some(ticket) = queue.iter_mut().find(|t| t.session == id) {
                 ticket.open_until = ticket.open_until.max(open_until);
@@ -523,13 +628,15 @@ impl SimService {
     /// L4 of a session that holds `key`: its grant again, idempotently (a shared request
     /// under an exclusive hold gets the exclusive grant) — except an exclusive request under
     /// a shared hold: two readers upgrading would wait for each other forever. Claiming an
-    /// unclaimed hand-off renews it from now.
+    /// unclaimed hand-off renews it from now. A `value` replaces the hold's (a `proclaimed`
+    /// event when it changed); none keeps it.
     fn existing(
         &self,
         s: &mut ServiceState,
         key: &str,
         id: &str,
         hold: HoldKind,
+        value: Option<&str>,
     ) -> Result<Attempt, TransportError> {
         let now = self.clock.now();
         let holds = s.locks.get_mut(key).expect("the session holds the key");
@@ -545,7 +652,17 @@ impl SimService {
             None => lock.expires - lock.ttl,
         };
         let answer = lock.grant(key);
-        s.drop_tickets(now, key, |t| t.session == id);
+        let proclaimed = match value {
+            Some(value) if lock.value.as_deref() != Some(value) => {
+                lock.value = Some(value.to_owned());
+                Some(lock.clone())
+            }
+            _ => None,
+        };
+        if let Some(lock) = proclaimed {
+            s.announce(now, key, EventKind::Proclaimed, Some(&lock));
+        }
+        s.drop_tickets(now, key, false, |t| t.session == id);
         Ok(Attempt::Granted(answer, lease_start))
     }
 
@@ -570,6 +687,7 @@ impl SimService {
             };
             s.record(now, key, step);
             s.queues.entry(key.to_owned()).or_default().push(ticket);
+            s.announce(now, key, EventKind::Waiters, None);
         }
         Ok(Attempt::Queued(next_change(s, key, now)))
     }
@@ -610,8 +728,10 @@ impl SimService {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
         let now = self.clock.now();
-        if s.end_holds(now, key, |l| l.token == request.fencing_token)
-            .is_empty()
+        if s.end_holds(now, key, EventKind::Released, |l| {
+            l.token == request.fencing_token
+        })
+        .is_empty()
         {
             return Err(status(ErrorCode::LockLost));
         }
@@ -646,31 +766,88 @@ impl SimService {
         })
     }
 
-    /// L7: every holder in token order; `holder` only when the key is held exclusive.
+    /// L7: the key now (see `ServiceState::state_of`).
     fn read(&self, key: &str) -> LockState {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
+        s.state_of(key, self.clock.now())
+    }
+
+    /// L9: replaces the value of the hold `(key, fencingToken)` of the session; 409
+    /// LOCK_LOST when the session does not hold it now, 404 for an unknown session.
+    fn proclaim(&self, key: &str, request: &ProclaimRequest) -> Result<(), TransportError> {
+        lock_api::limits::validate_value(&request.value)
+            .map_err(|message| error(ErrorBody::validation("value", message)))?;
+        let mut s = self.state.lock().unwrap();
+        self.expire(&mut s);
         let now = self.clock.now();
-        let holds = s.holds(key);
-        let exclusive = holds.iter().find(|l| l.kind == HoldKind::Exclusive);
-        let holder = |l: &SimLock| Holder {
-            value: None,
-            holder_id: sim_holder_id(&l.session),
-            owner: None,
-            fencing_token: l.token,
-            remaining_millis: (l.end() - now).as_millis() as u64,
-        };
-        LockState {
-            key: key.to_owned(),
-            mode: holds.first().map(|_| match exclusive {
-                Some(_) => LockMode::Exclusive,
-                None => LockMode::Shared,
-            }),
-            holder: exclusive.map(holder),
-            holders: holds.iter().map(holder).collect(),
-            limit: holds.iter().find_map(|l| l.kind.limit()),
-            waiter_count: s.queue(key).len() as u32,
+        if !s.sessions.contains_key(&request.session_id) {
+            return Err(status(ErrorCode::SessionNotFound));
         }
+        let lock = s.locks.get_mut(key).and_then(|holds| {
+            holds
+                .iter_mut()
+                .find(|l| l.token == request.fencing_token && l.session == request.session_id)
+        });
+        let Some(lock) = lock else {
+            return Err(status(ErrorCode::LockLost));
+        };
+        lock.value = Some(request.value.clone());
+        let lock = lock.clone();
+        s.announce(now, key, EventKind::Proclaimed, Some(&lock));
+        Ok(())
+    }
+
+    /// L8's JSON long poll: a `snapshot` without `after`; the events after it, waiting up to
+    /// `wait_millis` for the first; one `reset` when `after` cannot be served.
+    async fn events(
+        &self,
+        key: &str,
+        after: Option<&str>,
+        wait_millis: u64,
+    ) -> Result<EventBatch, TransportError> {
+        lock_api::limits::validate_key(key)
+            .map_err(|e| error(ErrorBody::validation("key", e.to_string())))?;
+        let until = self.clock.now() + Duration::from_millis(wait_millis);
+        loop {
+            let appended = {
+                let mut s = self.state.lock().unwrap();
+                self.expire(&mut s);
+                let now = self.clock.now();
+                let at = now.as_millis() as u64;
+                let state =
+                    |s: &ServiceState, kind| s.feeds.state_event(kind, s.state_of(key, now), at);
+                let Some(after) = after else {
+                    let events = vec![state(&s, EventKind::Snapshot)];
+                    return Ok(EventBatch { events });
+                };
+                match s.feeds.after(key, after) {
+                    Poll::Reset => {
+                        let events = vec![state(&s, EventKind::Reset)];
+                        return Ok(EventBatch { events });
+                    }
+                    Poll::After(events) if !events.is_empty() || now >= until => {
+                        return Ok(EventBatch { events });
+                    }
+                    Poll::After(_) => s.feeds.appended.listen(),
+                }
+            };
+            // An expiry is an event too, and only an operation notices it: look again at the
+            // key's next hold end, as a waiter in the queue does.
+            let next = {
+                let s = self.state.lock().unwrap();
+                next_change(&s, key, self.clock.now()) + EXPIRY_SLACK
+            };
+            let left = until.saturating_sub(self.clock.now());
+            let sleep = self.clock.sleep(left.min(next));
+            futures::future::select(Box::pin(appended), sleep).await;
+        }
+    }
+
+    /// A modelled restart of the server's feed: a new epoch, so every watcher's next poll gets
+    /// a `reset` (the holds and sessions stay, as a restarted server's store keeps them).
+    pub fn restart_feeds(&self) {
+        self.state.lock().unwrap().feeds.restart();
     }
 
     /// The server's answer to `request` (L4 may wait in its queue).
@@ -683,6 +860,15 @@ impl SimService {
             Request::SessionStatus(id) => self.status(id).map(Reply::Status),
             Request::Release(key, body) => self.release(key, body).map(|()| Reply::Done),
             Request::ReadLock(key) => Ok(Reply::Lock(self.read(key))),
+            Request::Events {
+                key,
+                after,
+                wait_millis,
+            } => self
+                .events(key, after, wait_millis)
+                .await
+                .map(Reply::Events),
+            Request::Proclaim(key, body) => self.proclaim(key, body).map(|()| Reply::Done),
         }
     }
 }

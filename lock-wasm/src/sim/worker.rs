@@ -13,13 +13,14 @@ use rand::rngs::StdRng;
 use rand::Rng;
 
 use crate::clock::{Clock, ManualClock};
+use crate::election::CampaignOptions;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::session::{LockClient, LockClientSession};
 use crate::spawn::Spawner;
 
 use super::executor::SimExecutor;
-use super::scenario::Scenario;
+use super::scenario::{Scenario, ELECTION};
 use super::world::{Effect, Granted, World};
 
 /// One simulated client process.
@@ -34,6 +35,9 @@ pub(super) struct Worker {
     /// Draws each acquire's mode on a read-write key: a stream of its own, so runs without
     /// shared keys draw as they did before them.
     pub(super) holds_rng: StdRng,
+    /// Draws which rounds campaign, in a run that elects: a stream of its own, so runs
+    /// without the election draw as they did before it.
+    pub(super) elect_rng: StdRng,
     /// Spawns the observer of each grant's `lost()` future in this client's process.
     pub(super) spawner: Arc<dyn Spawner>,
 }
@@ -59,8 +63,18 @@ impl Worker {
         self.world.finished.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// One acquire → hold (maybe nested) → release cycle.
+    /// One acquire → hold (maybe nested) → release cycle; in a run that elects, followed
+    /// about half the time by a campaign → lead → resign one.
     async fn round(&mut self, s: &LockClientSession) -> Result<(), LockError> {
+        self.lock_round(s).await?;
+        if self.scenario.elects && self.elect_rng.random_bool(0.5) {
+            self.campaign_round(s).await?;
+        }
+        Ok(())
+    }
+
+    /// One acquire → hold (maybe nested) → release cycle.
+    async fn lock_round(&mut self, s: &LockClientSession) -> Result<(), LockError> {
         let keys = &self.scenario.keys;
         let index = self.scenario.pick_key(&mut self.rng, &mut self.holds_rng);
         let key = keys[index].clone();
@@ -96,6 +110,46 @@ impl Worker {
             .unwrap()
             .retain(|(_, h)| !h.same_grant(&handle));
         s.release(&handle).await.map(|_| ())
+    }
+
+    /// Campaigns in [`ELECTION`] (giving up after three lock TTLs, by dropping the
+    /// campaign), leads for a while with side effects raced against the term's end, then
+    /// resigns. The leadership's handle is a grant like any other for the invariants, and is
+    /// recorded as a leadership for the election's own two.
+    async fn campaign_round(&mut self, s: &LockClientSession) -> Result<(), LockError> {
+        let options = CampaignOptions {
+            value: Some(format!("client-{}", self.id)),
+            ttl: Some(self.scenario.lock_ttl),
+        };
+        let give_up = self.clock.sleep(self.scenario.lock_ttl * 3);
+        let campaign = Box::pin(s.campaign(ELECTION, options));
+        let leadership = match futures::future::select(campaign, give_up).await {
+            futures::future::Either::Left((won, _)) => won?,
+            futures::future::Either::Right(_) => return Ok(()),
+        };
+        let handle = leadership.handle().clone();
+        let born_lost = handle.is_lost();
+        self.world
+            .leaders
+            .lock()
+            .unwrap()
+            .push((self.clock.now(), handle.clone(), born_lost));
+        self.world.terms_won.fetch_add(1, Ordering::SeqCst);
+        self.world
+            .held
+            .lock()
+            .unwrap()
+            .push((self.id, handle.clone()));
+        let index = self.observe(&handle);
+        let ttl_ms = self.scenario.lock_ttl.as_millis() as u64;
+        let lead = Duration::from_millis(self.elect_rng.random_range(0..=ttl_ms * 2));
+        self.side_effects(&handle, index, lead).await;
+        self.world
+            .held
+            .lock()
+            .unwrap()
+            .retain(|(_, h)| !h.same_grant(&handle));
+        leadership.resign().await
     }
 
     /// Records the grant and, from a task of this client's process, when its `lost()` future

@@ -55,6 +55,11 @@ pub(super) struct World {
     pub(super) finished: AtomicUsize,
     /// Sessions the finished clients declared lost.
     pub(super) sessions_lost: Mutex<u64>,
+    /// Leaderships won in the run, in the order their campaigns returned: (when, the grant's
+    /// handle, whether it was already lost then).
+    pub(super) leaders: Mutex<Vec<(Duration, LockHandle, bool)>>,
+    /// Campaigns that won.
+    pub(super) terms_won: AtomicUsize,
 }
 
 impl World {

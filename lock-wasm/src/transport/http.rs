@@ -9,8 +9,8 @@
 //! [`ReadJson`].
 
 use lock_api::{
-    paths, AcquireRequest, ErrorBody, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
-    ReleaseRequest, SessionOpened, SessionStatus,
+    paths, AcquireRequest, ErrorBody, EventBatch, HeartbeatResponse, LockGrant, LockState,
+    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 use serde::Serialize;
 
@@ -40,9 +40,9 @@ pub fn http_answer(
 /// The HTTP methods of contract C3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
-    /// L5, L7.
+    /// L5, L7, L8.
     Get,
-    /// L1, L2, L4, L6.
+    /// L1, L2, L4, L6, L9.
     Post,
     /// L3.
     Delete,
@@ -59,7 +59,7 @@ impl Method {
     }
 }
 
-/// A request's JSON body (L1, L4, L6). Serializes as the request itself (serde, for the
+/// A request's JSON body (L1, L4, L6, L9). Serializes as the request itself (serde, for the
 /// native transport; the wasm transport writes its own).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -70,6 +70,8 @@ pub enum Body<'a> {
     Acquire(&'a AcquireRequest),
     /// L6's.
     Release(&'a ReleaseRequest),
+    /// L9's.
+    Proclaim(&'a ProclaimRequest),
 }
 
 /// A transport's JSON reader of one answer type; the error is a short reason, which becomes
@@ -83,13 +85,15 @@ impl<'a> Request<'a> {
     /// The HTTP method.
     pub fn method(self) -> Method {
         match self.route() {
-            Route::SessionStatus | Route::ReadLock => Method::Get,
+            Route::SessionStatus | Route::ReadLock | Route::Events => Method::Get,
             Route::CloseSession => Method::Delete,
             _ => Method::Post,
         }
     }
 
-    /// The path, keys and session ids percent-encoded by [`lock_api::paths`].
+    /// The path, keys and session ids percent-encoded by [`lock_api::paths`]; L8's with its
+    /// query (`after` percent-encoded, `waitMillis`). Every request is sent with `Accept:
+    /// application/json`, which makes L8 the long poll rather than a server-sent stream.
     pub fn path(self) -> String {
         match self {
             Request::OpenSession(_) => paths::SESSIONS.to_owned(),
@@ -98,39 +102,70 @@ impl<'a> Request<'a> {
             Request::Acquire(key, _) => paths::acquire(key),
             Request::Release(key, _) => paths::release(key),
             Request::ReadLock(key) => paths::lock(key),
+            Request::Events {
+                key,
+                after,
+                wait_millis,
+            } => {
+                let mut path = paths::events(key);
+                path.push_str(&format!("?waitMillis={wait_millis}"));
+                if let Some(after) = after {
+                    path.push_str("&after=");
+                    path.push_str(&query_encode(after));
+                }
+                path
+            }
+            Request::Proclaim(key, _) => paths::value(key),
         }
     }
 
-    /// The JSON body, for L1, L4 and L6.
+    /// The JSON body, for L1, L4, L6 and L9.
     pub fn body(self) -> Option<Body<'a>> {
         match self {
             Request::OpenSession(body) => Some(Body::OpenSession(body)),
             Request::Acquire(_, body) => Some(Body::Acquire(body)),
             Request::Release(_, body) => Some(Body::Release(body)),
+            Request::Proclaim(_, body) => Some(Body::Proclaim(body)),
             _ => None,
         }
     }
 
-    /// Reads a 2xx answer's body `text` with `json` as the call's answer type (L3 and L6
-    /// answer 204: their body is not read).
+    /// Reads a 2xx answer's body `text` with `json` as the call's answer type (L3, L6 and
+    /// L9 answer 204: their body is not read).
     pub fn read_reply<J>(self, text: &str, json: &J) -> Result<Reply, TransportError>
     where
         J: ReadJson<SessionOpened>
             + ReadJson<HeartbeatResponse>
             + ReadJson<LockGrant>
             + ReadJson<SessionStatus>
-            + ReadJson<LockState>,
+            + ReadJson<LockState>
+            + ReadJson<EventBatch>,
     {
         let reply = match self.route() {
             Route::OpenSession => json.read(text).map(Reply::Opened),
             Route::Heartbeat => json.read(text).map(Reply::Renewed),
-            Route::CloseSession | Route::Release => Ok(Reply::Done),
+            Route::CloseSession | Route::Release | Route::Proclaim => Ok(Reply::Done),
             Route::Acquire => json.read(text).map(Reply::Granted),
             Route::SessionStatus => json.read(text).map(Reply::Status),
             Route::ReadLock => json.read(text).map(Reply::Lock),
+            Route::Events => json.read(text).map(Reply::Events),
         };
         reply.map_err(TransportError::Decode)
     }
+}
+
+/// `text` percent-encoded for a query value: every byte but the unreserved ones (RFC 3986),
+/// so an opaque event id travels back exactly as the server gave it.
+fn query_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -219,5 +254,47 @@ mod tests {
         );
         let err = l7.read_reply("{}", &Serde).unwrap_err();
         assert!(matches!(err, TransportError::Decode(_)), "{err:?}");
+    }
+
+    #[test]
+    fn the_long_poll_and_the_proclaim_have_their_method_path_and_body() {
+        let resume = Request::Events {
+            key: "a/b",
+            after: Some("7-12 x&y"),
+            wait_millis: 25_000,
+        };
+        assert_eq!(
+            (resume.method(), resume.path().as_str(), resume.body()),
+            (
+                Method::Get,
+                "/v1/locks/a%2Fb/events?waitMillis=25000&after=7-12%20x%26y",
+                None
+            )
+        );
+        let fresh = Request::Events {
+            key: "k",
+            after: None,
+            wait_millis: 0,
+        };
+        assert_eq!(fresh.path(), "/v1/locks/k/events?waitMillis=0");
+        let batch =
+            r#"{"events":[{"id":"1","kind":"handedOff","key":"k","atMillis":5,"waiterCount":0}]}"#;
+        let Ok(Reply::Events(batch)) = fresh.read_reply(batch, &Serde) else {
+            panic!("not a batch");
+        };
+        assert_eq!(batch.events[0].kind, lock_api::EventKind::HandedOff);
+        let proclaim = ProclaimRequest {
+            session_id: "s1".into(),
+            fencing_token: 3,
+            value: "v".into(),
+        };
+        let l9 = Request::Proclaim("k", &proclaim);
+        assert_eq!(
+            (l9.method(), l9.path().as_str()),
+            (Method::Post, "/v1/locks/k/value")
+        );
+        let body = serde_json::to_string(&l9.body()).unwrap();
+        assert_eq!(body, r#"{"sessionId":"s1","fencingToken":3,"value":"v"}"#);
+        assert_eq!(l9.read_reply("", &Serde), Ok(Reply::Done));
     }
 }

@@ -1,4 +1,4 @@
-//! [`Request`]: one call of contract C3 (L1–L7) as a value, with what it names; [`Reply`]:
+//! [`Request`]: one call of contract C3 (L1–L9) as a value, with what it names; [`Reply`]:
 //! the answer a transport gives it; [`Route`]: which call it is.
 //!
 //! A transport has one method, [`super::Transport::send`], taking a `Request`: what sits in
@@ -7,8 +7,8 @@
 //! their method, path and body off it ([`super::http`]).
 
 use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
+    AcquireRequest, EventBatch, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
+    ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
 use crate::error::TransportError;
@@ -30,6 +30,10 @@ pub enum Route {
     Release,
     /// L7 advisory holder read.
     ReadLock,
+    /// L8 the key's events (the JSON long poll).
+    Events,
+    /// L9 replace a hold's value.
+    Proclaim,
 }
 
 impl Route {
@@ -43,12 +47,14 @@ impl Route {
             Route::SessionStatus => "L5",
             Route::Release => "L6",
             Route::ReadLock => "L7",
+            Route::Events => "L8",
+            Route::Proclaim => "L9",
         }
     }
 
-    /// Whether the call changes the store (L1–L4 and L6); L5 and L7 only read.
+    /// Whether the call changes the store (L1–L4, L6 and L9); L5, L7 and L8 only read.
     pub fn writes(self) -> bool {
-        !matches!(self, Route::SessionStatus | Route::ReadLock)
+        !matches!(self, Route::SessionStatus | Route::ReadLock | Route::Events)
     }
 }
 
@@ -70,6 +76,19 @@ pub enum Request<'a> {
     Release(&'a str, &'a ReleaseRequest),
     /// L7 `GET /v1/locks/{key}` → 200 [`Reply::Lock`] (advisory).
     ReadLock(&'a str),
+    /// L8 `GET /v1/locks/{key}/events?after=<id>&waitMillis=<n>` with `Accept:
+    /// application/json` → 200 [`Reply::Events`]: the events after `after` (a `snapshot`
+    /// without it), waiting up to `wait_millis` for the first.
+    Events {
+        /// The watched key.
+        key: &'a str,
+        /// The id of the last event seen; `None` for a fresh watch.
+        after: Option<&'a str>,
+        /// How long the server may wait for the first event (0…30000).
+        wait_millis: u64,
+    },
+    /// L9 `POST /v1/locks/{key}/value` → 204 [`Reply::Done`].
+    Proclaim(&'a str, &'a ProclaimRequest),
 }
 
 impl<'a> Request<'a> {
@@ -83,6 +102,8 @@ impl<'a> Request<'a> {
             Request::SessionStatus(_) => Route::SessionStatus,
             Request::Release(..) => Route::Release,
             Request::ReadLock(_) => Route::ReadLock,
+            Request::Events { .. } => Route::Events,
+            Request::Proclaim(..) => Route::Proclaim,
         }
     }
 
@@ -94,24 +115,28 @@ impl<'a> Request<'a> {
             }
             Request::Acquire(_, body) => Some(&body.session_id),
             Request::Release(_, body) => body.session_id.as_deref(),
-            Request::OpenSession(_) | Request::ReadLock(_) => None,
+            Request::Proclaim(_, body) => Some(&body.session_id),
+            Request::OpenSession(_) | Request::ReadLock(_) | Request::Events { .. } => None,
         }
     }
 
-    /// The key the call names: L4, L6 and L7.
+    /// The key the call names: L4 and L6–L9.
     pub fn key(self) -> Option<&'a str> {
         match self {
-            Request::Acquire(key, _) | Request::Release(key, _) | Request::ReadLock(key) => {
-                Some(key)
-            }
+            Request::Acquire(key, _)
+            | Request::Release(key, _)
+            | Request::ReadLock(key)
+            | Request::Proclaim(key, _)
+            | Request::Events { key, .. } => Some(key),
             _ => None,
         }
     }
 
-    /// L4's `waitMillis` (0 when absent and for every other call).
+    /// L4's and L8's `waitMillis` (0 when absent and for every other call).
     pub fn wait_millis(self) -> u64 {
         match self {
             Request::Acquire(_, body) => body.wait_millis.unwrap_or(0),
+            Request::Events { wait_millis, .. } => wait_millis,
             _ => 0,
         }
     }
@@ -124,7 +149,7 @@ pub enum Reply {
     Opened(SessionOpened),
     /// L2's renewal.
     Renewed(HeartbeatResponse),
-    /// L3's and L6's: no body (204).
+    /// L3's, L6's and L9's: no body (204).
     Done,
     /// L4's grant.
     Granted(LockGrant),
@@ -132,6 +157,8 @@ pub enum Reply {
     Status(SessionStatus),
     /// L7's holder read.
     Lock(LockState),
+    /// L8's events.
+    Events(EventBatch),
 }
 
 /// A call's answer: its [`Reply`], or why there is none.

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, HeartbeatResponse, LockGrant, OpenSessionRequest,
-    ReleaseRequest, SessionOpened,
+    AcquireRequest, ErrorBody, ErrorCode, EventBatch, HeartbeatResponse, LockGrant, LockState,
+    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened,
 };
 
 use super::{Answer, Reply, Request, Transport};
@@ -30,13 +30,18 @@ pub enum Call {
     Release(String, ReleaseRequest),
     /// L7 with the key.
     ReadLock(String),
+    /// L8 with the key, `after` and `waitMillis`.
+    Events(String, Option<String>, u64),
+    /// L9 with the key.
+    Proclaim(String, ProclaimRequest),
 }
 
 /// A transport for unit tests: answers from per-call queues and records every call.
 ///
 /// Queues that run dry fall back to a sensible default: L1 opens `"s1"` (TTL 15 s, heartbeat
 /// 5 s), L2 renews with the locks granted so far and not released, L3/L6 succeed, L4 answers
-/// 409 LOCK_CONTENDED, L5/L7 answer 404. Answers are immediate: time is the clock's business.
+/// 409 LOCK_CONTENDED, L5/L7 answer 404, L9 succeeds, and L8 never answers (the caller's
+/// hop timeout on its clock ends it). Answers are immediate: time is the clock's business.
 #[derive(Clone, Default)]
 pub struct ScriptedTransport {
     inner: Arc<Mutex<Script>>,
@@ -48,6 +53,9 @@ struct Script {
     acquire: VecDeque<Result<LockGrant, TransportError>>,
     heartbeat: VecDeque<Result<HeartbeatResponse, TransportError>>,
     release: VecDeque<Result<(), TransportError>>,
+    events: VecDeque<Result<EventBatch, TransportError>>,
+    read: VecDeque<Result<LockState, TransportError>>,
+    proclaim: VecDeque<Result<(), TransportError>>,
     /// Grants handed out and not released, for the default heartbeat answer.
     held: Vec<(String, u64)>,
 }
@@ -71,6 +79,26 @@ impl ScriptedTransport {
     /// Queues an L6 answer.
     pub fn push_release(&self, answer: Result<(), TransportError>) {
         self.inner.lock().unwrap().release.push_back(answer);
+    }
+
+    /// Queues an L8 answer.
+    pub fn push_events(&self, answer: Result<EventBatch, TransportError>) {
+        self.inner.lock().unwrap().events.push_back(answer);
+    }
+
+    /// Queues an L7 answer.
+    pub fn push_read(&self, answer: Result<LockState, TransportError>) {
+        self.inner.lock().unwrap().read.push_back(answer);
+    }
+
+    /// Queues an L9 answer.
+    pub fn push_proclaim(&self, answer: Result<(), TransportError>) {
+        self.inner.lock().unwrap().proclaim.push_back(answer);
+    }
+
+    /// How many L9 calls were made.
+    pub fn proclaim_calls(&self) -> usize {
+        self.count(|c| matches!(c, Call::Proclaim(..)))
     }
 
     /// Drops the L2 answers still queued: from now on L2 gets the default answer (an outage
@@ -136,6 +164,12 @@ impl From<Request<'_>> for Call {
             Request::SessionStatus(id) => Call::SessionStatus(id.to_owned()),
             Request::Release(key, body) => Call::Release(key.to_owned(), body.clone()),
             Request::ReadLock(key) => Call::ReadLock(key.to_owned()),
+            Request::Events {
+                key,
+                after,
+                wait_millis,
+            } => Call::Events(key.to_owned(), after.map(str::to_owned), wait_millis),
+            Request::Proclaim(key, body) => Call::Proclaim(key.to_owned(), body.clone()),
         }
     }
 }
@@ -192,8 +226,21 @@ fn opened(request: &OpenSessionRequest) -> SessionOpened {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl Transport for ScriptedTransport {
     async fn send(&self, request: Request<'_>, _timeout: Duration) -> Answer {
+        let events = {
+            let mut s = self.inner.lock().unwrap();
+            s.calls.push(Call::from(request));
+            match request {
+                Request::Events { .. } => s.events.pop_front(),
+                _ => None,
+            }
+        };
+        if let Request::Events { .. } = request {
+            return match events {
+                Some(answer) => answer.map(Reply::Events),
+                None => futures::future::pending().await,
+            };
+        }
         let mut s = self.inner.lock().unwrap();
-        s.calls.push(Call::from(request));
         match request {
             Request::OpenSession(body) => Ok(Reply::Opened(opened(body))),
             Request::Heartbeat(_) => s.renewal().map(Reply::Renewed),
@@ -204,7 +251,17 @@ impl Transport for ScriptedTransport {
             Request::Acquire(..) => s.grant().map(Reply::Granted),
             Request::SessionStatus(_) => Err(Self::error(ErrorCode::SessionNotFound)),
             Request::Release(key, body) => s.release(key, body.fencing_token).map(|()| Reply::Done),
-            Request::ReadLock(_) => Err(Self::error(ErrorCode::NotFound)),
+            Request::ReadLock(_) => s
+                .read
+                .pop_front()
+                .unwrap_or_else(|| Err(Self::error(ErrorCode::NotFound)))
+                .map(Reply::Lock),
+            Request::Proclaim(..) => s
+                .proclaim
+                .pop_front()
+                .unwrap_or(Ok(()))
+                .map(|()| Reply::Done),
+            Request::Events { .. } => unreachable!("answered above"),
         }
     }
 }

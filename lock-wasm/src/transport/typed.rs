@@ -1,4 +1,4 @@
-//! [`TransportExt`]: the seven calls, typed, over the one method of [`Transport`]. The SDK,
+//! [`TransportExt`]: the nine calls, typed, over the one method of [`Transport`]. The SDK,
 //! the simulation and the test and bench code call these; a transport implements only
 //! [`Transport::send`].
 //!
@@ -12,8 +12,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest, ReleaseRequest,
-    SessionOpened, SessionStatus,
+    AcquireRequest, EventBatch, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
+    ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
 use super::{Answer, Reply, Request, Route, Transport};
@@ -70,6 +70,33 @@ pub trait TransportExt: Transport {
     /// L7 `GET /v1/locks/{key}` → 200 (advisory).
     fn read_lock<'a>(&'a self, key: &'a str, timeout: Duration) -> Typed<'a, LockState> {
         Typed::new(self, Request::ReadLock(key), timeout)
+    }
+
+    /// L8 `GET /v1/locks/{key}/events` (JSON long poll) → 200 [`EventBatch`]. `timeout` is
+    /// the whole hop: the request timeout plus `wait_millis`.
+    fn events<'a>(
+        &'a self,
+        key: &'a str,
+        after: Option<&'a str>,
+        wait_millis: u64,
+        timeout: Duration,
+    ) -> Typed<'a, EventBatch> {
+        let request = Request::Events {
+            key,
+            after,
+            wait_millis,
+        };
+        Typed::new(self, request, timeout)
+    }
+
+    /// L9 `POST /v1/locks/{key}/value` → 204.
+    fn proclaim<'a>(
+        &'a self,
+        key: &'a str,
+        request: &'a ProclaimRequest,
+        timeout: Duration,
+    ) -> Typed<'a, ()> {
+        Typed::new(self, Request::Proclaim(key, request), timeout)
     }
 }
 
@@ -136,6 +163,7 @@ from_reply! {
     LockGrant: Reply::Granted(grant) => grant,
     SessionStatus: Reply::Status(status) => status,
     LockState: Reply::Lock(state) => state,
+    EventBatch: Reply::Events(batch) => batch,
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

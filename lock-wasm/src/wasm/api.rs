@@ -1,4 +1,5 @@
-//! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`.
+//! The JS API as wasm-bindgen exports: `RawClient`, `RawSession`, `RawHandle`,
+//! `RawLeadership` (and `RawStream` from `super::election`).
 //!
 //! A `RawClient` runs its sessions on a [`Runtime`]: the platform's (fetch, JS timers,
 //! crypto RNG) for `new RawClient(...)`, or the test kit's (`super::testkit`, feature
@@ -27,6 +28,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::backoff::RngSource;
 use crate::clock::Clock;
 use crate::config::ClientConfig;
+use crate::election::Leadership;
 use crate::error::LockError;
 use crate::handle::LockHandle;
 use crate::policy::PolicySettings;
@@ -34,9 +36,10 @@ use crate::session::{LockClient, LockClientSession};
 use crate::transport::Transport;
 
 use super::abort::Aborted;
+use super::election::{leader_js, RawStream};
 use super::events::JsEvents;
 use super::js_error::to_js;
-use super::options::{self, AcquireOptions, ClientOptions, SessionOptions};
+use super::options::{self, AcquireOptions, CampaignOptions, ClientOptions, SessionOptions};
 use super::timer::epoch_millis;
 use super::trace_context::{CallScope, KeyCallKind, TraceContexts};
 use super::{CryptoRngSource, FetchTransport, JsClock, LocalSpawner};
@@ -146,6 +149,45 @@ impl RawClient {
                     "defaults.requestTimeoutMs",
                 )?,
             },
+        })
+    }
+
+    /// A core client over this client's seams, for the calls that need no session (L7, L8).
+    fn sessionless(&self) -> LockClient {
+        let runtime = &self.defaults.runtime;
+        LockClient::new(
+            runtime.transport.clone(),
+            runtime.clock.clone(),
+            Arc::new(LocalSpawner),
+            runtime.rng.clone(),
+        )
+        .with_config(ClientConfig {
+            request_timeout: self.defaults.request_timeout,
+            ..ClientConfig::default()
+        })
+    }
+
+    /// `key`'s events (L8) from a snapshot, or after the event `after`. Throws
+    /// VALIDATION_FAILED for a bad key.
+    pub fn watch(&self, key: String, after: Option<String>) -> Result<RawStream, JsValue> {
+        checked_key(&key)?;
+        Ok(RawStream::events(
+            self.sessionless().watch_after(&key, after),
+        ))
+    }
+
+    /// The leader of `election` after every change, deduplicated.
+    pub fn observe(&self, election: String) -> Result<RawStream, JsValue> {
+        checked_key(&election)?;
+        Ok(RawStream::leaders(self.sessionless().observe(&election)))
+    }
+
+    /// Resolves the leader of `election` now (L7): `{ value, term, holderId }` or `null`.
+    pub fn leader(&self, election: String) -> js_sys::Promise {
+        let client = self.sessionless();
+        future_to_promise(async move {
+            let leader = client.leader(&election).await.map_err(|e| to_js(&e))?;
+            Ok(leader_js(leader.as_ref()))
         })
     }
 
@@ -284,6 +326,42 @@ impl RawSession {
         })
     }
 
+    /// Campaigns in `election` until elected (no budget); resolves a `RawLeadership`;
+    /// rejects with the signal's reason when `signal` aborts first.
+    pub fn campaign(
+        &self,
+        election: String,
+        options: JsValue,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> js_sys::Promise {
+        let session = self.session.clone();
+        let runtime = self.defaults.runtime.clone();
+        let parsed = CampaignOptions::parse(options).and_then(|o| {
+            let ttl = options::lock_ttl(o.ttl_ms, self.defaults.lock_ttl, "ttlMs")?;
+            Ok(crate::election::CampaignOptions {
+                value: o.value,
+                ttl: Some(ttl),
+            })
+        });
+        future_to_promise(async move {
+            let options = parsed.map_err(|e| to_js(&e))?;
+            let campaign = Box::pin(session.campaign(&election, options));
+            let won = match signal {
+                None => campaign.await,
+                Some(signal) => match select(campaign, Box::pin(Aborted::new(signal))).await {
+                    Either::Left((won, _)) => won,
+                    Either::Right((reason, _)) => return Err(reason),
+                },
+            };
+            let leadership = won.map_err(|e| to_js(&e))?;
+            let handle = RawHandle {
+                handle: leadership.handle().clone(),
+                runtime,
+            };
+            Ok(RawLeadership::new(leadership, handle).into())
+        })
+    }
+
     fn acquire_settings(
         &self,
         options: JsValue,
@@ -330,6 +408,12 @@ impl RawSession {
     }
 }
 
+/// VALIDATION_FAILED on `key` for a key the contract refuses.
+fn checked_key(key: &str) -> Result<(), JsValue> {
+    lock_api::limits::validate_key(key)
+        .map_err(|e| to_js(&LockError::validation("key", e.to_string())))
+}
+
 /// `object[name]` when it is a string.
 fn text_field(object: &js_sys::Object, name: &str) -> Option<String> {
     js_sys::Reflect::get(object, &JsValue::from_str(name))
@@ -339,6 +423,7 @@ fn text_field(object: &js_sys::Object, name: &str) -> Option<String> {
 
 /// A granted lock.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct RawHandle {
     handle: LockHandle,
     runtime: Runtime,
@@ -406,5 +491,37 @@ impl RawHandle {
     #[wasm_bindgen(getter)]
     pub fn deadline(&self) -> f64 {
         self.runtime.epoch_millis(self.handle.deadline())
+    }
+}
+
+/// A won election.
+#[wasm_bindgen]
+pub struct RawLeadership {
+    leadership: Leadership,
+    handle: RawHandle,
+}
+
+impl RawLeadership {
+    pub(crate) fn new(leadership: Leadership, handle: RawHandle) -> RawLeadership {
+        RawLeadership { leadership, handle }
+    }
+}
+
+#[wasm_bindgen]
+impl RawLeadership {
+    /// The grant's handle (read once, by the JS layer's `Leadership`).
+    #[wasm_bindgen(getter)]
+    pub fn handle(&self) -> RawHandle {
+        self.handle.clone()
+    }
+
+    /// L9; rejects with LOCK_LOST without sending anything once the handle is lost or
+    /// released.
+    pub fn proclaim(&self, value: String) -> js_sys::Promise {
+        let leadership = self.leadership.clone();
+        future_to_promise(async move {
+            leadership.proclaim(&value).await.map_err(|e| to_js(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
     }
 }

@@ -64,7 +64,8 @@ function sendViaHttp(method, url, body, authorization, traceparent, timeoutMilli
     exchange.error = err;
     settle();
   };
-  const headers = {};
+  // JSON answers only: L8 answers its long poll rather than a server-sent stream.
+  const headers = { accept: "application/json" };
   if (authorization !== undefined) headers.authorization = authorization;
   if (traceparent !== undefined) headers.traceparent = traceparent;
   if (body !== undefined) {

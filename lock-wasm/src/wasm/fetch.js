@@ -33,7 +33,8 @@ class Exchange {
  */
 export function send(method, url, body, authorization, traceparent, timeoutMillis, wake, id) {
   const controller = new AbortController();
-  const headers = {};
+  // JSON answers only: L8 answers its long poll rather than a server-sent stream.
+  const headers = { accept: "application/json" };
   if (authorization !== undefined) headers.authorization = authorization;
   if (traceparent !== undefined) headers.traceparent = traceparent;
   const init = { method, headers, signal: controller.signal };

@@ -10,7 +10,7 @@
 //! - [`fetch`]: one HTTP exchange over the global `fetch` with an AbortController timeout,
 //!   made by a JS helper (`fetch.js`) in one call; the npm package's Node build swaps in
 //!   `fetch-node.cjs`, the same helper over `node:http`/`node:https`.
-//! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L7) over [`fetch`].
+//! - [`transport`]: [`FetchTransport`], the `Transport` seam (L1–L9) over [`fetch`].
 //! - [`trace_context`]: [`trace_context::TraceContexts`], the `traceparent` each request of
 //!   a session carries, as the npm package's tracing hands them in per call.
 //! - `wire`: the contract's bodies and option values read from / written to JS values by
@@ -22,7 +22,10 @@
 //! - `options` (feature `wasm`): JS option objects → SDK settings, VALIDATION_FAILED naming
 //!   the field.
 //! - `js_error` (feature `wasm`): `LockError` → a JS `Error` with `code` and `retryable`.
-//! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`.
+//! - `api` (feature `wasm`): the exported `RawClient`, `RawSession`, `RawHandle`,
+//!   `RawLeadership`.
+//! - `election` (feature `wasm`): the exported `RawStream` (a watch or an observe, `next()`
+//!   at a time, cancelled by an `AbortSignal`); events and leaders as JS objects.
 //! - `testkit` (feature `testkit`): `RawKit`, the in-process lock service on a manual clock
 //!   behind the npm package's `lock-wasm/testing` entry (a wasm module of its own).
 //!
@@ -33,6 +36,8 @@ pub mod abort;
 #[cfg(feature = "wasm")]
 pub mod api;
 pub mod clock;
+#[cfg(feature = "wasm")]
+pub mod election;
 pub mod events;
 pub mod fetch;
 #[cfg(feature = "wasm")]

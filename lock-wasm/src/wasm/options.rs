@@ -72,6 +72,30 @@ pub struct AcquireOptions {
     pub hold: HoldKind,
 }
 
+/// `session.campaign(election, { value, ttlMs })` (the JS layer keeps `signal` apart).
+#[derive(Debug, Clone, Default)]
+pub struct CampaignOptions {
+    /// The value to lead with.
+    pub value: Option<String>,
+    /// The hold's TTL.
+    pub ttl_ms: Option<u64>,
+}
+
+impl CampaignOptions {
+    /// Reads `session.campaign(election, options)`.
+    pub fn parse(value: JsValue) -> Result<Self, LockError> {
+        let Some(mut f) = Fields::new(value, "")? else {
+            return Ok(Self::default());
+        };
+        let options = CampaignOptions {
+            value: f.get("value")?,
+            ttl_ms: f.get("ttlMs")?,
+        };
+        f.finish()?;
+        Ok(options)
+    }
+}
+
 /// Reads one options object field by field. Each field is read on its own, so a type error names exactly that field; fields the SDK
 /// does not know are refused (a typo must not silently fall back to a default).
 struct Fields {

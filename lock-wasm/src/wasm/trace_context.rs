@@ -137,6 +137,7 @@ mod tests {
             session_id: "s".into(),
             ttl_millis: None,
             wait_millis: None,
+            value: None,
             mode: None,
             limit: None,
         };

@@ -1,4 +1,4 @@
-//! [`FetchTransport`]: the [`Transport`] seam (L1–L7) over the platform `fetch`; what each
+//! [`FetchTransport`]: the [`Transport`] seam (L1–L9) over the platform `fetch`; what each
 //! call is over HTTP comes from [`crate::transport::http`].
 //!
 //! Bodies go through the platform's `JSON.parse`/`JSON.stringify` and the hand-written
@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use lock_api::{AcquireRequest, ErrorBody, LockMode, OpenSessionRequest, ReleaseRequest};
+use lock_api::{
+    AcquireRequest, ErrorBody, LockMode, OpenSessionRequest, ProclaimRequest, ReleaseRequest,
+};
 
 use crate::error::{LockError, TransportError};
 use crate::transport::http::{Body, ReadJson};
@@ -124,6 +126,7 @@ fn acquire_body(request: &AcquireRequest) -> Option<String> {
         wait_millis,
         mode,
         limit,
+        value,
     } = request;
     JsObject::default()
         .text("sessionId", session_id)
@@ -131,6 +134,21 @@ fn acquire_body(request: &AcquireRequest) -> Option<String> {
         .opt_number("waitMillis", *wait_millis)
         .opt_text("mode", mode.map(LockMode::as_str))
         .opt_number("limit", limit.map(u64::from))
+        .opt_text("value", value.as_deref())
+        .to_json()
+}
+
+/// L9's body.
+fn proclaim_body(request: &ProclaimRequest) -> Option<String> {
+    let ProclaimRequest {
+        session_id,
+        fencing_token,
+        value,
+    } = request;
+    JsObject::default()
+        .text("sessionId", session_id)
+        .number("fencingToken", *fencing_token)
+        .text("value", value)
         .to_json()
 }
 
@@ -157,6 +175,7 @@ fn body_json(body: Body<'_>) -> Option<String> {
         Body::OpenSession(request) => open_session_body(request),
         Body::Acquire(request) => acquire_body(request),
         Body::Release(request) => release_body(request),
+        Body::Proclaim(request) => proclaim_body(request),
     }
 }
 
@@ -198,6 +217,7 @@ mod tests {
             wait_millis: Some(0),
             mode: None,
             limit: None,
+            value: None,
         };
         let shared = AcquireRequest {
             mode: Some(LockMode::Shared),

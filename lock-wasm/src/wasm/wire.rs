@@ -10,8 +10,8 @@
 //! `None`, and the callers turn that into their fixed messages.
 
 use lock_api::{
-    ErrorBody, ErrorCode, HeartbeatResponse, HeldLock, Holder, LockGrant, LockMode, LockState,
-    LockStatus, SessionOpened, SessionStatus,
+    ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse, HeldLock, Holder, LockGrant,
+    LockMode, LockState, LockStatus, SessionOpened, SessionStatus, WatchEvent,
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -191,6 +191,55 @@ impl FromJs for Holder {
             owner: field(v, "owner")?,
             fencing_token: field(v, "fencingToken")?,
             remaining_millis: field(v, "remainingMillis")?,
+            value: field(v, "value")?,
+        })
+    }
+}
+
+/// The wire spelling of an L8 event kind (`"handedOff"`); an unknown kind is refused.
+impl FromJs for EventKind {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        let text = value.as_string()?;
+        ALL_KINDS.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+/// Every L8 event kind, for reading the wire spelling back.
+const ALL_KINDS: [EventKind; 9] = [
+    EventKind::Snapshot,
+    EventKind::Reset,
+    EventKind::Granted,
+    EventKind::HandedOff,
+    EventKind::Released,
+    EventKind::Expired,
+    EventKind::Revoked,
+    EventKind::Proclaimed,
+    EventKind::Waiters,
+];
+
+impl FromJs for WatchEvent {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(WatchEvent {
+            id: field(v, "id")?,
+            kind: field(v, "kind")?,
+            key: field(v, "key")?,
+            at_millis: field(v, "atMillis")?,
+            fencing_token: field(v, "fencingToken")?,
+            holder_id: field(v, "holderId")?,
+            owner: field(v, "owner")?,
+            mode: field(v, "mode")?,
+            limit: field(v, "limit")?,
+            value: field(v, "value")?,
+            waiter_count: field(v, "waiterCount")?,
+            state: field(v, "state")?,
+        })
+    }
+}
+
+impl FromJs for EventBatch {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(EventBatch {
+            events: field(v, "events")?,
         })
     }
 }

@@ -364,6 +364,7 @@ async fn fetch_transport_maps_contract_errors() {
         wait_millis: Some(30_001),
         mode: None,
         limit: None,
+        value: None,
     };
     match transport.acquire("k", &request, hop).await.unwrap_err() {
         TransportError::Status { status, body } => {

@@ -113,10 +113,16 @@ fn good_history() -> Vec<Event> {
     ]
 }
 
+/// `check` is caught, and nothing else but [`Check::ReleasedStillLive`]: several plants show
+/// a token after the good history's acknowledged release of it, which that check rightly
+/// flags as well.
 fn only(report: &Report, check: Check) {
     assert!(report.count(check) > 0, "{check:?} not caught: {report:?}");
     assert!(
-        report.violations.iter().all(|v| v.check == check),
+        report
+            .violations
+            .iter()
+            .all(|v| v.check == check || v.check == Check::ReleasedStillLive),
         "unexpected other violations: {:?}",
         report.violations
     );
@@ -215,8 +221,8 @@ fn overlapping_windows_are_not_a_violation() {
     let mut h = good_history();
     // Seen while permit 3's grant was still in flight: holder 1 may have gone before it.
     h.push(valid("s1", "sem", 1, [60, 75]));
-    // Reader 2 seen while writer 3's grant was in flight.
-    h.push(sample("rw", &[2], SHARED, None, [65, 80]));
+    // Reader 2 seen while writer 3's grant and its own release were in flight.
+    h.push(sample("rw", &[2], SHARED, None, [50, 80]));
     let report = run(&h);
     assert!(report.violations.is_empty(), "{:?}", report.violations);
 }

@@ -42,6 +42,8 @@ pub(super) struct HolderHint {
     pub stamp_revision: i64,
     /// Whether the hold is exclusive (only those are released in one transaction).
     pub exclusive: bool,
+    /// The holder session's lease (the release's cause marker goes on it).
+    pub lease: i64,
 }
 
 /// The hints. std mutexes: held for one map operation, never across an await.

@@ -54,6 +54,19 @@ pub(super) fn is_lease_gone(error: &Error) -> bool {
     }
 }
 
+/// Whether a read at a revision (or a watch from one) asked for history etcd no longer has
+/// (compacted) or does not have yet (a future revision).
+pub(super) fn is_out_of_range(error: &Error) -> bool {
+    match error {
+        Error::GRpcStatus(status) => {
+            status.code() as i32 == OUT_OF_RANGE
+                || status.message().contains("compacted")
+                || status.message().contains("future revision")
+        }
+        _ => false,
+    }
+}
+
 /// Whether the connection broke under the request (reset, broken pipe, closed: tonic's
 /// "transport error"), as opposed to etcd answering, the request timing out, or no
 /// connection being made at all (a member that is down refuses the second try too, and

@@ -32,7 +32,7 @@
 use etcd_client::{Compare, CompareOp};
 use lock_api::LockMode;
 
-use super::records::{KeyView, LockRecord, StampRecord};
+use super::records::{CauseRecord, EndCause, KeyView, LockRecord, StampRecord};
 use super::writes::Writes;
 use super::{encode, EtcdStore};
 
@@ -54,6 +54,22 @@ impl EtcdStore {
         writes.delete(self.keys.hold(key, session_id));
         writes.delete(self.keys.held(session_id, key));
         writes.delete(self.keys.shared_marker(key, session_id));
+    }
+
+    /// Writes the cause marker of `session_id`'s hold of `key`, which this transaction ends on
+    /// purpose, on the hold's `lease` (the caller compares that the hold is there, so its lease
+    /// is live): a watcher reads it at the same revision as the hold's deletion.
+    pub(super) fn write_cause(
+        &self,
+        writes: &mut Writes,
+        key: &str,
+        session_id: &str,
+        cause: EndCause,
+        lease: i64,
+        now: u64,
+    ) {
+        let record = CauseRecord { cause, at_ms: now };
+        writes.put(self.keys.cause(key, session_id), encode(&record), lease);
     }
 
     /// Writes `key`'s stamp for a transaction that changed its holds: `holders` remain, and the

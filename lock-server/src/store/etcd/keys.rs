@@ -12,7 +12,12 @@
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
+//! <prefix>m/<encKey>/<sessionId>   CauseRecord    why our txn ended that hold (put in the same txn; holder's lease)
+//! <prefix>n/<sessionId>            CauseRecord    the session is closing (L3; on its lease, so its end deletes it)
 //! ```
+//!
+//! `l/`, `m/`, `n/` and `q/` sort together: one etcd watch of the range from `l/` to the end of
+//! `q/` sees every change a key's watchers are told about, in revision order (`watch`).
 //!
 //! Lock keys are percent-encoded with [`lock_api::limits::encode_key`], which escapes `/`, so
 //! the prefix `l/<encKey>/` (or `q/`, `e/`) of one key can never cover another key's holds
@@ -101,6 +106,41 @@ impl Keys {
         format!("{}q/{}/", self.prefix, encode_key(key))
     }
 
+    /// The cause marker of `session_id`'s hold of `key`: written by the transaction that
+    /// ends that hold on purpose (L6, R1, L3's hand-off), so a watcher tells it from an expiry.
+    pub(super) fn cause(&self, key: &str, session_id: &str) -> String {
+        format!("{}m/{}/{session_id}", self.prefix, encode_key(key))
+    }
+
+    /// The closing marker of a session (L3): on its lease, deleted with its holds when L3
+    /// revokes the lease, so a watcher sees those holds released, not expired.
+    pub(super) fn closing(&self, session_id: &str) -> String {
+        format!("{}n/{session_id}", self.prefix)
+    }
+
+    /// The range one watch covers for every watched key: holds, cause and closing markers,
+    /// tickets (`[start, end)`).
+    pub(super) fn watched_range(&self) -> (String, String) {
+        (format!("{}l/", self.prefix), format!("{}q0", self.prefix))
+    }
+
+    /// What a key in [`Keys::watched_range`] is.
+    pub(super) fn parse_watched<'k>(&self, key: &'k [u8]) -> Option<Watched<'k>> {
+        let rest = key.strip_prefix(self.prefix.as_bytes())?;
+        let rest = std::str::from_utf8(rest).ok()?;
+        let (kind, rest) = rest.split_at_checked(2)?;
+        if kind == "n/" {
+            return Some(Watched::Closing(rest));
+        }
+        let (enc, session) = rest.split_once('/')?;
+        match kind {
+            "l/" => Some(Watched::Hold(enc, session)),
+            "m/" => Some(Watched::Cause(enc, session)),
+            "q/" => Some(Watched::Ticket(enc, session)),
+            _ => None,
+        }
+    }
+
     pub(super) fn ledger_head(&self, key: &str) -> String {
         format!("{}g/{}", self.prefix, encode_key(key))
     }
@@ -113,6 +153,15 @@ impl Keys {
     pub(super) fn ledger_entries(&self, key: &str) -> String {
         format!("{}e/{}/", self.prefix, encode_key(key))
     }
+}
+
+/// A key of [`Keys::watched_range`]: the encoded lock key and the session, or a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Watched<'k> {
+    Hold(&'k str, &'k str),
+    Cause(&'k str, &'k str),
+    Ticket(&'k str, &'k str),
+    Closing(&'k str),
 }
 
 #[cfg(test)]
@@ -132,5 +181,40 @@ mod tests {
             .ledger_entry("a/b", 0)
             .starts_with(&keys.ledger_entries("a")));
         assert_eq!(keys.ledger_entry("a", 7), "/p/e/a/00000000000000000007");
+    }
+
+    #[test]
+    fn one_range_covers_holds_markers_and_tickets_and_nothing_else() {
+        let keys = Keys::new("/p/");
+        let (start, end) = keys.watched_range();
+        let inside = |k: &str| start.as_str() <= k && k < end.as_str();
+        for k in [
+            keys.hold("a/b", "s1"),
+            keys.cause("a", "s1"),
+            keys.closing("s1"),
+            keys.ticket("a", "s1"),
+        ] {
+            assert!(inside(&k), "{k}");
+        }
+        for k in [
+            keys.held("s1", "a"),
+            keys.stamp("a"),
+            keys.session("s1"),
+            keys.shared_marker("a", "s1"),
+            keys.holder_id_key(),
+        ] {
+            assert!(!inside(&k), "{k}");
+        }
+        let parse = |k: String| keys.parse_watched(k.as_bytes()).map(|w| format!("{w:?}"));
+        assert_eq!(
+            parse(keys.hold("a/b", "s1")).unwrap(),
+            r#"Hold("a%2Fb", "s1")"#
+        );
+        assert_eq!(parse(keys.cause("a", "s1")).unwrap(), r#"Cause("a", "s1")"#);
+        assert_eq!(
+            parse(keys.ticket("a", "s1")).unwrap(),
+            r#"Ticket("a", "s1")"#
+        );
+        assert_eq!(parse(keys.closing("s1")).unwrap(), r#"Closing("s1")"#);
     }
 }

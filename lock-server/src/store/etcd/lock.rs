@@ -17,13 +17,14 @@ use super::cache::HolderHint;
 use super::creating::Turn;
 use super::error::{from_etcd, is_lease_gone, unavailable};
 use super::queue::{Joined, Settled};
-use super::records::{unchanged, KeyView, LiveSession, LockRecord, Whose};
+use super::records::{unchanged, EndCause, KeyView, LiveSession, LockRecord, Whose};
 use super::writes::Writes;
 use super::{EtcdStore, CAS_ATTEMPTS};
+use crate::store::holder_id::HolderIds;
 use crate::store::holds::{check_limit, grantable_heads, limit_in_force, Held};
 use crate::store::lease::now_millis;
 use crate::store::queue::Attempt;
-use crate::store::{session, AcquireCall, KeyState, StoreError};
+use crate::store::{session, AcquireCall, KeyState, SessionRef, StoreError};
 
 /// Waits for this replica's own create of the key, per L4 attempt, before it answers 503
 /// (ASSUMPTION: a crowd on one replica is served one create at a time, so each waits about
@@ -153,6 +154,7 @@ impl EtcdStore {
             owner: live.record.owner.clone(),
             token: None,
             claim_by_ms: None,
+            value: call.value.map(str::to_owned),
         }
     }
 
@@ -227,7 +229,7 @@ impl EtcdStore {
     async fn serve(&self, call: AcquireCall<'_>, view: &KeyView) -> Result<Flow, StoreError> {
         let now = now_millis();
         let settled = self
-            .settle(call.key, view, |_, _| false, Some(call.session_id))
+            .settle(call.key, view, |_, _| false, Some(call.session_id), None)
             .await?;
         let mine = match settled {
             Settled::Done { granted, .. } => granted
@@ -255,6 +257,8 @@ impl EtcdStore {
             deadline_ms: now + hold.ttl_millis,
             session_deadline_ms: live.record.deadline_ms,
             claim_by_ms: None,
+            // A renewal with a value replaces it; without one keeps it.
+            value: call.value.map(str::to_owned).or_else(|| hold.value.clone()),
             ..hold.clone()
         };
         let written = self
@@ -322,7 +326,9 @@ impl EtcdStore {
             Hinted::NoHint => self.read_key(key).await?,
         };
         let ended = self
-            .end_holds(key, view, |kv, hold| hold.token(kv) == token)
+            .end_holds(key, view, EndCause::Released, |kv, hold| {
+                hold.token(kv) == token
+            })
             .await?;
         match ended.contains(&(token, true)) {
             true => Ok(()),
@@ -355,6 +361,16 @@ impl EtcdStore {
         ];
         let mut writes = Writes::default();
         self.end_hold(&mut writes, key, holder);
+        // The compares pin the hold, so its lease is live: the marker can go on it.
+        let now = now_millis();
+        self.write_cause(
+            &mut writes,
+            key,
+            holder,
+            EndCause::Released,
+            hint.lease,
+            now,
+        );
         let head = self.hints.first_ticket(key).and_then(|ticket| {
             let session = self.hinted_session(&ticket.session_id, Whose::Any)?;
             Some((ticket, session))
@@ -364,7 +380,7 @@ impl EtcdStore {
         });
         match &head {
             Some((ticket, session)) => {
-                let hold = self.hand_to(key, ticket, session, now_millis(), false, &mut compares);
+                let hold = self.hand_to(key, ticket, session, now, false, &mut compares);
                 compares.push(
                     Compare::create_revision(
                         self.keys.queue(key),
@@ -428,6 +444,7 @@ impl EtcdStore {
         &self,
         key: &str,
         mut view: KeyView,
+        cause: EndCause,
         pick: impl Fn(&KeyValue, &LockRecord) -> bool,
     ) -> Result<Vec<(u64, bool)>, StoreError> {
         let mut ended = Vec::new();
@@ -436,7 +453,7 @@ impl EtcdStore {
         }
         let mut lost = 0;
         loop {
-            match self.settle(key, &view, &pick, None).await? {
+            match self.settle(key, &view, &pick, None, Some(cause)).await? {
                 Settled::Conflict => {
                     lost += 1;
                     if lost >= CAS_ATTEMPTS {
@@ -463,27 +480,58 @@ impl EtcdStore {
     pub(super) async fn read_state(&self, key: &str) -> Result<KeyState, StoreError> {
         let holder_ids = self.holder_ids().await?;
         let view = self.read_key(key).await?;
-        let now = now_millis();
-        let holders = view
-            .live_holds(now)
-            .map(|(kv, hold)| Holder {
-                value: None,
-                holder_id: holder_ids.of(&hold.session_id),
-                owner: hold.owner.clone(),
-                fencing_token: hold.token(kv),
-                remaining_millis: hold.remaining(now).unwrap_or(0),
-            })
-            .collect();
-        let hold = match view.held(now) {
-            Held::Free => None,
-            Held::Exclusive => Some(HoldKind::Exclusive),
-            Held::Shared { limit, .. } => Some(HoldKind::Shared { limit }),
-        };
-        Ok(KeyState {
-            hold,
-            holders,
-            waiters: view.waiters(now),
-        })
+        Ok(state_of(&view, holder_ids, now_millis()))
+    }
+
+    /// L9: replaces the value of the hold `(key, token)` of `session`, in one transaction that
+    /// requires the hold's record (hence its token and lease) to be the one read, keeping its
+    /// lease. The stamp is left as it is: the holders do not change.
+    pub(super) async fn proclaim_value(
+        &self,
+        key: &str,
+        session: SessionRef<'_>,
+        token: u64,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let hold_key = self.keys.hold(key, session.id);
+        let held_key = self.keys.held(session.id, key);
+        for _ in 0..CAS_ATTEMPTS {
+            let (_, mut reads, _) = self
+                .read_session_and(
+                    session.id,
+                    session.client,
+                    vec![TxnOp::get(hold_key.clone(), None)],
+                )
+                .await?;
+            let Some(kv) = reads.pop().and_then(|kvs| kvs.into_iter().next()) else {
+                return Err(StoreError::LockLost);
+            };
+            let hold: LockRecord = super::decode(&kv)?;
+            if hold.token(&kv) != token || hold.remaining(now_millis()).is_none() {
+                return Err(StoreError::LockLost);
+            }
+            if hold.value.as_deref() == Some(value) {
+                return Ok(());
+            }
+            let updated = super::encode(&LockRecord {
+                value: Some(value.to_owned()),
+                ..hold
+            });
+            let mut writes = Writes::default();
+            writes.put(hold_key.clone(), updated.clone(), kv.lease());
+            writes.put(held_key.clone(), updated, kv.lease());
+            let txn = Txn::new()
+                .when(vec![unchanged(&kv)])
+                .and_then(writes.into_ops());
+            match self.txn_raw(txn).await {
+                Ok(response) if response.succeeded() => return Ok(()),
+                // A heartbeat or renewal rewrote it meanwhile (or it ended): look again.
+                Ok(_) => continue,
+                Err(error) if is_lease_gone(&error) => return Err(StoreError::LockLost),
+                Err(error) => return Err(from_etcd(error)),
+            }
+        }
+        Err(unavailable("proclaim lost too many races; retry"))
     }
 
     /// R1: ends every live hold of the key, or with `only` the one with that token, serving
@@ -503,7 +551,9 @@ impl EtcdStore {
             return Ok(Vec::new());
         }
         let ended = self
-            .end_holds(key, view, |kv, hold| tokens.contains(&hold.token(kv)))
+            .end_holds(key, view, EndCause::Revoked, |kv, hold| {
+                tokens.contains(&hold.token(kv))
+            })
             .await?;
         let mut revoked: Vec<u64> = ended
             .into_iter()
@@ -585,6 +635,7 @@ impl EtcdStore {
             granted.fencing_token,
             index.create_revision(),
             stamp_revision,
+            lease,
         );
         Ok(Written::Granted(granted))
     }
@@ -596,8 +647,10 @@ impl EtcdStore {
         token: u64,
         index_revision: i64,
         stamp_revision: i64,
+        lease: i64,
     ) {
         let hint = HolderHint {
+            lease,
             token,
             session_id: hold.session_id.clone(),
             index_revision,
@@ -605,6 +658,31 @@ impl EtcdStore {
             exclusive: hold.mode == LockMode::Exclusive,
         };
         self.hints.remember_holder(&hold.key, hint);
+    }
+}
+
+/// L7's view of `view` at `now`: the live holds (named by their holder ids, never their
+/// session ids) in token order with their values, how they hold the key, the live tickets.
+pub(super) fn state_of(view: &KeyView, holder_ids: &HolderIds, now: u64) -> KeyState {
+    let holders = view
+        .live_holds(now)
+        .map(|(kv, hold)| Holder {
+            value: hold.value.clone(),
+            holder_id: holder_ids.of(&hold.session_id),
+            owner: hold.owner.clone(),
+            fencing_token: hold.token(kv),
+            remaining_millis: hold.remaining(now).unwrap_or(0),
+        })
+        .collect();
+    let hold = match view.held(now) {
+        Held::Free => None,
+        Held::Exclusive => Some(HoldKind::Exclusive),
+        Held::Shared { limit, .. } => Some(HoldKind::Shared { limit }),
+    };
+    KeyState {
+        hold,
+        holders,
+        waiters: view.waiters(now),
     }
 }
 

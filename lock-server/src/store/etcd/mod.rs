@@ -18,6 +18,8 @@
 //! - `queue`: the wait queue per key (tickets, the hand-off of `settle`, the watch behind
 //!   `waitMillis`).
 //! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
+//! - `watch`: L8, one etcd watch per replica feeding every watched key's events, and why a
+//!   hold ended (the cause markers).
 //!
 //! Design in one paragraph (docs/etcd.md has the long form): a session is an etcd lease; every
 //! key a session owns (its record, its locks, its lock index) is attached to that lease, so
@@ -43,6 +45,7 @@ mod lock;
 mod queue;
 mod records;
 mod session;
+mod watch;
 mod writes;
 
 use std::future::Future;
@@ -80,7 +83,7 @@ pub const DEFAULT_TIMEOUT_MILLIS: u64 = 2_000;
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How to reach the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EtcdOptions {
     /// Client URLs of the members, e.g. `http://10.0.0.1:2379`; requests are balanced over
     /// the reachable ones.
@@ -89,6 +92,8 @@ pub struct EtcdOptions {
     pub prefix: String,
     /// Bound on every etcd request; past it the request is a 503 NOT_LEADER.
     pub timeout: Duration,
+    /// L8: the window, linger and caps of the keys' event feeds.
+    pub feed_limits: crate::store::feeds::FeedLimits,
 }
 
 impl EtcdOptions {
@@ -98,6 +103,7 @@ impl EtcdOptions {
             endpoints,
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MILLIS),
+            feed_limits: Default::default(),
         }
     }
 }
@@ -120,8 +126,8 @@ pub struct EtcdStore {
     timeout: Duration,
     /// The deployment's holder-id key, once read (see [`EtcdStore::holder_ids`]).
     holder_ids: Arc<OnceCell<HolderIds>>,
-    /// L8: the key's event feeds.
-    feeds: crate::store::feeds::Feeds,
+    /// L8: the keys' event feeds and the watch behind them.
+    watching: Arc<watch::Watching>,
 }
 
 impl EtcdStore {
@@ -156,7 +162,7 @@ impl EtcdStore {
             keys: Keys::new(&options.prefix),
             timeout: options.timeout,
             holder_ids: Arc::new(OnceCell::new()),
-            feeds: crate::store::feeds::Feeds::new("placeholder", Default::default()),
+            watching: Arc::new(watch::Watching::new(options.feed_limits)),
         })
     }
 
@@ -345,32 +351,34 @@ const CAS_ATTEMPTS: usize = 16;
 impl Store for EtcdStore {
     async fn proclaim(
         &self,
-        _key: &str,
-        _session: SessionRef<'_>,
-        _fencing_token: u64,
-        _value: &str,
+        key: &str,
+        session: SessionRef<'_>,
+        fencing_token: u64,
+        value: &str,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Internal("proclaim: not built yet".into()))
+        self.proclaim_value(key, session, fencing_token, value)
+            .await
     }
 
     fn feeds(&self) -> &crate::store::feeds::Feeds {
-        &self.feeds
+        self.watching.feeds()
     }
 
     async fn watch(
         &self,
-        _key: &str,
-        _after: Option<&str>,
+        key: &str,
+        after: Option<&str>,
     ) -> Result<crate::store::Subscription, StoreError> {
-        Err(StoreError::Internal("watch: not built yet".into()))
+        self.subscribe(key, after).await
     }
 
     async fn watch_state(
         &self,
-        _key: &str,
+        key: &str,
     ) -> Result<(KeyState, crate::store::feeds::Pos), StoreError> {
-        Err(StoreError::Internal("watch: not built yet".into()))
+        self.state_at_now(key).await
     }
+
     async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError> {
         self.open(new.ttl_millis, new.owner, new.client).await
     }

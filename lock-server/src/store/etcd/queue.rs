@@ -29,7 +29,9 @@ use lock_api::{HoldKind, LockGrant};
 
 use super::cache::OpenTicket;
 use super::error::{from_etcd, is_lease_gone};
-use super::records::{held_by, unchanged, KeyView, LiveSession, LockRecord, TicketRecord, Whose};
+use super::records::{
+    held_by, unchanged, EndCause, KeyView, LiveSession, LockRecord, TicketRecord, Whose,
+};
 use super::writes::Writes;
 use super::{decode, encode, range_results, EtcdStore};
 use crate::store::holds::grantable_heads;
@@ -79,6 +81,8 @@ struct Joining<'a> {
     session_id: &'a str,
     ttl_millis: u64,
     hold: HoldKind,
+    /// The L4's value (`None`: a re-send keeps the ticket's).
+    value: Option<&'a str>,
     queue: Queueing,
     session: &'a LiveSession,
 }
@@ -139,12 +143,16 @@ impl EtcdStore {
     /// touches and the grantees' sessions to be as read; when it served every live ticket, also
     /// that no ticket joined since the view (the newcomer might have been compatible too).
     /// `claimer`'s ticket, if granted, is claimed: its request is the one settling.
+    ///
+    /// Each picked live hold it ends gets its cause marker (`cause`, on the hold's lease) in
+    /// the same transaction, so watchers tell a release or revoke from an expiry.
     pub(super) async fn settle(
         &self,
         key: &str,
         view: &KeyView,
         pick: impl Fn(&KeyValue, &LockRecord) -> bool,
         claimer: Option<&str>,
+        cause: Option<EndCause>,
     ) -> Result<Settled, StoreError> {
         let now = now_millis();
         // The stamp's compares come first: a settle that only ends holds drops them (below).
@@ -177,6 +185,9 @@ impl EtcdStore {
             ending.push(hold.session_id.as_str());
             if picked {
                 ended.push((hold.token(kv), live));
+                if let (Some(cause), true) = (cause, live) {
+                    self.write_cause(&mut writes, key, &hold.session_id, cause, kv.lease(), now);
+                }
             }
         }
         let changed = !writes.is_empty();
@@ -204,7 +215,7 @@ impl EtcdStore {
                 self.write_hand_off(&mut writes, &hold, session.record.lease);
                 held = held.with(hold.hold());
                 lease.get_or_insert(session.record.lease);
-                granted.push(hold);
+                granted.push((hold, session.record.lease));
                 continue;
             }
             // Dead, or its session is: it leaves the queue.
@@ -266,7 +277,7 @@ impl EtcdStore {
         };
         if !response.succeeded() {
             // A stale session hint may be why: the next round reads the sessions.
-            for hold in &granted {
+            for (hold, _) in &granted {
                 self.hints.forget_session(&hold.session_id);
             }
             return Ok(Settled::Conflict);
@@ -274,10 +285,10 @@ impl EtcdStore {
         let revision = response.header().map_or(0, |h| h.revision());
         let granted = granted
             .iter()
-            .map(|hold| {
+            .map(|(hold, lease)| {
                 let grant = hold.grant(hold.token.unwrap_or(0))?;
                 if hold.session_id.as_str() == claimer.unwrap_or_default() {
-                    self.remember_holder(hold, grant.fencing_token, revision, revision);
+                    self.remember_holder(hold, grant.fencing_token, revision, revision, *lease);
                 }
                 Ok(grant)
             })
@@ -328,6 +339,7 @@ impl EtcdStore {
                 false => ticket.record.times().claim_by(now),
             },
             owner: session.record.owner.clone(),
+            value: ticket.record.value.clone(),
         }
     }
 
@@ -363,6 +375,7 @@ impl EtcdStore {
             session_id: call.session_id,
             ttl_millis: call.ttl_millis,
             hold: call.hold,
+            value: call.value,
             queue,
             session,
         };
@@ -421,6 +434,7 @@ impl EtcdStore {
             key,
             session_id,
             hold,
+            value,
             queue,
             session,
             ..
@@ -431,7 +445,8 @@ impl EtcdStore {
             Some((kv, ticket))
                 if ticket.live(now)
                     && ticket.open_until_ms >= queue.open_until
-                    && ticket.hold() == hold =>
+                    && ticket.hold() == hold
+                    && value.is_none_or(|value| ticket.value.as_deref() == Some(value)) =>
             {
                 TicketWrite::Open(open_ticket(kv, ticket))
             }
@@ -441,6 +456,7 @@ impl EtcdStore {
                     grace_millis: queue.grace,
                     mode: hold.mode(),
                     limit: hold.limit(),
+                    value: value.map(str::to_owned).or_else(|| ticket.value.clone()),
                     ..ticket.clone()
                 };
                 let mut ops = vec![TxnOp::put(ticket_key, encode(&extended), on_lease)];
@@ -481,6 +497,7 @@ impl EtcdStore {
             limit: hold.limit(),
             open_until_ms: joining.queue.open_until,
             grace_millis: joining.queue.grace,
+            value: joining.value.map(str::to_owned),
         };
         let ticket_key = self.keys.ticket(key, session_id);
         let absent = Compare::create_revision(ticket_key.clone(), CompareOp::Equal, 0);
@@ -631,6 +648,7 @@ impl EtcdStore {
             grant.fencing_token,
             kv.create_revision(),
             kv.mod_revision(),
+            kv.lease(),
         );
         let lease_start = lock.deadline_ms.saturating_sub(lock.ttl_millis);
         Some((grant, lease_start))

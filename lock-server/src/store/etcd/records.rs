@@ -75,6 +75,9 @@ pub(super) struct LockRecord {
     /// unless an L4 of its holder claims it first (which clears it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_by_ms: Option<u64>,
+    /// The hold's value (L4 `value`, replaced by L9 and by a renewal that names one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 impl LockRecord {
@@ -129,6 +132,9 @@ pub(super) struct TicketRecord {
     pub open_until_ms: u64,
     /// The ticket's grace period after `open_until_ms`.
     pub grace_millis: u64,
+    /// The value the hold gets when handed to this ticket (L4 `value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 impl TicketRecord {
@@ -158,6 +164,27 @@ impl TicketRecord {
 #[serde(rename_all = "camelCase")]
 pub(super) struct StampRecord {
     pub holders: usize,
+}
+
+/// The value of `m/<key>/<sessionId>` (why the transaction that wrote it ended that hold) and
+/// of `n/<sessionId>` (the session is closing: `Released`). A watcher reads it at the revision
+/// the hold's key was deleted; a hold deleted without one expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CauseRecord {
+    pub cause: EndCause,
+    /// Wall-clock ms of the writer when it decided.
+    pub at_ms: u64,
+}
+
+/// Why a transaction of ours ended a hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) enum EndCause {
+    /// L6, or L3 closing the session.
+    Released,
+    /// R1.
+    Revoked,
 }
 
 /// A stored mode and limit as the hold they describe (a limit stored beside "exclusive"
@@ -367,6 +394,7 @@ mod tests {
             owner: None,
             token: None,
             claim_by_ms: None,
+            value: None,
         };
         assert_eq!(lock.remaining(700), Some(100));
         assert_eq!(lock.remaining(800), None);

@@ -15,7 +15,9 @@ use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionSt
 
 use super::cache::SessionHint;
 use super::error::{from_etcd, is_lease_gone, unavailable};
-use super::records::{lease_seconds, KeyView, LiveSession, LockRecord, SessionRecord, Whose};
+use super::records::{
+    lease_seconds, CauseRecord, EndCause, KeyView, LiveSession, LockRecord, SessionRecord, Whose,
+};
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
 use crate::store::lease::now_millis;
 use crate::store::{session, StoreError};
@@ -117,8 +119,9 @@ impl EtcdStore {
             _ => return Err(StoreError::SessionNotFound),
         };
         self.hints.forget_session(session_id);
-        if record.remaining(now_millis()).is_some() {
-            self.hand_on_held(session_id, client).await?;
+        if record.remaining(now_millis()).is_some() && self.hand_on_held(session_id, client).await?
+        {
+            self.mark_closing(session_id, record.lease).await?;
         }
         match self.revoke_lease(record.lease).await {
             Ok(_) => match record.remaining(now_millis()) {
@@ -188,7 +191,7 @@ impl EtcdStore {
     }
 
     /// The live session and more reads at the same revision, in one round trip.
-    async fn read_session_and(
+    pub(super) async fn read_session_and(
         &self,
         session_id: &str,
         client: Option<&str>,
@@ -264,21 +267,56 @@ impl EtcdStore {
     }
 
     /// Ends every hold the session has on a key where tickets wait, serving that queue (the
-    /// lease's end takes the others).
-    async fn hand_on_held(&self, session_id: &str, client: Option<&str>) -> Result<(), StoreError> {
+    /// lease's end takes the others); whether any hold is left for the lease's end.
+    async fn hand_on_held(
+        &self,
+        session_id: &str,
+        client: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let held = match self.read_session(session_id, client).await {
             Ok(view) => view.held,
-            Err(StoreError::SessionNotFound) => return Ok(()),
+            Err(StoreError::SessionNotFound) => return Ok(false),
             Err(error) => return Err(error),
         };
+        let mut left = false;
         for (_, lock) in held {
             let view = self.read_key(&lock.key).await?;
-            if !view.tickets.is_empty() {
-                self.end_holds(&lock.key, view, |_, hold| hold.session_id == session_id)
+            match view.tickets.is_empty() {
+                true => left = true,
+                false => {
+                    self.end_holds(&lock.key, view, EndCause::Released, |_, hold| {
+                        hold.session_id == session_id
+                    })
                     .await?;
+                }
             }
         }
-        Ok(())
+        Ok(left)
+    }
+
+    /// L3 before revoking a lease that still carries holds: the closing marker `n/<id>` on the
+    /// lease, so the revoke deletes it at the revision that deletes the holds, and watchers
+    /// see them released rather than expired.
+    async fn mark_closing(&self, session_id: &str, lease: i64) -> Result<(), StoreError> {
+        let record = CauseRecord {
+            cause: EndCause::Released,
+            at_ms: now_millis(),
+        };
+        let (key, value) = (self.keys.closing(session_id), encode(&record));
+        let put = self
+            .call(|mut client| {
+                let (key, value) = (key.clone(), value.clone());
+                async move {
+                    let options = PutOptions::new().with_lease(lease);
+                    client.put(key, value, Some(options)).await
+                }
+            })
+            .await;
+        match put {
+            Ok(_) => Ok(()),
+            Err(error) if is_lease_gone(&error) => Err(StoreError::SessionNotFound),
+            Err(error) => Err(from_etcd(error)),
+        }
     }
 
     /// The session record whether or not its deadline passed, for L3's tidy-up.

@@ -1,16 +1,16 @@
 //! The database: its file, schema and connection settings, and [`Db`], the state every
 //! operation runs on (on the writer thread, inside the current batch's transaction).
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use lock_api::HoldKind;
+use lock_api::{HoldKind, WatchEvent};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Params, Row};
 
-use super::events::Pending;
 use super::fencing::TokenAllocator;
 use super::queued_keys::QueuedKeys;
-use crate::store::feeds::Feeds;
+use crate::store::feeds::{Feeds, Pos};
 use crate::store::holder_id::HolderIds;
 use crate::store::wakeup::HandedOff;
 use crate::store::StoreError;
@@ -132,6 +132,22 @@ pub(super) struct Db {
 }
 
 impl Db {
+    /// Live tickets of `key`: its `waiterCount`. A key without tickets (known in memory)
+    /// costs no read.
+    pub fn live_ticket_count(&self, key: &str) -> Result<u32, StoreError> {
+        if !self.queued.may_have(key) {
+            return Ok(0);
+        }
+        self.conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM tickets t JOIN sessions s ON s.id = t.session_id
+                 WHERE t.key = ?1 AND t.open_until + t.grace_ms > ?2 AND s.expires_at > ?2",
+            )
+            .map_err(sql)?
+            .query_row(rusqlite::params![key, self.now], |r| r.get(0))
+            .map_err(sql)
+    }
+
     /// Runs a statement `... RETURNING key` and returns the keys, deduplicated.
     pub fn returning_keys(
         &mut self,
@@ -150,6 +166,18 @@ impl Db {
         keys.dedup();
         Ok(keys)
     }
+}
+
+/// L8: what the writer thread keeps between a change of a watched key and its publication
+/// (see `events`).
+#[derive(Default)]
+pub(super) struct Pending {
+    /// Recorded in this batch, in order.
+    pub events: Vec<(String, Pos, WatchEvent)>,
+    /// Watched keys whose tickets changed in the current job.
+    pub touched: Vec<String>,
+    /// The `waiterCount` watchers of a key last saw (its latest event or state read).
+    pub last_waiters: HashMap<String, u32>,
 }
 
 /// A hold's kind as the `locks` and `tickets` rows spell it: `(mode, shared_limit)`.

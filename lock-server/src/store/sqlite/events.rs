@@ -5,26 +5,12 @@
 //! recorded, and dropped with a batch that rolls back. A key without a feed costs one lookup
 //! in the feeds' map and nothing else: no owner, no waiter count is read for it.
 
-use std::collections::HashMap;
-
 use lock_api::{EventKind, HoldKind, WatchEvent};
 use rusqlite::OptionalExtension;
 
-use super::db::{sql, Db};
-use super::locks::live_ticket_count;
-use crate::store::feeds::{Feeds, Pos};
+use super::db::{sql, Db, Pending};
+use crate::store::feeds::Feeds;
 use crate::store::StoreError;
-
-/// What the writer thread keeps between a change and its publication.
-#[derive(Default)]
-pub(super) struct Pending {
-    /// Recorded in this batch, in order.
-    events: Vec<(String, Pos, WatchEvent)>,
-    /// Watched keys whose tickets changed in the current job.
-    touched: Vec<String>,
-    /// The `waiterCount` watchers of a key last saw (its latest event or state read).
-    last_waiters: HashMap<String, u32>,
-}
 
 /// The hold an event is about.
 pub(super) struct HoldFacts<'a> {
@@ -47,7 +33,7 @@ pub(super) fn record(
     if !db.feeds.is_watched(key) {
         return Ok(());
     }
-    let waiter_count = live_ticket_count(db, key)?;
+    let waiter_count = db.live_ticket_count(key)?;
     let pos = db.feeds.next_pos();
     let with_value = kind.is_grant() || kind == EventKind::Proclaimed;
     let event = WatchEvent {
@@ -183,7 +169,7 @@ pub(super) fn finish_job(db: &mut Db) -> Result<(), StoreError> {
         if !db.feeds.is_watched(&key) {
             continue;
         }
-        let now = live_ticket_count(db, &key)?;
+        let now = db.live_ticket_count(&key)?;
         if db.events.last_waiters.get(&key) != Some(&now) {
             record(db, &key, EventKind::Waiters, None)?;
         }
@@ -217,4 +203,90 @@ pub(super) fn forget_unwatched(db: &mut Db) {
     db.events
         .last_waiters
         .retain(|key, _| feeds.is_watched(key));
+}
+
+#[cfg(test)]
+mod tests {
+    use lock_api::{EventKind, HoldKind};
+
+    use crate::store::feeds::{FeedItem, Start};
+    use crate::store::sqlite::{SqliteOptions, SqliteStore};
+    use crate::store::{AcquireCall, Acquired, NewSession, SessionRef, Store};
+
+    fn store(dir: &std::path::Path) -> std::sync::Arc<SqliteStore> {
+        let boot_id = dir.join("boot_id");
+        std::fs::write(&boot_id, "boot\n").unwrap();
+        SqliteStore::open(&SqliteOptions {
+            data_dir: dir.to_path_buf(),
+            boot_id_path: boot_id,
+            unclean_holdback_millis: 0,
+            feed_limits: Default::default(),
+        })
+        .unwrap()
+    }
+
+    fn call<'a>(key: &'a str, session_id: &'a str, value: Option<&'a str>) -> AcquireCall<'a> {
+        AcquireCall {
+            key,
+            session_id,
+            client: None,
+            ttl_millis: 10_000,
+            hold: HoldKind::Exclusive,
+            value,
+            queue: None,
+        }
+    }
+
+    /// A watched key's changes arrive in commit order at positions after the state read that
+    /// preceded them; an unwatched key's change is published nowhere and costs no event.
+    #[tokio::test]
+    async fn watched_changes_come_in_order_after_the_state_they_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let session = store
+            .open_session(NewSession::with_ttl(60_000))
+            .await
+            .unwrap()
+            .session_id;
+        let mut sub = store.watch("k", None).await.unwrap();
+        assert!(matches!(sub.start, Start::Snapshot));
+        let (state, at) = store.watch_state("k").await.unwrap();
+        assert!(state.holders.is_empty());
+        store.acquire(call("other", &session, None)).await.unwrap();
+        let Acquired::Granted(grant) = store.acquire(call("k", &session, Some("v"))).await.unwrap()
+        else {
+            panic!("a free key is granted");
+        };
+        let token = grant.grant.fencing_token;
+        let who = SessionRef::new(&session, None);
+        store.proclaim("k", who, token, "w").await.unwrap();
+        store.release("k", token).await.unwrap();
+        let mut seen = Vec::new();
+        while let Ok(FeedItem::Event(pos, event)) = sub.live.try_recv() {
+            assert!(pos > at, "after the state read");
+            seen.push((pos, event.kind, event.value.clone()));
+        }
+        let kinds: Vec<_> = seen.iter().map(|(_, k, v)| (*k, v.clone())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (EventKind::Granted, Some("v".to_string())),
+                (EventKind::Proclaimed, Some("w".to_string())),
+                (EventKind::Released, None),
+            ]
+        );
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "positions grow");
+        assert!(!store.feeds().is_watched("other"));
+        // A resume from the first event gets the two after it, complete.
+        let first = store.feeds().id(seen[0].0);
+        let resumed = store.watch("k", Some(&first)).await.unwrap();
+        let Start::Backlog(backlog) = resumed.start else {
+            panic!("a resume within the window is a backlog");
+        };
+        assert_eq!(backlog.len(), 2);
+        // A refused L9 (another token) publishes nothing.
+        assert!(store.proclaim("k", who, token, "x").await.is_err());
+        assert!(sub.live.try_recv().is_err());
+        store.close().await.unwrap();
+    }
 }

@@ -275,11 +275,7 @@ fn set_value(db: &mut Db, key: &str, session_id: &str, value: &str) -> Result<()
 /// holders while that ticket waits.
 pub(super) fn state(db: &mut Db, key: &str) -> Result<KeyState, StoreError> {
     let holds = settled_holds(db, key)?;
-    let waiters = if db.queued.may_have(key) {
-        live_ticket_count(db, key)?
-    } else {
-        0
-    };
+    let waiters = db.live_ticket_count(key)?;
     let holders = holds
         .iter()
         .map(|h| Holder {
@@ -604,21 +600,6 @@ fn live_tickets_of(db: &mut Db, key: &str) -> Result<Vec<Ticket>, StoreError> {
         db.queued.emptied(key);
     }
     Ok(live)
-}
-
-/// Live tickets of `key`: `waiterCount`.
-pub(super) fn live_ticket_count(db: &Db, key: &str) -> Result<u32, StoreError> {
-    if !db.queued.may_have(key) {
-        return Ok(0);
-    }
-    db.conn
-        .prepare_cached(
-            "SELECT COUNT(*) FROM tickets t JOIN sessions s ON s.id = t.session_id
-             WHERE t.key = ?1 AND t.open_until + t.grace_ms > ?2 AND s.expires_at > ?2",
-        )
-        .map_err(sql)?
-        .query_row(params![key, db.now], |r| r.get(0))
-        .map_err(sql)
 }
 
 /// Keeps the session's live ticket (`seq`) open until at least the request's end. The ticket

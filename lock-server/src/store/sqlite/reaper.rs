@@ -59,6 +59,7 @@ fn reap(db: &mut Db) -> Result<(), StoreError> {
         events::tickets_changed(db, key);
     }
     keys.extend(queued);
+    db.feeds.sweep_idle();
     events::forget_unwatched(db);
     db.conn
         .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?1")

@@ -20,6 +20,8 @@ pub(super) struct SimLock {
     /// A hand-off to a ticket whose request had ended: the hold lives only until then unless
     /// an L4 of its session claims it.
     pub(super) claim_by: Option<Duration>,
+    /// The hold's value (L4 `value`, replaced by L9).
+    pub(super) value: Option<String>,
 }
 
 impl SimLock {
@@ -53,6 +55,8 @@ pub(super) struct SimTicket {
     pub(super) open_until: Duration,
     /// Arrival order.
     pub(super) seq: u64,
+    /// The value its hold will have (its first request's L4 `value`).
+    pub(super) value: Option<String>,
 }
 
 impl SimTicket {
@@ -129,6 +133,7 @@ mod tests {
             ttl: Duration::from_secs(1),
             expires: Duration::from_secs(1),
             claim_by: None,
+            value: None,
         }
     }
 
@@ -139,6 +144,7 @@ mod tests {
             ttl: Duration::from_secs(1),
             open_until: Duration::from_secs(1),
             seq: 1,
+            value: None,
         }
     }
 
