@@ -5,14 +5,17 @@
 //! Layout:
 //! - [`model`]: plain data and pure logic, host-tested: [`model::config`] (the form and its
 //!   limits), [`model::record`] (one run's events), [`model::counters`],
-//!   [`model::histogram`] (delays slept vs the uniform expectation), [`model::timeline`] (L7
-//!   holder bars by mode, client marks, the overlaps that must not happen),
+//!   [`model::histogram`] (delays slept vs the uniform expectation), [`model::timeline`]
+//!   (holder bars by mode from the L8 stream or, without one, L7 samples; client marks, the
+//!   overlaps that must not happen), [`model::event_bars`] (bars from L8 events),
+//!   [`model::server_clock`] (the server's times on the run's clock), [`model::coverage`]
+//!   (what L7 sampling missed),
 //!   [`model::concurrency`] (concurrent holders over time), [`model::mode_waits`] (readers'
 //!   waits beside writers'), [`model::sweep`], [`model::export`] (JSON, CSV).
 //! - [`plot`]: the charts as `lock_lab::chart::Chart`s. Host-tested.
 //! - [`runner`]: runs experiments over the SDK's seams: contenders (the SDK's loop for full
-//!   jitter, [`runner::comparison`] for the others), the L7 sampler, the fenced ledger,
-//!   cancellation, sweeps.
+//!   jitter, [`runner::comparison`] for the others), the L7 sampler, the L8 watchers, the
+//!   fenced ledger, cancellation, sweeps.
 //! - `components` and `app` (wasm32 only): the Leptos components and the `App` root;
 //!   `run_dashboard` mounts it (called from `www/index.html`).
 //! - `worker` (wasm32 only): live runs and sweeps run in a dedicated module Web Worker, off

@@ -16,12 +16,12 @@ use bench_ui::model::config::ExperimentConfig;
 use bench_ui::model::counters::Counters;
 use bench_ui::model::histogram::JitterHistogram;
 use bench_ui::model::protocol::Protocol;
-use bench_ui::model::record::{Hold, RunRecord, Sample, Sleep};
+use bench_ui::model::record::{Hold, Observed, RunRecord, Sample, Sleep};
 use bench_ui::plot::builders::histogram_chart;
 use leptos::mount::mount_to;
 use leptos::prelude::*;
 use leptos::task::tick;
-use lock_api::LockMode;
+use lock_api::{EventKind, LockMode, WatchEvent};
 use lock_wasm::clock::Clock;
 use lock_wasm::wasm::JsClock;
 use wasm_bindgen::JsCast;
@@ -367,6 +367,86 @@ async fn timeline_panel_draws_an_overlap_in_red() {
         count(&root, "svg[data-testid=timeline] rect.overlap:not(.swatch)"),
         1
     );
+    drop(handle);
+}
+
+#[wasm_bindgen_test]
+async fn the_timeline_names_the_stream_as_its_source_and_counts_what_sampling_missed() {
+    let root = container();
+    let t0 = 1_700_000_000_000;
+    let event = |at: f64, kind: EventKind, token: u64| Observed {
+        at,
+        event: WatchEvent {
+            id: format!("{at}"),
+            kind,
+            key: "k".into(),
+            at_millis: t0 + at as u64,
+            fencing_token: Some(token),
+            holder_id: Some(format!("h{token}")),
+            owner: None,
+            mode: Some(LockMode::Exclusive),
+            limit: None,
+            value: None,
+            waiter_count: 0,
+            state: None,
+        },
+    };
+    let mut run = RunRecord::default();
+    run.config.sessions = 1;
+    run.holds = vec![Hold {
+        session: 0,
+        key: "k".into(),
+        fencing_token: 1,
+        mode: LockMode::Exclusive,
+        limit: None,
+        attempts: 1,
+        asked_at: 0.0,
+        granted_at: 11.0,
+        released_at: Some(20.0),
+        ledger_accepted: true,
+    }];
+    // The stream saw holds 1 and 2; the one L7 sample came between them and saw neither.
+    run.events = vec![
+        event(10.0, EventKind::Granted, 1),
+        event(20.0, EventKind::Released, 1),
+        event(22.0, EventKind::Granted, 2),
+        event(25.0, EventKind::Released, 2),
+    ];
+    run.samples = vec![Sample {
+        at: 21.0,
+        key: "k".into(),
+        mode: None,
+        holders: vec![],
+        limit: None,
+        waiter_count: 0,
+    }];
+    run.counters.missed_by_sampling = Some(2);
+    let record = RwSignal::new(Some(run.clone()));
+    let counters = RwSignal::new(run.counters);
+    let handle = mount_to(root.clone(), move || {
+        view! { <TimelinePanel record=record/> <CountersPanel counters=counters/> }
+    });
+    tick().await;
+    let verdict = find(&root, "[data-testid=timeline-verdict]");
+    let data = |name: &str| verdict.get_attribute(name).unwrap_or_default();
+    assert_eq!(data("data-source"), "stream");
+    assert_eq!(data("data-holds"), "2");
+    assert_eq!(data("data-missed-by-sampling"), "2");
+    assert_eq!(data("data-grants-unseen"), "0");
+    assert_eq!(data("data-overlaps"), "0");
+    assert!(verdict.inner_text().contains("L8 event stream"));
+    assert_eq!(
+        find(&root, "[data-testid=counter-missed-by-sampling] .value").inner_text(),
+        "2"
+    );
+    // Without the stream (an older server's 404), the samples draw it and say why.
+    run.stream_error = Some("no L8 here (404)".into());
+    record.set(Some(run));
+    tick().await;
+    let verdict = find(&root, "[data-testid=timeline-verdict]");
+    assert_eq!(verdict.get_attribute("data-source").unwrap(), "samples");
+    assert_eq!(verdict.get_attribute("data-missed-by-sampling"), None);
+    assert!(verdict.inner_text().contains("no L8 here (404)"));
     drop(handle);
 }
 

@@ -7,7 +7,9 @@
 // The server has an auth file with one client, `dashboard`, whose keys start with `bench/`.
 // A first Run without a token must end in the error banner (401); then the token goes into
 // the token field and a 10-session experiment runs with full jitter. Checks: the histogram
-// and the timeline rendered with non-zero data; the L7 timeline shows no overlap; no ledger
+// and the timeline rendered with non-zero data; the timeline is drawn from the L8 event
+// stream, which showed every grant the contenders recorded, with no overlap (nor in L7's
+// samples beside it), and the holds the samples missed are counted; no ledger
 // write was FENCED_OUT (every grant's write was accepted, in token order, as the server's
 // ledger confirms); no error banner, no page error, no panic in the console; the token is
 // nowhere but in the page's memory (not in the URL, web storage or cookies); the run ran in
@@ -15,7 +17,8 @@
 // HTTP/1.1 and warns that 10 contenders over 6 browser connections distort the figures (the
 // sweep over HTTP/2 is tests/browser/sweep.mjs). Then the same with the server queue
 // (waitMillis): one L4 call per grant, grants in the order asked (no overtake), the key held
-// nearly all the time (L7 utilisation ≥ 0.9), the fairness panel drawn. Then a mixed run on
+// nearly all the time (L7 utilisation ≥ 0.9), the fairness panel drawn, the stream again
+// the source and complete. Then a mixed run on
 // the queue: 80 % readers (shared holds) on the one key, a semaphore of 3 permits, the rest
 // writers: no overlap that must not happen (an exclusive hold beside another, or more than 3
 // shared holds), in L7 or among the client's own holds; some shared holds seen overlapping;
@@ -60,6 +63,21 @@ async function checkLedger(page, grants) {
   const tokens = (ledger.entries ?? []).map((e) => e.fencingToken);
   check(tokens.length === grants, `the ledger holds one entry per grant (${tokens.length})`);
   check(tokens.every((t, i) => i === 0 || t >= tokens[i - 1]), "ledger tokens never go backwards");
+}
+
+// The timeline of the last run is drawn from the L8 stream, which showed every grant the
+// contenders recorded (`grants`, their own count) and nothing that must not happen.
+async function checkStream(page, label, grants) {
+  const t = await page.$eval("[data-testid=timeline-verdict]", (p) => ({ ...p.dataset }));
+  const missed = await readCounter(page, "missed-by-sampling");
+  console.log(`${label}: stream ${t.holds} holds, ${t.missedBySampling} missed by sampling (counter ${missed}), ${t.gaps} gaps, ${t.overlaps} overlaps (L7: ${t.sampleOverlaps})`);
+  check(t.source === "stream", `${label}: the timeline is drawn from the event stream (source ${t.source})`);
+  check(t.grantsUnseen === "0", `${label}: the stream showed every grant the contenders recorded (${t.grantsUnseen} unseen)`);
+  check(Number(t.holds) >= grants, `${label}: the stream has a bar for each of the ${grants} grants (${t.holds})`);
+  check(t.overlaps === "0" && t.sampleOverlaps === "0", `${label}: no overlap in the stream nor in L7 (${t.overlaps}, ${t.sampleOverlaps})`);
+  check(String(missed) === t.missedBySampling, `${label}: the counters show what sampling missed (${missed})`);
+  const drawn = await page.$eval("svg[data-testid=timeline]", (svg) => svg.textContent);
+  check(/L8 event stream/.test(drawn), `${label}: the chart names its source`);
 }
 
 // What the fairness panel says about the last run.
@@ -166,6 +184,7 @@ try {
   check((await page.$$("svg[data-testid=timeline] rect.overlap:not(.swatch)")).length === 0, "no red overlap drawn");
 
   await checkLedger(page, grants);
+  await checkStream(page, "full jitter", grants);
   const jitter = await fairness(page);
   console.log(`full jitter: ${jitter.text}`);
 
@@ -186,6 +205,7 @@ try {
   check(queue.bars > 0, `queue: the waits chart has bars (${queue.bars})`);
   console.log(`utilisation by the client's holds: full jitter ${jitter.utilisationClient}, queue ${queue.utilisationClient}`);
   await checkLedger(page, queued);
+  await checkStream(page, "queue", queued);
 
   // Shared holds: readers and writers on the one key, the readers a semaphore of PERMITS.
   await page.fill("[data-testid=field-readerPercent]", String(READER_PERCENT));
@@ -205,6 +225,7 @@ try {
   check(mixed.overlaps === "0", `mixed: no overlap that must not happen in L7 (${mixed.overlaps})`);
   check(mixed.clientOverlaps === "0", `mixed: none among the client's own holds (${mixed.clientOverlaps})`);
   const peak = Number(mixed.peakShared);
+  await checkStream(page, "mixed", mixedGrants);
   check(peak >= 2, `mixed: shared holds seen overlapping (up to ${peak} at once)`);
   check(peak <= PERMITS, `mixed: never more shared holds than the ${PERMITS} permits (${peak})`);
   const sharedBars = await page.$$eval("svg[data-testid=timeline] rect.hold.shared:not(.swatch)", (rs) => rs.length);

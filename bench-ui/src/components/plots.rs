@@ -10,7 +10,7 @@ use crate::model::histogram::JitterHistogram;
 use crate::model::mode_waits::{ModeWaits, Waits};
 use crate::model::record::RunRecord;
 use crate::model::sweep::SweepResult;
-use crate::model::timeline::Timeline;
+use crate::model::timeline::{Source, Timeline};
 use crate::plot::builders::{
     concurrency_chart, histogram_chart, mode_waits_chart, sweep_chart, timeline_chart, waits_chart,
     SweepMetric,
@@ -69,15 +69,36 @@ pub fn TimelinePanel(
     let timeline =
         Memo::new(move |_| record.with(|r| r.as_ref().map(Timeline::build).unwrap_or_default()));
     let chart = Memo::new(move |_| timeline.with(timeline_chart));
+    let samples = move || record.with(|r| r.as_ref().map(|r| r.samples.len()).unwrap_or(0));
+    let stream_error = move || record.with(|r| r.as_ref().and_then(|r| r.stream_error.clone()));
     let verdict = move || {
         timeline.with(|t| {
+            let rule = "(an overlap is an exclusive hold beside any other, or more shared holds \
+                        than the limit)";
+            let seen = match t.source {
+                Source::Stream => format!(
+                    "{} holds from the L8 event stream, {} of them missed by L7 sampling \
+                     ({} samples), {} of the client's grants not in the stream, {} stream \
+                     gaps; {} overlaps in the stream, {} in L7",
+                    t.bars.len(),
+                    t.missed_by_sampling.unwrap_or(0),
+                    samples(),
+                    t.grants_unseen.unwrap_or(0),
+                    t.gaps.len(),
+                    t.overlaps.len(),
+                    t.sample_overlaps,
+                ),
+                Source::Samples => format!(
+                    "{} holds seen by L7 in {} samples (no event stream{}); {} overlaps in L7",
+                    t.bars.len(),
+                    samples(),
+                    stream_error().map(|e| format!(": {e}")).unwrap_or_default(),
+                    t.overlaps.len(),
+                ),
+            };
             format!(
-                "{} holds seen by L7 in {} samples; {} overlaps in L7; {} overlaps among the \
-                 client's own holds (an overlap is an exclusive hold beside any other, or more \
-                 shared holds than the limit); up to {} shared holds at once on one key",
-                t.bars.len(),
-                record.with(|r| r.as_ref().map(|r| r.samples.len()).unwrap_or(0)),
-                t.overlaps.len(),
+                "{seen}; {} overlaps among the client's own holds {rule}; up to {} shared \
+                 holds at once on one key",
                 t.client_overlaps.len(),
                 t.peak_shared,
             )
@@ -86,10 +107,15 @@ pub fn TimelinePanel(
     view! {
         <section class="panel">
             <p class="verdict" data-testid="timeline-verdict"
+                data-source=move || timeline.with(|t| t.source.as_str())
                 data-holds=move || timeline.with(|t| t.bars.len())
                 data-overlaps=move || timeline.with(|t| t.overlaps.len())
+                data-sample-overlaps=move || timeline.with(|t| t.sample_overlaps)
                 data-client-overlaps=move || timeline.with(|t| t.client_overlaps.len())
-                data-peak-shared=move || timeline.with(|t| t.peak_shared)>
+                data-peak-shared=move || timeline.with(|t| t.peak_shared)
+                data-missed-by-sampling=move || timeline.with(|t| t.missed_by_sampling)
+                data-grants-unseen=move || timeline.with(|t| t.grants_unseen)
+                data-gaps=move || timeline.with(|t| t.gaps.len())>
                 {verdict}
             </p>
             <SvgChart chart=chart test_id="timeline"/>

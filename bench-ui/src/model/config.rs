@@ -105,6 +105,12 @@ pub struct ExperimentConfig {
     /// permits per key; without it a read-write lock (any number of readers at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore_limit: Option<u32>,
+    /// Whether the run follows its keys' L8 event streams, which the holder timeline is
+    /// drawn from (L7 samples stay as the fallback and cross-check). On by default; sweeps,
+    /// which plot totals, leave it off so the server and the page's connections go to the
+    /// contenders. A record from before L8 reads as off.
+    #[serde(default)]
+    pub watch_events: bool,
 }
 
 impl Default for ExperimentConfig {
@@ -121,6 +127,7 @@ impl Default for ExperimentConfig {
             strategy: Strategy::FullJitter,
             reader_percent: 0,
             semaphore_limit: None,
+            watch_events: true,
         }
     }
 }

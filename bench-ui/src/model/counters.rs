@@ -25,6 +25,10 @@ pub struct Counters {
     pub gave_up: u32,
     /// Acquisitions that failed with anything else (network, validation, session lost).
     pub errors: u32,
+    /// Holds the L8 stream saw that no L7 sample listed: what a timeline from polling alone
+    /// would have lost (`model::coverage`). `None` without a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_by_sampling: Option<u32>,
 }
 
 impl Counters {
@@ -44,8 +48,21 @@ impl Counters {
         (self.grants > 0).then(|| f64::from(self.l4_calls) / f64::from(self.grants))
     }
 
-    /// `(label, value)` pairs in display order, shared by the live panel and the CSV.
-    pub fn entries(&self) -> [(&'static str, u32); 9] {
+    /// Label of [`Counters::missed_by_sampling`] on the page and in the CSV.
+    pub const MISSED_BY_SAMPLING: &'static str = "missed by sampling";
+
+    /// `(label, value)` pairs in display order, shared by the live panel and the CSV; the
+    /// stream's [`Counters::missed_by_sampling`] comes last, when there is a stream.
+    pub fn entries(&self) -> Vec<(&'static str, u32)> {
+        let mut entries = self.client_entries().to_vec();
+        if let Some(missed) = self.missed_by_sampling {
+            entries.push((Self::MISSED_BY_SAMPLING, missed));
+        }
+        entries
+    }
+
+    /// What the client counted itself.
+    fn client_entries(&self) -> [(&'static str, u32); 9] {
         [
             ("grants", self.grants),
             ("L4 calls", self.l4_calls),
@@ -88,5 +105,13 @@ mod tests {
         c.grants = 3;
         assert_eq!(c.calls_per_grant(), Some(3.0));
         assert_eq!(c.entries()[1], ("L4 calls", 9));
+    }
+
+    #[test]
+    fn missed_by_sampling_is_listed_only_with_a_stream() {
+        let mut c = Counters::default();
+        assert_eq!(c.entries().len(), 9);
+        c.missed_by_sampling = Some(4);
+        assert_eq!(c.entries().last(), Some(&(Counters::MISSED_BY_SAMPLING, 4)));
     }
 }

@@ -4,6 +4,7 @@
 use lock_api::LockMode;
 
 use super::record::RunRecord;
+use super::server_clock::ServerClock;
 use super::sweep::SweepResult;
 
 /// The whole run as pretty JSON.
@@ -22,8 +23,10 @@ pub fn sweep_json(sweep: &SweepResult) -> String {
 pub const RUN_CSV_HEADER: &str =
     "kind,session,key,fencing_token,mode,attempt,start_ms,end_ms,delay_ms,ceiling_ms,detail";
 
-/// One row per sleep, hold and L7 holder (a sample of a free key is one row without a
-/// holder). Kinds: `sleep`, `hold`, `sample`, and one `counter` row per counter. `mode` is
+/// One row per sleep, hold, L7 holder (a sample of a free key is one row without a holder)
+/// and L8 event. Kinds: `sleep`, `hold`, `sample`, `event` (its time is the server's commit
+/// on the run's clock, `model::server_clock`; its kind and the waiters in `detail`), and one
+/// `counter` row per counter (with a stream, `missed by sampling` among them). `mode` is
 /// `exclusive` or `shared` for holds and holders; a shared hold's limit, when it has one, is
 /// in `detail`.
 pub fn run_csv(record: &RunRecord) -> String {
@@ -75,6 +78,25 @@ pub fn run_csv(record: &RunRecord) -> String {
                 .map(|i| i.to_string())
                 .unwrap_or_else(|| csv_field(holder_id));
             row(&session, &token.to_string(), mode);
+        }
+    }
+    if let Some(clock) = ServerClock::fit(&record.events) {
+        for o in &record.events {
+            let e = &o.event;
+            let session = e
+                .fencing_token
+                .and_then(|t| record.holder_index(&e.key, t))
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            let token = e.fencing_token.map(|t| t.to_string()).unwrap_or_default();
+            let mode = e.mode.map(LockMode::as_str).unwrap_or_default();
+            out.push_str(&format!(
+                "event,{session},{},{token},{mode},,{:.1},,,,{} waiters={}\n",
+                csv_field(&e.key),
+                clock.to_run(e.at_millis),
+                e.kind.as_str(),
+                e.waiter_count
+            ));
         }
     }
     for (name, value) in record.counters.entries() {
@@ -218,6 +240,30 @@ mod tests {
         let columns = RUN_CSV_HEADER.split(',').count();
         assert_eq!(lines[1].split(',').count(), columns);
         assert_eq!(lines[4].split(',').count(), columns);
+    }
+
+    #[test]
+    fn the_stream_is_exported_with_what_sampling_missed() {
+        use crate::model::server_clock::tests::observed;
+        let mut r = record();
+        let mut granted = observed(13.0, 1_000, lock_api::EventKind::Granted);
+        granted.event.key = "bench/r1,k0".into();
+        granted.event.fencing_token = Some(7);
+        granted.event.mode = Some(LockMode::Exclusive);
+        r.events.push(granted);
+        r.counters.missed_by_sampling = Some(0);
+        let json: serde_json::Value = serde_json::from_str(&run_json(&r)).unwrap();
+        assert_eq!(json["counters"]["missedBySampling"], 0);
+        assert_eq!(json["events"][0]["event"]["kind"], "granted");
+        let back: RunRecord = serde_json::from_str(&run_json(&r)).unwrap();
+        assert_eq!(back, r);
+        let csv = run_csv(&r);
+        let lines: Vec<_> = csv.lines().collect();
+        assert_eq!(
+            lines[4],
+            "event,0,\"bench/r1,k0\",7,exclusive,,13.0,,,,granted waiters=0"
+        );
+        assert_eq!(lines.last(), Some(&"counter,,,,,,,,,,missed by sampling=0"));
     }
 
     #[test]

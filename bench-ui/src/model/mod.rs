@@ -4,11 +4,14 @@
 pub mod concurrency;
 pub mod config;
 pub mod counters;
+pub mod coverage;
+pub mod event_bars;
 pub mod export;
 pub mod fairness;
 pub mod histogram;
 pub mod mode_waits;
 pub mod protocol;
 pub mod record;
+pub mod server_clock;
 pub mod sweep;
 pub mod timeline;

@@ -1,8 +1,9 @@
-//! The record of one run: what the client did and what L7 saw, with times in milliseconds
-//! since the run started (the SDK's monotonic clock). Everything the plots and the exports
-//! show is derived from this one value, so a run exported as JSON can be replotted.
+//! The record of one run: what the client did, what L7 saw and what L8 streamed, with times
+//! in milliseconds since the run started (the SDK's monotonic clock). Everything the plots
+//! and the exports show is derived from this one value, so a run exported as JSON can be
+//! replotted.
 
-use lock_api::LockMode;
+use lock_api::{LockMode, WatchEvent};
 use serde::{Deserialize, Serialize};
 
 use super::config::ExperimentConfig;
@@ -75,6 +76,17 @@ pub struct Sample {
     pub waiter_count: u32,
 }
 
+/// One L8 event as a watcher received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// When it arrived, ms since start: never before the server committed it, which is what
+    /// `model::server_clock` fits the server's `atMillis` to the run's clock with.
+    pub at: f64,
+    /// The event as the server sent it.
+    pub event: WatchEvent,
+}
+
 /// Everything a run produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,6 +103,14 @@ pub struct RunRecord {
     pub holds: Vec<Hold>,
     /// Every L7 read.
     pub samples: Vec<Sample>,
+    /// The L8 events of the run's keys that change its holds (`snapshot`, `reset`, grants and
+    /// ends; not `waiters` or `proclaimed`), each key's in the server's order.
+    #[serde(default)]
+    pub events: Vec<Observed>,
+    /// Why the L8 stream could not be followed (an older server answering 404, a refusal),
+    /// when it could not: the timeline then falls back to the L7 samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_error: Option<String>,
     /// Session ids by contender index, to close a cancelled run's sessions. Never exported:
     /// a session id is its owner's credential, and an export may be shared.
     #[serde(skip)]

@@ -101,6 +101,8 @@ impl SweepConfig {
             // Brooker's experiment is about exclusive holds.
             reader_percent: 0,
             semaphore_limit: None,
+            // Sweeps plot totals, not timelines: no event streams either.
+            watch_events: false,
         }
     }
 }

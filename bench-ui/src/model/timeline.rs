@@ -1,7 +1,13 @@
-//! The holder timeline: who held which key when, as L7's advisory samples saw it, next to
-//! the client's own grant and release marks.
+//! The holder timeline: who held which key when, next to the client's own grant and release
+//! marks, from one of two sources ([`Source`]):
+//! - the L8 event stream (`model::event_bars`): every grant and every end at the server's
+//!   commit time, mapped onto the run's clock (`model::server_clock`); resets drawn as gaps;
+//! - L7's advisory samples, the fallback when the run has no stream (an older server answers
+//!   L8 with 404; a record exported before L8). They stay beside the stream as a cross-check:
+//!   the holds the stream saw that no sample listed are counted ("missed by sampling",
+//!   `model::coverage`), and their own overlap check still runs.
 //!
-//! A bar runs from the first to the last of consecutive samples that listed the same
+//! From samples, a bar runs from the first to the last of consecutive samples that listed the same
 //! `(holderId, token)` among a key's holders; its lane is the contender that was granted that
 //! token on that key (L7 never shows session ids). Concurrent shared holds of a key are one
 //! bar each, stacked one above the other in their contenders' lanes.
@@ -14,9 +20,32 @@
 use lock_api::LockMode;
 use serde::Serialize;
 
+use super::coverage::{grants_unseen, missed_by_sampling};
+use super::event_bars::{EventBars, Gap};
 use super::record::{RunRecord, Sample};
 
-/// One hold seen through L7.
+/// Where a timeline's bars come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// L8's events: exact grants and ends.
+    Stream,
+    /// L7's samples: what each read caught, at the sampling interval's resolution.
+    #[default]
+    Samples,
+}
+
+impl Source {
+    /// Its name on the page (the timeline panel's `data-source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Stream => "stream",
+            Source::Samples => "samples",
+        }
+    }
+}
+
+/// One hold, as the timeline's source saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bar {
@@ -30,9 +59,10 @@ pub struct Bar {
     pub mode: LockMode,
     /// The shared holders' limit, when the key had one.
     pub limit: Option<u32>,
-    /// First sample showing it, ms since start.
+    /// Its grant (stream) or first sample showing it, ms since start.
     pub start: f64,
-    /// Last sample showing it, ms since start.
+    /// Its end (stream; the end of the stream while still open) or last sample showing it,
+    /// ms since start.
     pub end: f64,
 }
 
@@ -84,26 +114,39 @@ pub struct Mark {
 pub struct Timeline {
     /// Lanes, one per contender.
     pub lanes: u32,
-    /// Holds seen by L7.
+    /// Where the bars come from.
+    pub source: Source,
+    /// Holds, from the source.
     pub bars: Vec<Bar>,
+    /// Where the stream lost events (its resets); none from samples.
+    pub gaps: Vec<Gap>,
     /// Client grant and release marks.
     pub marks: Vec<Mark>,
-    /// Overlaps among L7 bars (there must be none).
+    /// Overlaps among the source's bars (there must be none).
     pub overlaps: Vec<Overlap>,
+    /// Overlaps among the L7 bars: the same as `overlaps` from samples, a cross-check beside
+    /// the stream's.
+    pub sample_overlaps: usize,
     /// Overlaps among the client's own holds (possible only after a lost lock).
     pub client_overlaps: Vec<Overlap>,
-    /// Most shared holders one L7 sample showed on one key: above 1, shared holds were
-    /// seen overlapping, as they may.
+    /// Most shared holds at once on one key (in the stream, or in one L7 sample): above 1,
+    /// shared holds were seen overlapping, as they may.
     pub peak_shared: usize,
+    /// Holds the stream saw that no L7 sample listed; `None` without a stream.
+    pub missed_by_sampling: Option<u32>,
+    /// The client's grants the stream did not show (there must be none); `None` without a
+    /// stream.
+    pub grants_unseen: Option<u32>,
     /// Latest time seen, ms: the x axis' end.
     pub end: f64,
 }
 
 impl Timeline {
-    /// Derives the timeline of a run.
+    /// Derives the timeline of a run: from its stream, unless the stream could not be
+    /// followed or saw nothing (then from its samples).
     pub fn build(record: &RunRecord) -> Self {
-        let bars = bars_from_samples(record);
-        let overlaps = find_overlaps(spans_by_token(&bars));
+        let sample_bars = bars_from_samples(record);
+        let sample_overlaps = find_overlaps(spans_by_token(&sample_bars));
         let client_overlaps = find_overlaps(
             record
                 .holds
@@ -118,46 +161,50 @@ impl Timeline {
                 })
                 .collect(),
         );
-        let mut marks = Vec::new();
-        for hold in &record.holds {
-            marks.push(Mark {
-                session: hold.session,
-                at: hold.granted_at,
-                grant: true,
-            });
-            if let Some(at) = hold.released_at {
-                marks.push(Mark {
-                    session: hold.session,
-                    at,
-                    grant: false,
-                });
-            }
-        }
+        let marks = marks(record);
         let end = record
             .samples
             .iter()
             .map(|s| s.at)
             .chain(marks.iter().map(|m| m.at))
             .fold(0.0, f64::max);
-        let peak_shared = record
-            .samples
-            .iter()
-            .filter(|s| s.mode == Some(LockMode::Shared))
-            .map(|s| s.holders.len())
-            .max()
-            .unwrap_or(0);
-        Timeline {
+        let mut timeline = Timeline {
             lanes: record.config.sessions,
-            bars,
             marks,
-            overlaps,
+            sample_overlaps: sample_overlaps.len(),
             client_overlaps,
-            peak_shared,
             end,
+            ..Timeline::default()
+        };
+        match EventBars::build(record, end) {
+            Some(stream) => {
+                timeline.source = Source::Stream;
+                timeline.missed_by_sampling =
+                    Some(missed_by_sampling(&stream.bars, &record.samples));
+                timeline.grants_unseen = Some(grants_unseen(&stream.bars, &record.holds));
+                timeline.end = end.max(stream.last);
+                timeline.bars = stream.bars;
+                timeline.gaps = stream.gaps;
+                timeline.overlaps = stream.overlaps;
+                timeline.peak_shared = stream.peak_shared;
+            }
+            None => {
+                timeline.source = Source::Samples;
+                timeline.bars = sample_bars;
+                timeline.overlaps = sample_overlaps;
+                timeline.peak_shared = record
+                    .samples
+                    .iter()
+                    .filter(|s| s.mode == Some(LockMode::Shared))
+                    .map(|s| s.holders.len())
+                    .max()
+                    .unwrap_or(0);
+            }
         }
+        timeline
     }
 
-    /// Sessions that appear as L7 holders, for the "non-zero data" check.
+    /// Distinct holds (key and token) among the bars, for the "non-zero data" check.
     pub fn distinct_holders(&self) -> usize {
         let mut tokens: Vec<(&str, u64)> = self
             .bars
@@ -168,6 +215,26 @@ impl Timeline {
         tokens.dedup();
         tokens.len()
     }
+}
+
+/// The client's grant and release marks, by lane.
+fn marks(record: &RunRecord) -> Vec<Mark> {
+    let mut marks = Vec::new();
+    for hold in &record.holds {
+        marks.push(Mark {
+            session: hold.session,
+            at: hold.granted_at,
+            grant: true,
+        });
+        if let Some(at) = hold.released_at {
+            marks.push(Mark {
+                session: hold.session,
+                at,
+                grant: false,
+            });
+        }
+    }
+    marks
 }
 
 /// The mode of a sample's holders: an answer that lists holders without a mode comes from a
@@ -623,6 +690,66 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].tokens, [2, 3]);
         assert_eq!((found[0].start, found[0].end), (11.0, 12.0));
+    }
+
+    /// A run whose stream saw tokens 1 and 2 on `k` and whose samples caught only 1.
+    fn streamed() -> RunRecord {
+        use crate::model::server_clock::tests::observed;
+        use lock_api::EventKind;
+        let t0 = 1_700_000_000_000;
+        let mut events = vec![observed(1.0, t0, EventKind::Snapshot)];
+        for (at, kind, token) in [
+            (10, EventKind::Granted, 1),
+            (20, EventKind::Released, 1),
+            (21, EventKind::Granted, 2),
+            (24, EventKind::Released, 2),
+        ] {
+            let mut o = observed(at as f64 + 1.0, t0 + at, kind);
+            o.event.fencing_token = Some(token);
+            o.event.mode = Some(LockMode::Exclusive);
+            events.push(o);
+        }
+        let mut r = record(
+            vec![sample(15.0, "k", Some(("s0", 1))), sample(30.0, "k", None)],
+            vec![hold(0, 1, 11.0, 19.0), hold(1, 2, 22.0, 23.0)],
+        );
+        r.events = events;
+        r
+    }
+
+    #[test]
+    fn the_stream_draws_the_timeline_and_counts_what_sampling_missed() {
+        let t = Timeline::build(&streamed());
+        assert_eq!(t.source, Source::Stream);
+        let bars: Vec<(Option<u32>, u64, f64, f64)> = t
+            .bars
+            .iter()
+            .map(|b| (b.session, b.fencing_token, b.start, b.end))
+            .collect();
+        // Every event arrived 1 ms after its stamp: the server's times land 1 ms early.
+        assert_eq!(bars, [(Some(0), 1, 11.0, 21.0), (Some(1), 2, 22.0, 25.0)]);
+        assert_eq!(
+            t.missed_by_sampling,
+            Some(1),
+            "token 2 fell between samples"
+        );
+        assert_eq!(t.grants_unseen, Some(0));
+        assert!(t.overlaps.is_empty() && t.gaps.is_empty());
+        assert_eq!(t.sample_overlaps, 0);
+        assert_eq!(t.end, 30.0);
+    }
+
+    #[test]
+    fn without_a_stream_the_samples_draw_it_and_nothing_is_counted_missed() {
+        let mut r = streamed();
+        r.stream_error = Some("this server has no L8 (404)".into());
+        let t = Timeline::build(&r);
+        assert_eq!(t.source, Source::Samples);
+        assert_eq!(t.bars.len(), 1);
+        assert_eq!((t.missed_by_sampling, t.grants_unseen), (None, None));
+        r.stream_error = None;
+        r.events.clear();
+        assert_eq!(Timeline::build(&r).source, Source::Samples);
     }
 
     #[test]

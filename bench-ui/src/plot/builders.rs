@@ -14,7 +14,7 @@ use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
 use crate::model::mode_waits::ModeWaits;
 use crate::model::sweep::{SweepPoint, SweepResult};
-use crate::model::timeline::{Breach, Overlap, Timeline};
+use crate::model::timeline::{Breach, Overlap, Source, Timeline};
 
 /// Chart width, px (the SVG's viewBox; it scales with its container).
 pub const WIDTH: f64 = 640.0;
@@ -118,11 +118,17 @@ fn overlap_tip(overlap: &Overlap) -> String {
     )
 }
 
-/// One lane per session: L7 holds as bars (concurrent shared holds one above the other, in
-/// their own colour), client grant/release marks as ticks, overlaps in red across every lane.
+/// One lane per session: holds as bars, from the L8 stream or L7's samples as the title says
+/// (concurrent shared holds one above the other, in their own colour), client grant/release
+/// marks as ticks, overlaps in red across every lane, the stream's gaps (its resets) as dashed
+/// lines across every lane.
 pub fn timeline_chart(timeline: &Timeline) -> Chart {
+    let seen_by = match timeline.source {
+        Source::Stream => "Holders from the L8 event stream",
+        Source::Samples => "Holders seen by L7 samples",
+    };
     let title = format!(
-        "Holders seen by L7 ({} holds, {} overlaps)",
+        "{seen_by} ({} holds, {} overlaps)",
         timeline.bars.len(),
         timeline.overlaps.len()
     );
@@ -183,14 +189,29 @@ pub fn timeline_chart(timeline: &Timeline) -> Chart {
             tip: overlap_tip(overlap),
         });
     }
-    chart.legend = legend(&[
-        // One row of legend within the chart's width: short labels (the title says L7).
+    for gap in &timeline.gaps {
+        let x = x_scale.map(gap.at);
+        shapes.push(Shape::Line {
+            x1: x,
+            y1: top,
+            x2: x,
+            y2: bottom,
+            class: "gap",
+        });
+    }
+    let mut entries = vec![
+        // One row of legend within the chart's width: short labels (the title names the
+        // source).
         ("exclusive", "hold"),
         ("shared", "hold shared"),
         ("client grant", "grant"),
         ("client release", "release"),
         ("overlap (must not happen)", "overlap"),
-    ]);
+    ];
+    if !timeline.gaps.is_empty() {
+        entries.push(("stream gap", "gap"));
+    }
+    chart.legend = legend(&entries);
     chart
 }
 
@@ -497,6 +518,32 @@ mod tests {
         r.samples.push(s(40.0, "a", 1));
         let chart = timeline_chart(&Timeline::build(&r));
         assert_eq!(rects(&chart, "overlap"), 1);
+    }
+
+    #[test]
+    fn timeline_from_the_stream_says_so_and_draws_its_gaps() {
+        use crate::model::event_bars::Gap;
+        let mut r = RunRecord::new("r", Default::default());
+        r.config.sessions = 1;
+        r.holds = vec![hold(0, 1)];
+        let mut t = Timeline::build(&r);
+        t.source = Source::Stream;
+        t.gaps = vec![Gap {
+            key: "k".into(),
+            at: 5.0,
+        }];
+        let chart = timeline_chart(&t);
+        assert!(chart
+            .titles
+            .title
+            .starts_with("Holders from the L8 event stream"));
+        let gaps = chart
+            .shapes
+            .iter()
+            .filter(|s| matches!(s, Shape::Line { class: "gap", .. }))
+            .count();
+        assert_eq!(gaps, 1);
+        assert!(chart.legend.iter().any(|e| e.class == "gap"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Running experiments against a live server: contenders, the L7 sampler, cancellation and
-//! sweeps. Generic over the SDK's seams (`Transport`, `Clock`, `Spawner`) so the same code
+//! Running experiments against a live server: contenders, the L7 sampler, the L8 watchers,
+//! cancellation and sweeps. Generic over the SDK's seams (`Transport`, `Clock`, `Spawner`) so the same code
 //! runs in the browser (fetch, JS timers) and natively in unit tests (scripted transport,
 //! manual clock). Full-jitter contenders run the SDK's own acquire ([`sdk`]), the others
 //! `lock_lab`'s comparison loop ([`comparison`]). In the browser, `browser` (wasm32 only)
@@ -24,6 +24,7 @@ pub mod sdk;
 pub mod setup;
 pub mod simulated;
 pub mod sweep;
+pub mod watcher;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -38,6 +39,7 @@ use lock_wasm::transport::{Transport, TransportExt};
 use lock_wasm::LockHandle;
 
 use crate::model::config::ExperimentConfig;
+use crate::model::coverage::count_missed;
 use crate::model::record::RunRecord;
 
 use ledger::Ledger;
@@ -103,18 +105,30 @@ pub fn start_recorder(env: &Env, run_id: &str, config: &ExperimentConfig) -> Rec
     Recorder::new(record, env.clock.clone())
 }
 
-/// Runs one experiment to completion (or cancellation) and stamps its duration.
+/// Runs one experiment to completion (or cancellation) and stamps its duration (the
+/// contenders', or until cancelled) and what sampling missed.
 pub async fn run_experiment(env: &Env, recorder: &Recorder, cancel: &CancelFlag) {
     let config = recorder.lock().config.clone();
     let run_id = recorder.lock().run_id.clone();
     let contenders = futures::future::join_all(
         (0..config.sessions).map(|i| contender::run(env, recorder, &config, &run_id, i, cancel)),
     );
-    // The sampler runs until the contenders are done; it never ends on its own.
-    let work = select(
+    // The sampler and the watchers run until the contenders are done; they never end on
+    // their own. Then the watchers alone go on until their streams showed the last releases
+    // (the run's time and L7's view end with the contenders).
+    let sampled = select(
         Box::pin(contenders),
         Box::pin(sampler::sample_forever(env, recorder, &config, &run_id)),
     );
+    let work = async {
+        let mut watchers = Box::pin(watcher::watch_forever(env, recorder, &config, &run_id));
+        select(sampled, watchers.as_mut()).await;
+        let done = recorder.elapsed_millis();
+        recorder.lock().completed_millis = Some(done);
+        if config.watch_events {
+            select(watchers, Box::pin(watcher::settle(env, recorder))).await;
+        }
+    };
     if let Either::Right(_) =
         select(Box::pin(work), Box::pin(cancel.wait(env.clock.as_ref()))).await
     {
@@ -125,7 +139,9 @@ pub async fn run_experiment(env: &Env, recorder: &Recorder, cancel: &CancelFlag)
         recorder.note_error("cancelled");
     }
     let elapsed = recorder.elapsed_millis();
-    recorder.lock().completed_millis = Some(elapsed);
+    let mut record = recorder.lock();
+    record.completed_millis.get_or_insert(elapsed);
+    count_missed(&mut record);
 }
 
 /// Closes every session of a cancelled run (L3), so its locks go now rather than at TTL.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use lock_wasm::clock::Clock;
 
+use crate::model::coverage::count_missed;
 use crate::model::record::RunRecord;
 
 /// A handle on the record of the run in progress.
@@ -43,9 +44,21 @@ impl Recorder {
         self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A copy of the record as it stands, for the UI.
+    /// A copy of the record as it stands, for the UI, with the holds that L7 sampling missed
+    /// counted (`model::coverage`).
     pub fn snapshot(&self) -> RunRecord {
-        self.lock().clone()
+        let mut record = self.lock().clone();
+        count_missed(&mut record);
+        record
+    }
+
+    /// Keeps why the L8 stream could not be followed (the first reason): the timeline falls
+    /// back to the L7 samples.
+    pub fn note_stream_error(&self, message: impl Into<String>) {
+        let mut record = self.lock();
+        if record.stream_error.is_none() {
+            record.stream_error = Some(message.into());
+        }
     }
 
     /// Keeps the first error of a run: later ones are usually consequences of it.

@@ -1,4 +1,4 @@
-//! Native tests of the runner on the SDK's fakes: the scripted transport answers L1–L7,
+//! Native tests of the runner on the SDK's fakes: the scripted transport answers L1–L8,
 //! the manual clock makes every sleep and hold simulated time, and a fake ledger plays the
 //! fenced resource. A single-threaded executor drives the run; whenever it stalls, the clock
 //! jumps to the next timer.
@@ -284,4 +284,97 @@ fn a_writer_asks_as_before() {
         record.holds[0].ledger_accepted,
         "a writer writes the ledger"
     );
+}
+
+/// An L8 event of the run's one key, stamped `at_millis` by the server.
+fn event(kind: lock_api::EventKind, at_millis: u64, token: Option<u64>) -> lock_api::WatchEvent {
+    lock_api::WatchEvent {
+        id: at_millis.to_string(),
+        kind,
+        key: "bench/t/k0".into(),
+        at_millis,
+        fencing_token: token,
+        holder_id: token.map(|t| format!("h{t}")),
+        owner: None,
+        mode: token.map(|_| LockMode::Exclusive),
+        limit: None,
+        value: None,
+        waiter_count: 0,
+        state: kind.is_state().then(|| lock_api::LockState {
+            key: "bench/t/k0".into(),
+            mode: None,
+            holder: None,
+            holders: vec![],
+            limit: None,
+            waiter_count: 0,
+        }),
+    }
+}
+
+#[test]
+fn the_watcher_records_the_keys_stream_and_the_timeline_is_drawn_from_it() {
+    use crate::model::timeline::{Source, Timeline};
+    use lock_api::{EventBatch, EventKind};
+    let h = harness();
+    h.transport
+        .push_acquire(Ok(ScriptedTransport::grant("bench/t/k0", "s1", 7, 3_000)));
+    let t0 = 1_700_000_000_000;
+    h.transport.push_events(Ok(EventBatch {
+        events: vec![event(EventKind::Snapshot, t0, None)],
+    }));
+    h.transport.push_events(Ok(EventBatch {
+        events: vec![
+            event(EventKind::Granted, t0 + 1, Some(7)),
+            event(EventKind::Released, t0 + 41, Some(7)),
+        ],
+    }));
+    let record = run(&h, config(Strategy::FullJitter, 1), &CancelFlag::default());
+    assert_eq!(record.stream_error, None);
+    let kinds: Vec<EventKind> = record.events.iter().map(|o| o.event.kind).collect();
+    assert_eq!(
+        kinds,
+        [EventKind::Snapshot, EventKind::Granted, EventKind::Released]
+    );
+    let timeline = Timeline::build(&record);
+    assert_eq!(timeline.source, Source::Stream);
+    assert_eq!(timeline.grants_unseen, Some(0));
+    assert_eq!(timeline.bars.len(), 1);
+    assert_eq!(timeline.bars[0].session, Some(0));
+    // The scripted L7 answers 404: no sample listed the hold the stream saw.
+    assert_eq!(record.counters.missed_by_sampling, Some(1));
+}
+
+#[test]
+fn a_server_without_an_event_stream_leaves_the_timeline_to_the_samples() {
+    use crate::model::timeline::{Source, Timeline};
+    let h = harness();
+    h.transport
+        .push_acquire(Ok(ScriptedTransport::grant("bench/t/k0", "s1", 7, 3_000)));
+    h.transport
+        .push_events(Err(ScriptedTransport::error(ErrorCode::NotFound)));
+    let record = run(&h, config(Strategy::FullJitter, 1), &CancelFlag::default());
+    let why = record.stream_error.clone().unwrap_or_default();
+    assert!(why.contains("bench/t/k0"), "{why}");
+    assert_eq!(record.error, None, "the run itself went fine");
+    assert_eq!(record.counters.grants, 1);
+    assert_eq!(Timeline::build(&record).source, Source::Samples);
+    assert_eq!(record.counters.missed_by_sampling, None);
+}
+
+#[test]
+fn a_sweep_point_watches_nothing() {
+    let h = harness();
+    h.transport
+        .push_acquire(Ok(ScriptedTransport::grant("bench/t/k0", "s1", 7, 3_000)));
+    let mut cfg = config(Strategy::FullJitter, 1);
+    cfg.watch_events = false;
+    let record = run(&h, cfg, &CancelFlag::default());
+    assert!(record.events.is_empty() && record.stream_error.is_none());
+    let polls = h
+        .transport
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, lock_wasm::transport::Call::Events(..)))
+        .count();
+    assert_eq!(polls, 0);
 }
