@@ -460,20 +460,24 @@ fn live_holds(db: &mut Db, key: &str) -> Result<Vec<LiveHold>, StoreError> {
              ORDER BY l.token",
         )
         .map_err(sql)?
-        .query_map(params![key, db.now], |r| {
-            Ok(LiveHold {
-                session_id: r.get(0)?,
-                token: r.get(1)?,
-                ttl: r.get(2)?,
-                deadline: r.get(3)?,
-                owner: r.get(4)?,
-                hold: hold_of_row(r, 5, 6)?,
-                value: r.get(7)?,
-            })
-        })
+        .query_map(params![key, db.now], hold_row)
         .map_err(sql)?
         .collect::<Result<_, _>>()
         .map_err(sql)
+}
+
+/// A hold from a row of `session_id, token, ttl_ms, deadline, owner, mode, shared_limit,
+/// value`.
+fn hold_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveHold> {
+    Ok(LiveHold {
+        session_id: r.get(0)?,
+        token: r.get(1)?,
+        ttl: r.get(2)?,
+        deadline: r.get(3)?,
+        owner: r.get(4)?,
+        hold: hold_of_row(r, 5, 6)?,
+        value: r.get(7)?,
+    })
 }
 
 /// A watched key's dead hold rows (own TTL, claim deadline or session over) are reported
@@ -492,17 +496,7 @@ fn expire_dead(db: &mut Db, key: &str) -> Result<(), StoreError> {
              ORDER BY l.token",
         )
         .map_err(sql)?
-        .query_map(params![key, db.now], |r| {
-            Ok(LiveHold {
-                session_id: r.get(0)?,
-                token: r.get(1)?,
-                ttl: r.get(2)?,
-                deadline: r.get(3)?,
-                owner: r.get(4)?,
-                hold: hold_of_row(r, 5, 6)?,
-                value: r.get(7)?,
-            })
-        })
+        .query_map(params![key, db.now], hold_row)
         .map_err(sql)?
         .collect::<Result<_, _>>()
         .map_err(sql)?;
