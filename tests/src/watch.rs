@@ -837,3 +837,59 @@ pub async fn watch_and_proclaim_need_a_token_and_a_key_in_scope(
     assert_eq!(sse.expect().await.data.kind, EventKind::Granted);
     assert_eq!(sse.expect().await.data.kind, EventKind::Proclaimed);
 }
+
+/// A browser page of an allowed origin may watch: the preflight of a resume (its
+/// `Last-Event-ID` header) is allowed and the stream answers with the origin; another origin
+/// gets no CORS headers. `server` runs with `--cors-origin` [`crate::contract::CORS_ORIGIN`].
+pub async fn watch_is_open_to_configured_origins_only(server: &TestServer) {
+    use crate::contract::CORS_ORIGIN;
+    let url = format!("{}{}", server.base_url(), paths::events("cors/watched"));
+    let http = server.http(0);
+    let preflight = |origin: &'static str| {
+        http.request(reqwest::Method::OPTIONS, &url)
+            .header("origin", origin)
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "last-event-id")
+            .send()
+    };
+    let allowed = preflight(CORS_ORIGIN).await.expect("a preflight answer");
+    let header = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    assert_eq!(header(&allowed, "access-control-allow-origin"), CORS_ORIGIN);
+    assert!(
+        header(&allowed, "access-control-allow-headers").contains("last-event-id"),
+        "{:?}",
+        allowed.headers()
+    );
+    let stranger = preflight("http://elsewhere.example")
+        .await
+        .expect("a preflight answer");
+    assert!(stranger
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
+
+    // The stream itself carries the origin (the first chunk is the snapshot).
+    let mut stream = http
+        .get(&url)
+        .header("origin", CORS_ORIGIN)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(header(&stream, "access-control-allow-origin"), CORS_ORIGIN);
+    assert!(header(&stream, "content-type").starts_with("text/event-stream"));
+    let first = tokio::time::timeout(Duration::from_secs(30), stream.chunk())
+        .await
+        .expect("the snapshot in time")
+        .expect("a chunk")
+        .expect("not the end");
+    assert!(String::from_utf8_lossy(&first).contains("event: snapshot"));
+}

@@ -65,3 +65,11 @@ async fn watch_and_proclaim_need_auth_and_scope() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_of_configured_origins_may_watch() {
+    let server = TestServer::start(
+        watch::options().args(["--cors-origin", lock_e2e::contract::CORS_ORIGIN]),
+    );
+    watch::watch_is_open_to_configured_origins_only(&server).await;
+}
