@@ -5,9 +5,9 @@
 
 use std::collections::HashSet;
 
+use super::bar::Bar;
 use super::event_bars::EventBars;
 use super::record::{Hold, RunRecord, Sample};
-use super::timeline::Bar;
 
 /// Stamps [`missed_by_sampling`] into the record's counters (`None` without a stream), so the
 /// live counters and the exports carry it.

@@ -16,9 +16,9 @@
 use lock_api::{LockMode, LockState, WatchEvent};
 use serde::Serialize;
 
+use super::bar::{Bar, Breach, Overlap};
 use super::record::RunRecord;
 use super::server_clock::ServerClock;
-use super::timeline::{Bar, Breach, Overlap};
 
 /// Where a `reset` says the stream of a key lost events.
 #[derive(Debug, Clone, PartialEq, Serialize)]

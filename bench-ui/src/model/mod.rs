@@ -1,6 +1,7 @@
 //! The dashboard's model: plain data and pure functions, no DOM and no network, so all of
 //! it builds and is unit-tested on the host.
 
+pub mod bar;
 pub mod concurrency;
 pub mod config;
 pub mod counters;

@@ -20,6 +20,7 @@
 use lock_api::LockMode;
 use serde::Serialize;
 
+use super::bar::{Bar, Breach, Overlap};
 use super::coverage::{grants_unseen, missed_by_sampling};
 use super::event_bars::{EventBars, Gap};
 use super::record::{RunRecord, Sample};
@@ -43,57 +44,6 @@ impl Source {
             Source::Samples => "samples",
         }
     }
-}
-
-/// One hold, as the timeline's source saw it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Bar {
-    /// Lane: the contender index, `None` for a holder outside this run.
-    pub session: Option<u32>,
-    /// Key name.
-    pub key: String,
-    /// Fencing token of the hold.
-    pub fencing_token: u64,
-    /// How the key was held while this bar was seen.
-    pub mode: LockMode,
-    /// The shared holders' limit, when the key had one.
-    pub limit: Option<u32>,
-    /// Its grant (stream) or first sample showing it, ms since start.
-    pub start: f64,
-    /// Its end (stream; the end of the stream while still open) or last sample showing it,
-    /// ms since start.
-    pub end: f64,
-}
-
-/// The rule a [`Overlap`] broke.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
-pub enum Breach {
-    /// An exclusive hold beside another hold of its key.
-    Exclusive,
-    /// More shared holds of a key at once than its limit.
-    OverLimit {
-        /// The key's limit.
-        limit: u32,
-    },
-}
-
-/// Holds of one key at once that must not have been.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Overlap {
-    /// Key name.
-    pub key: String,
-    /// Start of the interval, ms.
-    pub start: f64,
-    /// End of the interval, ms.
-    pub end: f64,
-    /// The tokens held at once, ascending: two for [`Breach::Exclusive`], one more than the
-    /// limit (or more) for [`Breach::OverLimit`].
-    pub tokens: Vec<u64>,
-    /// Which rule it broke.
-    pub breach: Breach,
 }
 
 /// A client-side mark: a grant arriving or a release being sent.

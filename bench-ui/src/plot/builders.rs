@@ -9,12 +9,13 @@ use lock_lab::strategy::Strategy;
 
 use lock_api::LockMode;
 
+use crate::model::bar::{Breach, Overlap};
 use crate::model::concurrency::Concurrency;
 use crate::model::fairness::Fairness;
 use crate::model::histogram::JitterHistogram;
 use crate::model::mode_waits::ModeWaits;
 use crate::model::sweep::{SweepPoint, SweepResult};
-use crate::model::timeline::{Breach, Overlap, Source, Timeline};
+use crate::model::timeline::{Source, Timeline};
 
 /// Chart width, px (the SVG's viewBox; it scales with its container).
 pub const WIDTH: f64 = 640.0;

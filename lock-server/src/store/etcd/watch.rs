@@ -5,7 +5,7 @@
 //! holds `l/<key>/`, its tickets `q/<key>/` and the cause markers `m/<key>/` (below). Several
 //! etcd watches cannot be merged by revision reliably: a watch that has nothing to report
 //! says nothing, so knowing that it is past revision R needs a progress notification, and
-//! etcd before 3.4.24 / 3.5.8 may send that ahead of the events it covers (etcd issue 15220).
+//! etcd before 3.4.24 / 3.5.8 may send that ahead of the events it covers.
 //! So the layout puts `l/`, `m/`, `n/` and `q/` next to each other, and each replica that has
 //! watched keys runs **one** watch (the hub, a task) over that single range
 //! (`Keys::watched_range`), with `prev_kv`, and routes each change to the key's feed. One
