@@ -110,6 +110,27 @@ pub struct WatchEvent {
     pub state: Option<LockState>,
 }
 
+impl WatchEvent {
+    /// A `snapshot` or `reset` event with id `id`: `state` and its waiter count, no holder
+    /// fields (the one shape of both, for the server and the simulated one).
+    pub fn of_state(id: String, kind: EventKind, state: LockState, at_millis: u64) -> WatchEvent {
+        WatchEvent {
+            id,
+            kind,
+            key: state.key.clone(),
+            at_millis,
+            fencing_token: None,
+            holder_id: None,
+            owner: None,
+            mode: None,
+            limit: None,
+            value: None,
+            waiter_count: state.waiter_count,
+            state: Some(state),
+        }
+    }
+}
+
 /// L8 answer to `Accept: application/json` (the long poll).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -119,20 +119,8 @@ async fn state_event(
 ) -> Result<(Pos, WatchEvent), StoreError> {
     let (current, pos) = state.store.watch_state(key).await?;
     let lock_state = super::locks::lock_state(key.to_string(), current);
-    let event = WatchEvent {
-        id: state.store.feeds().id(pos),
-        kind,
-        key: key.to_string(),
-        at_millis: now_millis(),
-        fencing_token: None,
-        holder_id: None,
-        owner: None,
-        mode: None,
-        limit: None,
-        value: None,
-        waiter_count: lock_state.waiter_count,
-        state: Some(lock_state),
-    };
+    let id = state.store.feeds().id(pos);
+    let event = WatchEvent::of_state(id, kind, lock_state, now_millis());
     Ok((pos, event))
 }
 

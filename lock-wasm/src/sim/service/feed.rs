@@ -62,20 +62,7 @@ impl Feeds {
         state: LockState,
         at_millis: u64,
     ) -> WatchEvent {
-        WatchEvent {
-            id: self.id(self.last),
-            kind,
-            key: state.key.clone(),
-            at_millis,
-            fencing_token: None,
-            holder_id: None,
-            owner: None,
-            mode: None,
-            limit: None,
-            value: None,
-            waiter_count: state.waiter_count,
-            state: Some(state),
-        }
+        WatchEvent::of_state(self.id(self.last), kind, state, at_millis)
     }
 
     /// The events of `key` after the event `after`, at most [`BATCH_MAX_EVENTS`].
