@@ -82,11 +82,20 @@ pub struct Mix {
     pub permits: u32,
 }
 
-/// One contender process to start: its name, role and keys.
+/// How long the readers and writers of [`RW_KEY`] wait in the server's queue on each L4 (at
+/// least; a run's own `wait` may be longer). Readers take the key in turn without a gap
+/// between them, so a writer that only polls finds it free by luck alone (the try-lock of any
+/// read-write lock starves writers that way), and polling readers starve behind queued
+/// writers the same way. In the queue each is served in its turn: no reader is granted past
+/// a waiting writer, and the readers queued behind it are granted together after it.
+pub const RW_WAIT: Duration = Duration::from_millis(1_000);
+
+/// One contender process to start: its name, role, keys and queue wait.
 pub(crate) struct Contender {
     name: String,
     role: &'static str,
     keys: Vec<String>,
+    wait: Duration,
 }
 
 impl ChaosConfig {
@@ -98,16 +107,22 @@ impl ChaosConfig {
             name: format!("{prefix}{i}"),
             role,
             keys: vec![key.to_owned()],
+            wait: self.wait,
         };
         let mut all: Vec<Contender> = (0..self.contenders)
             .map(|i| Contender {
                 name: format!("c{i}"),
                 role: "exclusive",
                 keys: keys.to_vec(),
+                wait: self.wait,
             })
             .collect();
-        all.extend((0..self.mix.writers).map(|i| one("w", i, "exclusive", RW_KEY)));
-        all.extend((0..self.mix.readers).map(|i| one("r", i, "reader", RW_KEY)));
+        let rw = |prefix, i, role| Contender {
+            wait: self.wait.max(RW_WAIT),
+            ..one(prefix, i, role, RW_KEY)
+        };
+        all.extend((0..self.mix.writers).map(|i| rw("w", i, "exclusive")));
+        all.extend((0..self.mix.readers).map(|i| rw("r", i, "reader")));
         all.extend(
             (0..self.mix.semaphore_holders).map(|i| one("s", i, "semaphore", SEMAPHORE_KEY)),
         );
@@ -278,7 +293,16 @@ pub(crate) fn spawn_contenders(
     rng: &mut StdRng,
 ) -> std::io::Result<Vec<(String, Child)>> {
     let mut children = Vec::new();
-    for (i, Contender { name, role, keys }) in config.contenders(keys).into_iter().enumerate() {
+    for (
+        i,
+        Contender {
+            name,
+            role,
+            keys,
+            wait,
+        },
+    ) in config.contenders(keys).into_iter().enumerate()
+    {
         let url = &urls[i % urls.len()];
         let child = Command::new(bin)
             .args(["--url", url, "--name", &name, "--keys", &keys.join(",")])
@@ -293,7 +317,7 @@ pub(crate) fn spawn_contenders(
                 &config.session_ttl.as_millis().to_string(),
             ])
             .args(["--budget-ms", &config.budget.as_millis().to_string()])
-            .args(["--wait-ms", &config.wait.as_millis().to_string()])
+            .args(["--wait-ms", &wait.as_millis().to_string()])
             .args(["--seed", &rng.random::<u64>().to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
