@@ -10,8 +10,9 @@
 #
 # Steps: cargo build --target wasm32-unknown-unknown -p bench-ui, then wasm-bindgen
 # --target web (the CLI must equal the wasm-bindgen crate in Cargo.lock), then, for a release
-# build, wasm-opt -Oz from npm binaryen@132 in .tools/ (or $SETUP_TOOLS_DIR). scripts/setup.sh
-# installs both. A release build without wasm-opt is refused rather than served over a third
+# build, wasm-opt -Oz from npm binaryen@132 in .tools/ (or $SETUP_TOOLS_DIR), then the .br and
+# .gz variants lock-server serves by Accept-Encoding (scripts/precompress.mjs, Node's zlib).
+# scripts/setup.sh installs all of it. A release build without wasm-opt is refused rather than served over a third
 # larger. Debian's binaryen is never used: its wasm-opt (v108) emits wasm that fails to load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +33,10 @@ if [ "$profile" = "release" ] && [ ! -x "$wasm_opt" ]; then
 fi
 
 if [ "$profile" = "release" ]; then
-  cargo build -p bench-ui --lib --target wasm32-unknown-unknown --release
-  dir=release
+  # Cargo.toml's wasm-release: opt-level "z", fat LTO, one codegen unit (a quarter smaller
+  # than `release` after wasm-opt; the page's first visit is mostly this file).
+  cargo build -p bench-ui --lib --target wasm32-unknown-unknown --profile wasm-release
+  dir=wasm-release
 else
   cargo build -p bench-ui --lib --target wasm32-unknown-unknown
   dir=debug
@@ -58,6 +61,9 @@ if [ "$profile" = "release" ]; then
     www/pkg/bench_ui_bg.wasm -o www/pkg/bench_ui_bg.wasm.opt
   mv www/pkg/bench_ui_bg.wasm.opt www/pkg/bench_ui_bg.wasm
 fi
+# Every file of pkg/, compressed once here rather than per request (the variants are written
+# after the files they stand for, so they are never older).
+find www/pkg -type f \( -name '*.wasm' -o -name '*.js' \) -print0 | xargs -0 node scripts/precompress.mjs
 for entry in run_dashboard run_experiment_worker; do
   grep -q "export function $entry" www/pkg/bench_ui.js ||
     { echo "build-ui: www/pkg/bench_ui.js lacks $entry (used by www/)" >&2; exit 1; }

@@ -7,7 +7,8 @@
 //
 // Checks, in order:
 // - run.sh ends in `exec`: its process becomes lock-server, so signals reach the server;
-// - /healthz answers; the served wasm is the optimised build (under 1,500 KB); the dashboard
+// - /healthz answers; the served wasm is the optimised build (under 1,500 KB), sent as Brotli
+//   or gzip by Accept-Encoding and revalidated with a 304, a first visit within 300 KB; the dashboard
 //   mounts in headless Chromium, names an icon that is served, loads nothing that fails, and
 //   a small experiment runs to the end without error;
 // - SIGINT: the server exits 0 within 10 s and logs a clean stop;
@@ -20,8 +21,10 @@
 //   that trusts only that file; SIGINT stops it cleanly.
 // Exits non-zero on any failure, printing the end of run.sh's output.
 import { spawn } from "node:child_process";
-import { openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { get as httpGet } from "node:http";
 import { get as httpsGet } from "node:https";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checker, flags, launchChromium, readCounter, watchConsole } from "./harness.mjs";
@@ -40,6 +43,16 @@ const ROUNDS = 2; // the form's default
 // wasm-opt -Oz brings the release dashboard from about 2,900 KB to about 960 KB (with the
 // experiment worker's code): a limit between the two tells them apart with room to grow.
 const WASM_LIMIT_KB = 1500;
+// What a first visit may transfer, compressed: the page's own files and everything the build
+// put in pkg/ (the wasm, its JS, the SDK's JS snippets).
+const FIRST_LOAD_LIMIT_KB = 300;
+function pageFiles() {
+  const own = ["index.html", "style.css", "favicon.svg", "worker.js"];
+  const built = readdirSync(join(root, "www/pkg"), { recursive: true })
+    .filter((f) => /\.(wasm|js)$/.test(f))
+    .map((f) => `pkg/${f}`);
+  return [...own, ...built];
+}
 const STOP_LIMIT_MS = 10_000;
 // A first start builds everything in release: on a fresh 2-core machine that takes a while.
 const START_LIMIT_MS = 25 * 60_000;
@@ -127,6 +140,45 @@ async function checkServed(base) {
   const wasm = await fetch(`${base}/pkg/bench_ui_bg.wasm`);
   const kb = (await wasm.arrayBuffer()).byteLength / 1024;
   check(wasm.ok && kb < WASM_LIMIT_KB, `the served dashboard wasm is the optimised build (${kb.toFixed(0)} KB, limit ${WASM_LIMIT_KB} KB)`);
+  await checkCompressed(base);
+}
+
+// One GET over plain HTTP with `headers`, the body as sent (node's fetch would decompress it).
+function rawGet(url, headers) {
+  return new Promise((done, fail) => {
+    httpGet(url, { headers }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => done({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+    }).on("error", fail);
+  });
+}
+
+// The static files are served like a web app: Brotli or gzip by Accept-Encoding (made at
+// build time, decompressing to the built file), revalidated with a 304, and a first visit
+// within FIRST_LOAD_LIMIT_KB.
+async function checkCompressed(base) {
+  const built = readFileSync(join(root, "www/pkg/bench_ui_bg.wasm"));
+  const url = `${base}/pkg/bench_ui_bg.wasm`;
+  const br = await rawGet(url, { "accept-encoding": "br, gzip" });
+  const brOk = br.headers["content-encoding"] === "br" && brotliDecompressSync(br.body).equals(built);
+  check(br.status === 200 && brOk, `Accept-Encoding: br, gzip gets the wasm as Brotli that decompresses to the built file (${br.status} ${br.headers["content-encoding"] ?? "identity"}, ${(br.body.length / 1024).toFixed(0)} KB of ${(built.length / 1024).toFixed(0)} KB)`);
+  check(/accept-encoding/i.test(br.headers.vary ?? "") && br.headers["cache-control"] === "no-cache", `the answer varies by Accept-Encoding and is revalidated (vary: ${br.headers.vary}, cache-control: ${br.headers["cache-control"]})`);
+  const gz = await rawGet(url, { "accept-encoding": "gzip" });
+  const gzOk = gz.headers["content-encoding"] === "gzip" && gunzipSync(gz.body).equals(built);
+  check(gz.status === 200 && gzOk, `Accept-Encoding: gzip gets gzip that decompresses to the built file (${gz.status} ${gz.headers["content-encoding"] ?? "identity"})`);
+  const plain = await rawGet(url, {});
+  check(plain.status === 200 && !plain.headers["content-encoding"] && plain.body.equals(built), `no Accept-Encoding gets the file itself (${plain.status} ${plain.headers["content-encoding"] ?? "identity"})`);
+  const since = br.headers["last-modified"];
+  const again = await rawGet(url, { "accept-encoding": "br, gzip", "if-modified-since": since ?? "" });
+  check(since && again.status === 304 && again.body.length === 0, `a reload only revalidates: If-Modified-Since gets 304 with no body (last-modified ${since}: ${again.status})`);
+  let total = 0;
+  const files = pageFiles();
+  for (const file of files) {
+    const answer = await rawGet(`${base}/${file}`, { "accept-encoding": "br, gzip" });
+    total += answer.body.length;
+  }
+  check(total <= FIRST_LOAD_LIMIT_KB * 1024, `a first visit transfers ${(total / 1024).toFixed(0)} KB (${files.join(", ")}), limit ${FIRST_LOAD_LIMIT_KB} KB`);
 }
 
 // Loads the dashboard, checks it mounted with its icon, runs a small experiment.

@@ -13,6 +13,7 @@ pub mod openapi;
 pub mod ops;
 pub mod sessions;
 pub mod watch;
+pub mod web_root;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -114,7 +115,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
         router = router.route(path, handler);
     }
     let router = match &config.web_root {
-        Some(root) => router.fallback_service(tower_http::services::ServeDir::new(root)),
+        Some(root) => router.fallback_service(web_root::files(root)),
         None => router.fallback(not_found),
     };
     let mut router = router
