@@ -133,6 +133,7 @@ pub struct Metrics {
     refusals: [AtomicU64; Refusal::ALL.len()],
     events_sent: AtomicU64,
     resets: [AtomicU64; ResetReason::ALL.len()],
+    auth_reload_failures: AtomicU64,
 }
 
 impl Metrics {
@@ -155,6 +156,11 @@ impl Metrics {
     pub fn count_refusal(&self, refusal: Refusal) {
         let index = Refusal::ALL.iter().position(|r| *r == refusal).unwrap_or(0);
         self.refusals[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a SIGHUP whose auth file was refused (the clients before it stay in force).
+    pub fn count_auth_reload_failure(&self) {
+        self.auth_reload_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts L8 events sent to watchers (SSE records and long-poll entries).
@@ -203,6 +209,15 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        out.push_str(
+            "# HELP lock_auth_reload_failures_total SIGHUP reloads whose auth file was refused \
+             (the clients loaded before stay in force).\n# TYPE lock_auth_reload_failures_total counter\n",
+        );
+        let _ = writeln!(
+            out,
+            "lock_auth_reload_failures_total {}",
+            self.auth_reload_failures.load(Ordering::Relaxed)
+        );
         out.push_str(
             "# HELP lock_log_lines_dropped_total Log lines dropped: the log sink was full, \
              stalled or failing.\n# TYPE lock_log_lines_dropped_total counter\n",

@@ -147,8 +147,8 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let tls = tls_acceptor(&config)?;
     let store = open_store(&config).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(auth::reload_on_hangup(auth.clone()));
-    let state = state_with(&config, store.clone(), stop_rx, auth);
+    let state = state_with(&config, store.clone(), stop_rx, auth.clone());
+    tokio::spawn(auth::reload_on_hangup(auth, state.metrics.clone()));
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {

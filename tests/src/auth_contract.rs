@@ -101,12 +101,24 @@ impl AuthFile {
     /// Replaces the file with one listing `clients`, token hashes made by
     /// `lock-server hash-token`.
     pub fn write(&self, clients: &[TestClient]) {
+        self.write_rotating(clients, &[]);
+    }
+
+    /// As [`AuthFile::write`], but the clients named in `tokens` list those tokens (a
+    /// rotation: the old one and the new one) instead of their own.
+    pub fn write_rotating(&self, clients: &[TestClient], tokens: &[(&str, &[&str])]) {
         let clients: Vec<Value> = clients
             .iter()
             .map(|c| {
+                let hashes = match tokens.iter().find(|(name, _)| *name == c.name) {
+                    Some((_, list)) => {
+                        json!(list.iter().map(|t| hash_token(t)).collect::<Vec<_>>())
+                    }
+                    None => json!(hash_token(c.token)),
+                };
                 json!({
                     "name": c.name,
-                    "tokenSha256": hash_token(c.token),
+                    "tokenSha256": hashes,
                     "keyPrefixes": c.prefixes,
                     "admin": c.admin,
                 })
@@ -240,6 +252,7 @@ pub async fn run_all(server: &TestServer, file: &AuthFile) {
     l7_names_holders_by_holder_id(server).await;
     refusals_are_counted_and_logged_without_credentials(server).await;
     sighup_reload_adds_and_removes_clients(server, file).await;
+    a_token_is_rotated_without_an_outage(server, file).await;
     no_log_line_or_metric_shows_a_session_id(server).await;
 }
 
@@ -749,6 +762,93 @@ pub async fn sighup_reload_adds_and_removes_clients(server: &TestServer, file: &
         beta.heartbeat(&sb.session_id).await.status == 200
     })
     .await;
+}
+
+/// BETA's next token, in the rotation check.
+const BETA_NEXT: &str = "beta-token-next-3c7a90d2";
+
+/// A token rotated without an outage: the client lists its old and new token, so callers on
+/// either are served, as the same client (a session opened with the old token is heartbeat
+/// and its lock released with the new one); then only the new one, and the old one is 401,
+/// logged at info as client `unknown`. A reload that fails is counted and logged at warn.
+/// The file is restored at the end.
+pub async fn a_token_is_rotated_without_an_outage(server: &TestServer, file: &AuthFile) {
+    let old = as_client(server, BETA);
+    let next = server.api().with_token(BETA_NEXT);
+    let s = open(&old, "rotating").await;
+    let key = scoped("beta/", "rotation");
+    let token = old
+        .acquire_ok(&key, &s.session_id, 60_000)
+        .await
+        .fencing_token;
+
+    file.write_rotating(&CLIENTS, &[("beta", &[BETA.token, BETA_NEXT])]);
+    server.hangup();
+    eventually("the next token is accepted after the reload", || async {
+        next.heartbeat(&s.session_id).await.status == 200
+    })
+    .await;
+    assert_eq!(
+        old.heartbeat(&s.session_id).await.status,
+        200,
+        "the old token still serves"
+    );
+    let state: LockState = l7(&next, &key).await.parse();
+    let held = state.holder.as_ref().map(|h| h.fencing_token);
+    assert_eq!(
+        held,
+        Some(token),
+        "the old token's hold, seen with the new: {state:?}"
+    );
+
+    let failures_before = reload_failures(server).await;
+    file.write_raw("{\"clients\": [");
+    server.hangup();
+    find_log(server, "auth_reload_failed", |v| v["level"] == "WARN").await;
+    eventually("the failed reload is counted", || async {
+        reload_failures(server).await > failures_before
+    })
+    .await;
+    assert_eq!(
+        next.heartbeat(&s.session_id).await.status,
+        200,
+        "the clients in force stay"
+    );
+
+    file.write_rotating(&CLIENTS, &[("beta", &[BETA_NEXT])]);
+    server.hangup();
+    eventually("the old token is refused once dropped", || async {
+        old.heartbeat(&s.session_id).await.status == 401
+    })
+    .await;
+    find_log(server, "request_refused", |v| {
+        v["status"] == 401 && v["client"] == "unknown" && v["level"] == "INFO"
+    })
+    .await;
+    let released = next.release(&key, token, Some(&s.session_id)).await;
+    assert_eq!(
+        released.status, 204,
+        "the session outlives its token: {released:?}"
+    );
+    for line in server.logs() {
+        assert!(!line.contains(BETA_NEXT), "a token in a log line: {line}");
+    }
+
+    file.write(&CLIENTS);
+    server.hangup();
+    eventually("the old token is back after the restore", || async {
+        old.heartbeat(&s.session_id).await.status == 200
+    })
+    .await;
+}
+
+/// `lock_auth_reload_failures_total` as the ops client reads it.
+async fn reload_failures(server: &TestServer) -> u64 {
+    let text = as_client(server, OPS).metrics().await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("lock_auth_reload_failures_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no lock_auth_reload_failures_total in\n{text}"))
 }
 
 /// C4: no log line and no metric carries any session id the suite opened.

@@ -8,7 +8,10 @@
 //! ```
 //!
 //! It holds SHA-256 hashes of the tokens only (`lock-server hash-token` prints one), so
-//! reading the file does not let anyone call the server. Every rule is checked on load, and a
+//! reading the file does not let anyone call the server. `tokenSha256` is one hash or a list
+//! of up to [`MAX_TOKENS_PER_CLIENT`]: while a token is rotated the client lists the old one
+//! and the new one, its callers move over at their own pace, and the old one is dropped by a
+//! later reload; both are the same client (same sessions, same keys). Every rule is checked on load, and a
 //! file that breaks one is refused whole: at start that is fatal, on a SIGHUP reload the
 //! clients loaded before stay in force.
 
@@ -38,11 +41,32 @@ struct FileFormat {
     clients: Vec<ClientEntry>,
 }
 
+/// The most tokens one client may list (ASSUMPTION: the one in use, the next, and room for a
+/// rotation that overlaps another; every extra hash is one more comparison per request).
+pub const MAX_TOKENS_PER_CLIENT: usize = 4;
+
+/// `tokenSha256`: one hash, or a list of them (a rotation).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Hashes {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Hashes {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Hashes::One(hash) => vec![hash],
+            Hashes::Many(hashes) => hashes,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ClientEntry {
     name: String,
-    token_sha256: String,
+    token_sha256: Hashes,
     key_prefixes: Vec<String>,
     #[serde(default)]
     admin: bool,
@@ -73,12 +97,10 @@ pub fn parse(text: &[u8]) -> Result<Vec<Client>, String> {
             return Err(format!("client name {:?} appears twice", client.name));
         }
         // Two clients with one token could not be told apart.
-        if clients
-            .iter()
-            .any(|c| c.token_sha256 == client.token_sha256)
-        {
+        let taken = |hash: &TokenHash| clients.iter().any(|c| c.tokens_sha256.contains(hash));
+        if client.tokens_sha256.iter().any(taken) {
             return Err(format!(
-                "client {:?} has the tokenSha256 of another client",
+                "client {:?} has a tokenSha256 of another client",
                 client.name
             ));
         }
@@ -94,8 +116,21 @@ fn check(entry: ClientEntry) -> Result<Client, String> {
             "client name {name:?} must be 1 to {OWNER_MAX_BYTES} bytes without control characters"
         ));
     }
-    let token_sha256 = parse_hash(&entry.token_sha256)
-        .ok_or_else(|| format!("client {name:?}: tokenSha256 must be 64 hex characters"))?;
+    let hashes = entry.token_sha256.into_vec();
+    if hashes.is_empty() || hashes.len() > MAX_TOKENS_PER_CLIENT {
+        return Err(format!(
+            "client {name:?}: tokenSha256 must list 1 to {MAX_TOKENS_PER_CLIENT} hashes"
+        ));
+    }
+    let mut tokens_sha256: Vec<TokenHash> = Vec::with_capacity(hashes.len());
+    for hex in &hashes {
+        let hash = parse_hash(hex)
+            .ok_or_else(|| format!("client {name:?}: tokenSha256 must be 64 hex characters"))?;
+        if tokens_sha256.contains(&hash) {
+            return Err(format!("client {name:?}: a tokenSha256 is listed twice"));
+        }
+        tokens_sha256.push(hash);
+    }
     for prefix in &entry.key_prefixes {
         if prefix.len() > KEY_MAX_BYTES || prefix.chars().any(char::is_control) {
             return Err(format!(
@@ -106,7 +141,7 @@ fn check(entry: ClientEntry) -> Result<Client, String> {
     }
     Ok(Client {
         name,
-        token_sha256,
+        tokens_sha256,
         key_prefixes: entry.key_prefixes,
         admin: entry.admin,
     })
@@ -151,13 +186,34 @@ mod tests {
         assert_eq!(clients.len(), 2);
         assert_eq!(clients[0].name, "billing");
         assert!(!clients[0].admin && clients[1].admin);
-        assert_eq!(clients[1].token_sha256, hash("t2"), "hex in either case");
+        assert_eq!(clients[1].tokens_sha256, [hash("t2")], "hex in either case");
         assert!(clients[0].may_use("billing/x") && !clients[0].may_use("payouts/x"));
         assert!(clients[1].may_use("anything"));
     }
 
     #[test]
+    fn a_client_in_rotation_lists_its_old_and_new_token() {
+        let rotating = format!(
+            r#"{{"name": "billing", "tokenSha256": ["{}", "{}"], "keyPrefixes": [""]}}"#,
+            to_hex(&hash("old")),
+            to_hex(&hash("new"))
+        );
+        let clients = parse(&file(&rotating)).unwrap();
+        assert_eq!(clients[0].tokens_sha256, [hash("old"), hash("new")]);
+    }
+
+    #[test]
     fn broken_files_are_refused_with_the_reason() {
+        let list = |tokens: &[&str]| {
+            let hashes: Vec<String> = tokens
+                .iter()
+                .map(|t| format!("\"{}\"", to_hex(&hash(t))))
+                .collect();
+            format!(
+                r#"{{"name": "r", "tokenSha256": [{}], "keyPrefixes": []}}"#,
+                hashes.join(", ")
+            )
+        };
         let cases = [
             (b"not json".to_vec(), "at `"),
             (b"{}".to_vec(), "clients"),
@@ -179,6 +235,17 @@ mod tests {
                 "extra",
             ),
             (file(r#"{"name": "a", "tokenSha256": "x"}"#), "keyPrefixes"),
+            (file(&list(&[])), "1 to 4 hashes"),
+            (file(&list(&["a", "b", "c", "d", "e"])), "1 to 4 hashes"),
+            (file(&list(&["a", "a"])), "listed twice"),
+            (
+                file(&format!("{}, {}", entry("a", "t1"), list(&["t2", "t1"]))),
+                "another client",
+            ),
+            (
+                file(r#"{"name": "a", "tokenSha256": ["00"], "keyPrefixes": []}"#),
+                "64 hex",
+            ),
         ];
         for (text, needle) in cases {
             let err = match parse(&text) {

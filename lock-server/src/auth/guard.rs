@@ -82,15 +82,22 @@ impl Guard {
         }
     }
 
-    /// Counts a 401 or 403 and logs it, naming the client (never a token or the path). 401s
-    /// come from anyone on the network, so they are logged at `debug` only; the counter
-    /// still shows a flood of them.
+    /// Counts a 401 or 403 and logs it at info, naming the client, or `unknown` when no
+    /// known token was presented (never a token or the path): during a token rotation the
+    /// 401s are how an operator finds the callers still on a token already dropped. A flood
+    /// of 401s cannot slow the server through its log: lines the sink cannot take are
+    /// dropped and counted (`logging`).
     fn note_refusal(&self, status: StatusCode, caller: Option<&Caller>) {
-        let client = caller.map_or("", Caller::log_name);
+        let client = caller.map_or("unknown", Caller::log_name);
         match status {
             StatusCode::UNAUTHORIZED => {
                 self.metrics.count_refusal(Refusal::Unauthorized);
-                tracing::debug!(event = "request_refused", status = 401, route = self.route);
+                tracing::info!(
+                    event = "request_refused",
+                    status = 401,
+                    client = client,
+                    route = self.route
+                );
             }
             StatusCode::FORBIDDEN => {
                 self.metrics.count_refusal(Refusal::Forbidden);

@@ -26,6 +26,7 @@ use lock_api::ErrorCode;
 use self::bearer::TokenHash;
 pub use self::file::AuthFileError;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::store::SessionRef;
 
 /// One client of the auth file.
@@ -33,8 +34,8 @@ use crate::store::SessionRef;
 pub struct Client {
     /// Its name: the owner of its sessions, and what log lines call it.
     pub name: String,
-    /// SHA-256 of its bearer token.
-    pub token_sha256: TokenHash,
+    /// SHA-256 of each bearer token it may present (several while one is rotated).
+    pub tokens_sha256: Vec<TokenHash>,
     /// It may use exactly the keys that start with one of these (`""`: every key).
     pub key_prefixes: Vec<String>,
     /// It may call R1.
@@ -185,13 +186,14 @@ impl Auth {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let hashes: Vec<TokenHash> = clients
+        // Every hash of every client, each with the client it names (`None`: the admin token).
+        let (hashes, owners): (Vec<TokenHash>, Vec<Option<&Arc<Client>>>) = clients
             .iter()
-            .map(|c| c.token_sha256)
-            .chain(self.admin_token)
-            .collect();
+            .flat_map(|c| c.tokens_sha256.iter().map(move |hash| (*hash, Some(c))))
+            .chain(self.admin_token.map(|hash| (hash, None)))
+            .unzip();
         let index = bearer::find(&presented, &hashes)?;
-        Some(match clients.get(index) {
+        Some(match owners[index] {
             Some(client) => Credential::Client(client.clone()),
             None => Credential::AdminToken,
         })
@@ -216,8 +218,9 @@ pub fn check_protected_mode(
 }
 
 /// Re-reads the auth file on every SIGHUP, for as long as the server runs. A bad file is
-/// logged and the clients in force stay.
-pub async fn reload_on_hangup(auth: Arc<Auth>) {
+/// logged at warn and counted (`lock_auth_reload_failures_total`), and the clients in force
+/// stay: the server goes on serving, but the file on disk is not what it enforces.
+pub async fn reload_on_hangup(auth: Arc<Auth>, metrics: Arc<Metrics>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else {
         tracing::warn!(event = "auth_reload_unavailable");
@@ -230,7 +233,8 @@ pub async fn reload_on_hangup(auth: Arc<Auth>) {
             }
             Ok(_) => tracing::info!(event = "auth_reload_skipped", reason = "no auth file"),
             Err(error) => {
-                tracing::error!(event = "auth_reload_failed", error = %error);
+                metrics.count_auth_reload_failure();
+                tracing::warn!(event = "auth_reload_failed", error = %error);
             }
         }
     }
@@ -283,5 +287,27 @@ mod tests {
         std::fs::write(&path, "{").unwrap();
         assert!(auth.reload().is_err());
         assert_eq!(name("tb"), "b");
+        // A rotation: b lists its old and new token, both are b; then only the new one.
+        let rotating = |tokens: &[&str]| {
+            let hashes: Vec<String> = tokens
+                .iter()
+                .map(|t| format!("\"{}\"", bearer::to_hex(&bearer::hash(t))))
+                .collect();
+            let b = format!(
+                r#"{{"name":"b","tokenSha256":[{}],"keyPrefixes":[""]}}"#,
+                hashes.join(",")
+            );
+            format!(r#"{{"clients":[{},{b}]}}"#, entry("a", "ta"))
+        };
+        std::fs::write(&path, rotating(&["tb", "tb2"])).unwrap();
+        auth.reload().unwrap();
+        assert_eq!(
+            (name("ta"), name("tb"), name("tb2")),
+            ("a".into(), "b".into(), "b".into())
+        );
+        assert_eq!(name("admin"), "<admin>");
+        std::fs::write(&path, rotating(&["tb2"])).unwrap();
+        auth.reload().unwrap();
+        assert_eq!((name("tb"), name("tb2")), ("<none>".into(), "b".into()));
     }
 }
