@@ -52,6 +52,7 @@ check "the unit's ExecStart ($exec_start) is packaged" listed "$exec_start"
 check "the unit's EnvironmentFile ($env_file) is packaged" listed "$env_file"
 check "$env_file is a conffile" sh -c "dpkg-deb -I '$deb' conffiles | grep -qx '$env_file'"
 check "the environment file listens on loopback" grep -qE '^LOCK_LISTEN=127\.0\.0\.1:' "$root$env_file"
+check "the environment file switches the demo ledger off" grep -qx 'LOCK_DEMO_LEDGER=false' "$root$env_file"
 for directive in DynamicUser=yes StateDirectory=lock-server ProtectSystem=strict NoNewPrivileges=yes \
   PrivateTmp=yes ProtectHome=yes Restart=on-failure 'ExecReload=/bin/kill -HUP $MAINPID' \
   Environment=LOCK_DATA_DIR=/var/lib/lock-server; do
@@ -104,6 +105,8 @@ check "the packaged lockctl runs a job under a lock (token '$token')" \
   sh -c "[ '$token' -gt 0 ] 2>/dev/null"
 check "the packaged lockctl reads the lock back, released" \
   sh -c "'$lockctl' status package/smoke --json | grep -q '\"holder\":null'"
+check "the packaged server answers the demo ledger 404 (switched off)" \
+  sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$LOCK_URL/v1/demo/ledger/package')\" = 404 ]"
 kill -TERM "$server_pid"
 wait "$server_pid"
 stopped=$?

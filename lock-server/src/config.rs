@@ -112,6 +112,12 @@ pub struct Config {
     #[arg(long, env = "LOCK_WEB_ROOT")]
     pub web_root: Option<PathBuf>,
 
+    /// Serve the demo fenced ledger (`/v1/demo/ledger/{key}`, used by the dashboard, the
+    /// examples and the chaos runs). `false` answers its paths 404: its records have no TTL,
+    /// so on a shared server (on etcd above all) they grow for as long as anyone writes.
+    #[arg(long, env = "LOCK_DEMO_LEDGER", default_value_t = true, action = clap::ArgAction::Set)]
+    pub demo_ledger: bool,
+
     /// Per-key cap on the wait queue (tickets of L4 requests with `waitMillis` > 0, counted
     /// across all replicas on etcd); one more is 429 CONTENTION_EXCEEDED. 0 disables
     /// server-side waiting.

@@ -1498,6 +1498,8 @@ pub fn unconfigured_options() -> ServerOptions {
         "0".to_string(),
         "--header-read-timeout-ms".to_string(),
         HEADER_READ_TIMEOUT_MS.to_string(),
+        "--demo-ledger".to_string(),
+        "false".to_string(),
     ])
 }
 
@@ -1508,6 +1510,29 @@ pub async fn run_unconfigured(server: &TestServer) {
     zero_waiter_cap_disables_server_side_waiting(server).await;
     no_cors_without_configured_origins(server).await;
     unfinished_request_heads_are_cut_off(server).await;
+    the_demo_ledger_can_be_switched_off(server).await;
+}
+
+/// `--demo-ledger false`: every ledger path answers 404 NOT_FOUND saying it is switched off,
+/// and stores nothing; the locks work as ever.
+pub async fn the_demo_ledger_can_be_switched_off(server: &TestServer) {
+    let api = unpooled(server);
+    let key = unique_key("ledger-off");
+    let s = api.open_session(30_000).await;
+    let grant = api.acquire_ok(&key, &s.session_id, 30_000).await;
+    let appended = api.ledger_append(&key, grant.fencing_token, "x").await;
+    appended.assert_error(404, "NOT_FOUND");
+    assert!(appended.text.contains("switched off"), "{appended:?}");
+    api.ledger_read_reply(&key)
+        .await
+        .assert_error(404, "NOT_FOUND");
+    api.ledger_read_reply("")
+        .await
+        .assert_error(404, "NOT_FOUND");
+    let released = api
+        .release(&key, grant.fencing_token, Some(&s.session_id))
+        .await;
+    assert_eq!(released.status, 204, "{released:?}");
 }
 
 /// No admin token configured: R1 answers 403 to every call, whatever it carries, and revokes

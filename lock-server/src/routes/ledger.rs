@@ -15,6 +15,17 @@ use crate::state::AppState;
 /// Largest ledger entry, in bytes (ASSUMPTION).
 pub const ENTRY_MAX_BYTES: usize = 1024;
 
+/// Where the ledger's paths start (`--demo-ledger false` answers them 404).
+pub const PATH_PREFIX: &str = "/v1/demo/";
+
+/// Any request to the ledger's paths while `--demo-ledger false`: 404 NOT_FOUND, saying why.
+pub async fn switched_off() -> ApiError {
+    ApiError::new(
+        lock_api::ErrorCode::NotFound,
+        "the demo ledger is switched off on this server (--demo-ledger false)",
+    )
+}
+
 /// `POST /v1/demo/ledger/{key}`: 204 when accepted.
 pub async fn append(
     State(state): State<AppState>,

@@ -96,7 +96,8 @@ pub fn router(state: AppState, config: &Config) -> Router {
         middleware::from_fn_with_state(guard_state, guard)
     };
     // Routes sharing a path are merged by axum when added with the same pattern.
-    for r in table() {
+    let served = |path: &str| config.demo_ledger || !path.starts_with(ledger::PATH_PREFIX);
+    for r in table().into_iter().filter(|r| served(r.path)) {
         let handler = r.handler.route_layer(guard_for(r.path, r.access));
         router = router.route(r.path, handler);
     }
@@ -111,8 +112,19 @@ pub fn router(state: AppState, config: &Config) -> Router {
         ("/v1/admin/locks//revoke", Access::Admin),
         ("/v1/demo/ledger/", Access::Client),
     ] {
+        if !served(path) {
+            continue;
+        }
         let handler = axum::routing::any(empty_key).layer(guard_for(path, access));
         router = router.route(path, handler);
+    }
+    if !config.demo_ledger {
+        // Switched off: its paths say so, after the same guard (a 401 stays a 401).
+        for path in ["/v1/demo/ledger/{key}", "/v1/demo/ledger/"] {
+            let handler =
+                axum::routing::any(ledger::switched_off).layer(guard_for(path, Access::Client));
+            router = router.route(path, handler);
+        }
     }
     let router = match &config.web_root {
         Some(root) => router.fallback_service(web_root::files(root)),
