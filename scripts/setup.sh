@@ -126,6 +126,8 @@ if [ "$mode" = "test" ]; then
   # iproute2 (`ip`): the partition run builds its network of namespaces with it
   # (chaos/src/netns.rs); usually present, absent from minimal images.
   apt_install iproute2
+  # nginx: the load-balancer guide's configuration runs in front of replicas (lb_nginx).
+  apt_install nginx
   ensure_wasm_pack
   ensure_js_runtimes
 fi

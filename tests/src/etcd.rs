@@ -246,7 +246,7 @@ fn etcdctl(endpoints: &str, args: &[&str]) -> Option<String> {
 
 /// A port the OS just handed out. Another process could take it before etcd binds it; the
 /// window is tiny and a clash fails loudly at start.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -32,6 +32,7 @@ pub mod client;
 pub mod contract;
 pub mod etcd;
 pub mod launcher;
+pub mod nginx;
 pub mod queue;
 pub mod raw_h2;
 pub mod shared_holds;

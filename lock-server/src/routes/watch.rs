@@ -245,7 +245,14 @@ async fn sse(
     tokio::spawn(pump(state, key, sub, tx, skip, slot));
     // axum writes a comment as `: <text>`.
     let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive");
-    Ok(Sse::new(Events(rx)).keep_alive(keep_alive).into_response())
+    let mut response = Sse::new(Events(rx)).keep_alive(keep_alive).into_response();
+    // A proxy that buffers answers (nginx does by default) would hold events back until its
+    // buffer fills; this header turns that off for the stream alone.
+    response.headers_mut().insert(
+        axum::http::HeaderName::from_static("x-accel-buffering"),
+        axum::http::HeaderValue::from_static("no"),
+    );
+    Ok(response)
 }
 
 /// Feeds one SSE stream until the client goes, the server shuts down or the consumer falls
