@@ -3,7 +3,7 @@
 //! the guide's file is what the tests prove: only the upstream addresses, the listen line
 //! (plain HTTP on a loopback port instead of TLS on 443) and the log path are swapped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -105,7 +105,7 @@ impl Drop for Nginx {
 }
 
 /// The guide's site file with the test's upstreams, listen port and access log.
-fn adapt(conf: &str, upstreams: &[String], port: u16, access_log: &PathBuf) -> String {
+fn adapt(conf: &str, upstreams: &[String], port: u16, access_log: &Path) -> String {
     let mut out = Vec::new();
     let mut servers_written = false;
     for line in conf.lines() {
