@@ -142,8 +142,7 @@ fn an_acquire_gives_up_with_store_unavailable_past_its_budget() {
     })
     .unwrap();
     let start = f.clock.now();
-    let result =
-        f.run(async move { session.acquire("k", Duration::from_secs(10), &policy).await });
+    let result = f.run(async move { session.acquire("k", Duration::from_secs(10), &policy).await });
     let took = f.clock.now() - start;
     match result {
         Err(LockError::StoreUnavailable {
@@ -158,7 +157,10 @@ fn an_acquire_gives_up_with_store_unavailable_past_its_budget() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
     // At 0 s, after the 3 s hint, then once more just before the deadline.
     assert_eq!(f.transport.acquire_calls(), 3);
-    assert!(took > Duration::from_secs(4), "the last attempt came late: {took:?}");
+    assert!(
+        took > Duration::from_secs(4),
+        "the last attempt came late: {took:?}"
+    );
 }
 
 #[test]

@@ -250,7 +250,11 @@ fn heartbeats_answered_store_unavailable_keep_the_session_until_its_deadline() {
         assert!(f.clock.now() < deadline, "the outage outlived the deadline");
         f.clock.advance(Duration::from_millis(250));
         let s = session.clone();
-        assert!(!f.run(async move { s.is_lost() }), "lost at {:?}", f.clock.now());
+        assert!(
+            !f.run(async move { s.is_lost() }),
+            "lost at {:?}",
+            f.clock.now()
+        );
         assert!(!handle.is_lost());
     }
     // The next heartbeat is answered: the session and the lock live on past the old deadline.
@@ -274,10 +278,11 @@ fn a_release_answered_store_unavailable_is_re_sent() {
     f.transport.push_acquire(grant("k", 1));
     let s = session.clone();
     let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
-    f.transport.push_release(Err(ScriptedTransport::store_unavailable(
-        Unavailability::NoQuorum,
-        200,
-    )));
+    f.transport
+        .push_release(Err(ScriptedTransport::store_unavailable(
+            Unavailability::NoQuorum,
+            200,
+        )));
     let s = session.clone();
     let first = f.run(async move { s.release(&handle).await });
     assert!(
@@ -288,7 +293,11 @@ fn a_release_answered_store_unavailable_is_re_sent() {
         f.clock.advance(Duration::from_millis(250));
         f.run(async {});
     }
-    assert_eq!(f.transport.release_calls(), 2, "re-sent once, then answered");
+    assert_eq!(
+        f.transport.release_calls(),
+        2,
+        "re-sent once, then answered"
+    );
     assert!(!session.is_lost());
 }
 

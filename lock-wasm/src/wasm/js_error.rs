@@ -86,7 +86,10 @@ pub fn to_js(err: &LockError) -> JsValue {
         } => {
             set("reason", JsValue::from_str(reason));
             if let Some(after) = retry_after {
-                set("retryAfterMillis", JsValue::from_f64(after.as_millis() as f64));
+                set(
+                    "retryAfterMillis",
+                    JsValue::from_f64(after.as_millis() as f64),
+                );
             }
         }
         _ => {}
