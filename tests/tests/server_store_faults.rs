@@ -258,12 +258,15 @@ async fn a_full_disk_answers_store_unavailable_and_loses_nothing() {
     server.restart().unwrap_or_else(|e| panic!("{e}"));
     let api = Api::new(server.base_url(), None);
     wait_readyz(&api, 200).await;
-    let seen = seen.lock().unwrap();
-    assert!(seen.unanswered.is_empty(), "dropped: {:?}", seen.unanswered);
+    let (unanswered, granted_by_key) = {
+        let seen = seen.lock().unwrap();
+        (seen.unanswered.clone(), seen.granted.clone())
+    };
+    assert!(unanswered.is_empty(), "dropped: {unanswered:?}");
     let fresh = api.open_session(60_000).await.session_id;
     for n in 0..KEYS {
         let key = format!("fault-{n}");
-        let granted = seen.granted.get(&key).cloned().unwrap_or_default();
+        let granted = granted_by_key.get(&key).cloned().unwrap_or_default();
         // L7: every live hold is one a client was granted; no ticket survives.
         let state = api.lock_state(&key).await;
         for holder in &state.holders {

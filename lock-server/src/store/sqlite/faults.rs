@@ -171,10 +171,10 @@ mod tests {
                 let pages: u64 = db
                     .conn
                     .pragma_query_value(None, "page_count", |r| r.get(0))
-                    .map_err(super::super::db::sql)?;
+                    .map_err(from_sqlite)?;
                 db.conn
                     .pragma_update(None, "max_page_count", pages)
-                    .map_err(super::super::db::sql)
+                    .map_err(from_sqlite)
             })
             .await
             .unwrap();
@@ -191,7 +191,7 @@ mod tests {
             .run(|db| {
                 db.conn
                     .pragma_update(None, "max_page_count", 1_000_000_000u64)
-                    .map_err(super::super::db::sql)
+                    .map_err(from_sqlite)
             })
             .await
             .unwrap();
