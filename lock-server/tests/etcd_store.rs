@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
-use lock_server::store::etcd::{EtcdOptions, EtcdStore};
 use lock_api::Unavailability;
+use lock_server::store::etcd::{EtcdOptions, EtcdStore};
 use lock_server::store::{
     AcquireCall, Acquired, NewSession, Queueing, SessionRef, Store, StoreError,
 };
