@@ -11,8 +11,9 @@ pub enum ErrorCode {
     LockContended,
     /// 429 on L4: too many waiters or attempts on this key right now.
     ContentionExceeded,
-    /// 503: this replica cannot accept writes now (no leader, backend down, holding back
-    /// grants after an unclean start).
+    /// 503: this replica cannot serve the request now for a reason about the replica itself
+    /// (it is shutting down, or holding back grants after an unclean start). A store that
+    /// cannot write is [`ErrorCode::StoreUnavailable`].
     NotLeader,
     /// 400: the request is malformed; never retry.
     ValidationFailed,
@@ -44,12 +45,18 @@ pub enum ErrorCode {
     /// readers upgrading would wait for each other forever; release, then acquire. Never
     /// retry.
     UpgradeNotAllowed,
+    /// 503 on any route whose store call found the store unable to write (a full disk, an
+    /// I/O error, a read-only file, a database locked past its busy timeout; etcd out of
+    /// space, without quorum or unreachable). The body's `reason` says which
+    /// ([`Unavailability`]) and `retryAfterMillis` when to try again. Retry-safe: nothing of
+    /// the failed write was applied.
+    StoreUnavailable,
 }
 
 impl ErrorCode {
     /// Every code. Adding a variant breaks [`ErrorCode::status`]'s match until it is handled
     /// there; add it here too (`every_code_is_listed_once` checks the list has no repeats).
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::LockContended,
         ErrorCode::ContentionExceeded,
         ErrorCode::NotLeader,
@@ -65,6 +72,7 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::LimitMismatch,
         ErrorCode::UpgradeNotAllowed,
+        ErrorCode::StoreUnavailable,
     ];
 
     /// The code spelled `text` on the wire (`"LOCK_CONTENDED"`); `None` for an unknown one.
@@ -81,7 +89,7 @@ impl ErrorCode {
             | ErrorCode::LimitMismatch
             | ErrorCode::UpgradeNotAllowed => 409,
             ErrorCode::ContentionExceeded => 429,
-            ErrorCode::NotLeader => 503,
+            ErrorCode::NotLeader | ErrorCode::StoreUnavailable => 503,
             ErrorCode::ValidationFailed => 400,
             ErrorCode::SessionNotFound | ErrorCode::NotFound => 404,
             ErrorCode::PayloadTooLarge => 413,
@@ -97,7 +105,10 @@ impl ErrorCode {
     pub fn retry_safe(self) -> bool {
         matches!(
             self,
-            ErrorCode::LockContended | ErrorCode::ContentionExceeded | ErrorCode::NotLeader
+            ErrorCode::LockContended
+                | ErrorCode::ContentionExceeded
+                | ErrorCode::NotLeader
+                | ErrorCode::StoreUnavailable
         )
     }
 
@@ -119,7 +130,78 @@ impl ErrorCode {
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::LimitMismatch => "LIMIT_MISMATCH",
             ErrorCode::UpgradeNotAllowed => "UPGRADE_NOT_ALLOWED",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
         }
+    }
+}
+
+/// Why the store cannot write: the closed set of STORE_UNAVAILABLE's `reason` (C3), also the
+/// `reason` label of `lock_store_errors_total` and of the `store_unavailable` log line (C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unavailability {
+    /// SQLite: the data directory's disk is full.
+    DiskFull,
+    /// SQLite: the disk answered an I/O error.
+    IoError,
+    /// SQLite: the database file or its directory cannot be written.
+    ReadOnly,
+    /// SQLite: the database stayed locked past the busy timeout (another process holds it).
+    Busy,
+    /// etcd: the cluster is out of space (its NOSPACE alarm: "database space exceeded").
+    SpaceExceeded,
+    /// etcd: no leader, or a request timed out for lack of quorum.
+    NoQuorum,
+    /// etcd: no endpoint could be reached.
+    Unreachable,
+}
+
+impl Unavailability {
+    /// Every reason, in the order `/metrics` lists them.
+    pub const ALL: [Unavailability; 7] = [
+        Unavailability::DiskFull,
+        Unavailability::IoError,
+        Unavailability::ReadOnly,
+        Unavailability::Busy,
+        Unavailability::SpaceExceeded,
+        Unavailability::NoQuorum,
+        Unavailability::Unreachable,
+    ];
+
+    /// The wire spelling, e.g. `"disk_full"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unavailability::DiskFull => "disk_full",
+            Unavailability::IoError => "io_error",
+            Unavailability::ReadOnly => "read_only",
+            Unavailability::Busy => "busy",
+            Unavailability::SpaceExceeded => "space_exceeded",
+            Unavailability::NoQuorum => "no_quorum",
+            Unavailability::Unreachable => "unreachable",
+        }
+    }
+
+    /// The reason spelled `text`; `None` for one this version does not know.
+    pub fn from_label(text: &str) -> Option<Unavailability> {
+        Self::ALL.into_iter().find(|reason| reason.label() == text)
+    }
+
+    /// A message for the error body: the cause in words, never an address or a path.
+    pub fn message(self) -> &'static str {
+        match self {
+            Unavailability::DiskFull => "the store cannot write: its disk is full",
+            Unavailability::IoError => "the store cannot write: its disk reported an I/O error",
+            Unavailability::ReadOnly => "the store cannot write: its files are read-only",
+            Unavailability::Busy => "the store cannot write: its database is locked",
+            Unavailability::SpaceExceeded => "the store cannot write: etcd is out of space",
+            Unavailability::NoQuorum => "the store cannot write: etcd has no quorum",
+            Unavailability::Unreachable => "the store cannot write: etcd is unreachable",
+        }
+    }
+}
+
+impl std::fmt::Display for Unavailability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
     }
 }
 
@@ -142,7 +224,8 @@ pub struct ErrorBody {
     /// NOT_LEADER: where writes are accepted, when this replica knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
-    /// NOT_LEADER / CONTENTION_EXCEEDED: a hint, in milliseconds, of when to try again.
+    /// NOT_LEADER / STORE_UNAVAILABLE / CONTENTION_EXCEEDED: a hint, in milliseconds, of when
+    /// to try again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_millis: Option<u64>,
     /// FENCED_OUT: the highest token the resource has seen.
@@ -151,6 +234,10 @@ pub struct ErrorBody {
     /// LIMIT_MISMATCH: the limit in force for the key's shared holds (absent: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// STORE_UNAVAILABLE: why the store cannot write, one of [`Unavailability::label`]'s
+    /// values (kept as text: a newer server may name a reason this version does not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -166,6 +253,7 @@ impl ErrorBody {
             retry_after_millis: None,
             highest_token: None,
             limit: None,
+            reason: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -202,7 +290,9 @@ mod tests {
     }
 
     #[test]
-    fn only_contention_and_not_leader_are_retry_safe() {
+    fn only_contention_and_unavailability_are_retry_safe() {
+        assert!(ErrorCode::StoreUnavailable.retry_safe());
+        assert_eq!(ErrorCode::StoreUnavailable.status(), 503);
         assert!(ErrorCode::LockContended.retry_safe());
         assert!(ErrorCode::ContentionExceeded.retry_safe());
         assert!(ErrorCode::NotLeader.retry_safe());
@@ -214,6 +304,23 @@ mod tests {
         assert!(!ErrorCode::Forbidden.retry_safe());
         assert!(!ErrorCode::LimitMismatch.retry_safe());
         assert!(!ErrorCode::UpgradeNotAllowed.retry_safe());
+    }
+
+    #[test]
+    fn reasons_round_trip_and_travel_as_camel_case_fields() {
+        for reason in Unavailability::ALL {
+            assert_eq!(Unavailability::from_label(reason.label()), Some(reason));
+        }
+        assert_eq!(Unavailability::from_label("cosmic_rays"), None);
+        let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, "m");
+        body.reason = Some(Unavailability::DiskFull.label().to_owned());
+        body.retry_after_millis = Some(1000);
+        let json = serde_json::to_string(&body).unwrap();
+        assert_eq!(
+            json,
+            r#"{"code":"STORE_UNAVAILABLE","message":"m","retryAfterMillis":1000,"reason":"disk_full"}"#
+        );
+        assert_eq!(serde_json::from_str::<ErrorBody>(&json).unwrap(), body);
     }
 
     #[test]

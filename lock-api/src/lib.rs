@@ -27,7 +27,7 @@ pub mod session;
 pub mod watch;
 
 pub use admin::{LockOutcome, RevokeRequest};
-pub use error::{ErrorBody, ErrorCode};
+pub use error::{ErrorBody, ErrorCode, Unavailability};
 pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry};
 pub use lock::{
     AcquireRequest, HoldKind, Holder, LockGrant, LockMode, LockState, ProclaimRequest,

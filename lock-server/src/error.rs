@@ -3,7 +3,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use lock_api::{ErrorBody, ErrorCode};
+use lock_api::{ErrorBody, ErrorCode, Unavailability};
 
 use crate::store::StoreError;
 
@@ -26,9 +26,29 @@ impl ApiError {
         ApiError(Box::new(ErrorBody::validation(field, message)))
     }
 
+    /// 503 STORE_UNAVAILABLE with its `reason` and retry hint.
+    pub fn store_unavailable(cause: Unavailability, retry_after_millis: u64) -> ApiError {
+        let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, cause.message());
+        body.reason = Some(cause.label().to_owned());
+        body.retry_after_millis = Some(retry_after_millis);
+        ApiError(Box::new(body))
+    }
+
     /// The contract code.
     pub fn code(&self) -> ErrorCode {
         self.0.code
+    }
+
+    /// The store's cause, when this is STORE_UNAVAILABLE.
+    pub fn unavailability(&self) -> Option<Unavailability> {
+        match self.0.code {
+            ErrorCode::StoreUnavailable => self
+                .0
+                .reason
+                .as_deref()
+                .and_then(Unavailability::from_label),
+            _ => None,
+        }
     }
 }
 
@@ -92,6 +112,10 @@ impl From<StoreError> for ApiError {
                 body.retry_after_millis = retry_after_millis;
                 ApiError(Box::new(body))
             }
+            StoreError::StoreUnavailable {
+                cause,
+                retry_after_millis,
+            } => ApiError::store_unavailable(cause, retry_after_millis),
             StoreError::Internal(message) => {
                 // Logged here, once, because a 500 is always a bug worth reading about.
                 tracing::error!(event = "store_error", %message);
@@ -108,6 +132,7 @@ impl IntoResponse for ApiError {
         let retry_after = self.0.retry_after_millis;
         let close = self.0.code == ErrorCode::PayloadTooLarge;
         let challenge = self.0.code == ErrorCode::Unauthorized;
+        let fault = self.unavailability();
         let mut response = (status, axum::Json(*self.0)).into_response();
         if challenge {
             // RFC 6750: a 401 names the scheme that would be accepted.
@@ -122,6 +147,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Some(cause) = fault {
+            // For the route's readiness layer (`readiness::observe`): which store failure
+            // this answer reports, without parsing the body back.
+            response.extensions_mut().insert(cause);
         }
         if let Some(millis) = retry_after {
             // `retry-after` has whole seconds only; round up so it never says "now" early.

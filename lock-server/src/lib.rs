@@ -15,6 +15,8 @@
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
 //! - [`state`]: what handlers share.
 //! - [`metrics`]: `/metrics` (C4).
+//! - [`readiness`]: whether the store accepts writes (`/readyz`): the write probe, the
+//!   requests' store failures, the transition log lines.
 //! - [`logging`]: the log's bounded, non-blocking sink; lines it had to drop are counted.
 //! - [`trace_context`]: a request's W3C `traceparent` → the `traceId` of its log lines.
 //! - [`store`]: the [`store::Store`] trait, what every backend shares (session ids and
@@ -31,6 +33,7 @@ pub mod error;
 pub mod extract;
 pub mod logging;
 pub mod metrics;
+pub mod readiness;
 pub mod routes;
 pub mod server;
 pub mod state;

@@ -1,11 +1,14 @@
 //! `/metrics` in the Prometheus text format, hand-written: a histogram, a few counters and
 //! gauges do not justify a metrics stack. No metric carries a key, session, client or token
-//! label (cardinality budget, C4); `outcome`, `mode` and `reason` are the only labels and
-//! their values are closed sets.
+//! label (cardinality budget, C4); `outcome`, `mode`, `reason` and `route` are the only
+//! labels and their values are closed sets.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use lock_api::Unavailability;
 
 use crate::store::StoreCounts;
 
@@ -22,6 +25,8 @@ pub enum Outcome {
     Contended,
     ContentionExceeded,
     NotLeader,
+    /// The store could not write (503 STORE_UNAVAILABLE).
+    StoreUnavailable,
     SessionNotFound,
     ValidationFailed,
     /// The key is outside the client's `keyPrefixes` (403).
@@ -34,11 +39,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    const ALL: [Outcome; 10] = [
+    const ALL: [Outcome; 11] = [
         Outcome::Granted,
         Outcome::Contended,
         Outcome::ContentionExceeded,
         Outcome::NotLeader,
+        Outcome::StoreUnavailable,
         Outcome::SessionNotFound,
         Outcome::ValidationFailed,
         Outcome::Forbidden,
@@ -53,6 +59,7 @@ impl Outcome {
             Outcome::Contended => "contended",
             Outcome::ContentionExceeded => "contention_exceeded",
             Outcome::NotLeader => "not_leader",
+            Outcome::StoreUnavailable => "store_unavailable",
             Outcome::SessionNotFound => "session_not_found",
             Outcome::ValidationFailed => "validation_failed",
             Outcome::Forbidden => "forbidden",
@@ -114,6 +121,62 @@ impl ResetReason {
     }
 }
 
+/// Who saw a store failure: a route of C3 by its name, or the readiness probe; the closed
+/// set of `lock_store_errors_total`'s `route` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreRoute {
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+    L8,
+    /// A hold's value (`POST /v1/locks/{key}/value`).
+    L9,
+    R1,
+    /// The demo ledger (both of its routes).
+    Ledger,
+    /// The readiness probe (`readiness`).
+    Probe,
+}
+
+impl StoreRoute {
+    const ALL: [StoreRoute; 12] = [
+        StoreRoute::L1,
+        StoreRoute::L2,
+        StoreRoute::L3,
+        StoreRoute::L4,
+        StoreRoute::L5,
+        StoreRoute::L6,
+        StoreRoute::L7,
+        StoreRoute::L8,
+        StoreRoute::L9,
+        StoreRoute::R1,
+        StoreRoute::Ledger,
+        StoreRoute::Probe,
+    ];
+
+    /// The label value (also the `route` of the `store_unavailable` log line).
+    pub fn label(self) -> &'static str {
+        match self {
+            StoreRoute::L1 => "L1",
+            StoreRoute::L2 => "L2",
+            StoreRoute::L3 => "L3",
+            StoreRoute::L4 => "L4",
+            StoreRoute::L5 => "L5",
+            StoreRoute::L6 => "L6",
+            StoreRoute::L7 => "L7",
+            StoreRoute::L8 => "L8",
+            StoreRoute::L9 => "L9",
+            StoreRoute::R1 => "R1",
+            StoreRoute::Ledger => "ledger",
+            StoreRoute::Probe => "probe",
+        }
+    }
+}
+
 /// The watch gauges, read from the store's feeds at scrape time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WatchCounts {
@@ -134,6 +197,12 @@ pub struct Metrics {
     events_sent: AtomicU64,
     resets: [AtomicU64; ResetReason::ALL.len()],
     auth_reload_failures: AtomicU64,
+    /// `lock_store_errors_total`, `[route][reason]`.
+    store_errors: [[AtomicU64; Unavailability::ALL.len()]; StoreRoute::ALL.len()],
+    /// `lock_store_ready`: 1 until a store failure says otherwise (`readiness`).
+    store_unready: AtomicBool,
+    /// The last store counts read, kept when a read fails (`lock_store_counts_stale`).
+    last_counts: Mutex<Option<StoreCounts>>,
 }
 
 impl Metrics {
@@ -177,8 +246,35 @@ impl Metrics {
         self.resets[index].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The exposition text; `counts` is `None` when the store could not be read.
+    /// Counts one store failure seen by `route` (a request's or the probe's).
+    pub fn count_store_error(&self, route: StoreRoute, cause: Unavailability) {
+        let r = StoreRoute::ALL
+            .iter()
+            .position(|x| *x == route)
+            .unwrap_or(0);
+        let c = Unavailability::ALL
+            .iter()
+            .position(|x| *x == cause)
+            .unwrap_or(0);
+        self.store_errors[r][c].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Sets `lock_store_ready` (called by `readiness` on each transition).
+    pub fn set_store_ready(&self, ready: bool) {
+        self.store_unready.store(!ready, Ordering::Relaxed);
+    }
+
+    /// The exposition text; `counts` is `None` when the store could not be read: the gauges
+    /// then keep their last value (0 before any) and `lock_store_counts_stale` says 1.
     pub fn render(&self, counts: Option<StoreCounts>, watch: WatchCounts) -> String {
+        let stale = counts.is_none();
+        let counts = {
+            let mut last = self.last_counts.lock().unwrap_or_else(|e| e.into_inner());
+            if counts.is_some() {
+                *last = counts;
+            }
+            last.unwrap_or_default()
+        };
         let mut out = String::new();
         let count = self.count.load(Ordering::Relaxed);
         out.push_str(
@@ -259,17 +355,47 @@ impl Metrics {
             "# HELP lock_watched_keys Keys with an event feed now.\n# TYPE lock_watched_keys gauge\n",
         );
         let _ = writeln!(out, "lock_watched_keys {}", watch.keys);
-        if let Some(counts) = counts {
-            out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
-            let _ = writeln!(out, "lock_sessions {}", counts.sessions);
-            out.push_str("# HELP lock_locks Live holds, every mode.\n# TYPE lock_locks gauge\n");
-            let _ = writeln!(out, "lock_locks {}", counts.locks);
-            out.push_str("# HELP lock_holds Live holds by mode.\n# TYPE lock_holds gauge\n");
-            let exclusive = counts.locks.saturating_sub(counts.shared_holds);
-            let _ = writeln!(out, "lock_holds{{mode=\"exclusive\"}} {exclusive}");
-            let _ = writeln!(out, "lock_holds{{mode=\"shared\"}} {}", counts.shared_holds);
-        }
+        out.push_str("# HELP lock_sessions Live sessions.\n# TYPE lock_sessions gauge\n");
+        let _ = writeln!(out, "lock_sessions {}", counts.sessions);
+        out.push_str("# HELP lock_locks Live holds, every mode.\n# TYPE lock_locks gauge\n");
+        let _ = writeln!(out, "lock_locks {}", counts.locks);
+        out.push_str("# HELP lock_holds Live holds by mode.\n# TYPE lock_holds gauge\n");
+        let exclusive = counts.locks.saturating_sub(counts.shared_holds);
+        let _ = writeln!(out, "lock_holds{{mode=\"exclusive\"}} {exclusive}");
+        let _ = writeln!(out, "lock_holds{{mode=\"shared\"}} {}", counts.shared_holds);
+        out.push_str(
+            "# HELP lock_store_counts_stale 1 when the last read of the store's counts failed \
+             and lock_sessions, lock_locks and lock_holds show the read before.\n\
+             # TYPE lock_store_counts_stale gauge\n",
+        );
+        let _ = writeln!(out, "lock_store_counts_stale {}", u8::from(stale));
+        self.render_store_health(&mut out);
         out
+    }
+
+    fn render_store_health(&self, out: &mut String) {
+        out.push_str(
+            "# HELP lock_store_ready 1 while the store accepts writes (/readyz), else 0.\n\
+             # TYPE lock_store_ready gauge\n",
+        );
+        let ready = !self.store_unready.load(Ordering::Relaxed);
+        let _ = writeln!(out, "lock_store_ready {}", u8::from(ready));
+        out.push_str(
+            "# HELP lock_store_errors_total Store failures answered STORE_UNAVAILABLE (or seen \
+             by the readiness probe), by route and reason.\n\
+             # TYPE lock_store_errors_total counter\n",
+        );
+        for (route, row) in StoreRoute::ALL.iter().zip(&self.store_errors) {
+            for (reason, value) in Unavailability::ALL.iter().zip(row) {
+                let _ = writeln!(
+                    out,
+                    "lock_store_errors_total{{route=\"{}\",reason=\"{}\"}} {}",
+                    route.label(),
+                    reason.label(),
+                    value.load(Ordering::Relaxed)
+                );
+            }
+        }
     }
 }
 
@@ -313,5 +439,44 @@ mod tests {
         assert!(text.contains("lock_locks 4\n"));
         assert!(text.contains("lock_holds{mode=\"exclusive\"} 1\n"));
         assert!(text.contains("lock_holds{mode=\"shared\"} 3\n"));
+        assert!(text.contains("lock_store_counts_stale 0\n"));
+        assert!(text.contains("lock_store_ready 1\n"));
+    }
+
+    #[test]
+    fn counts_keep_their_last_value_when_a_read_fails() {
+        let m = Metrics::default();
+        let watch = WatchCounts::default();
+        let text = m.render(None, watch);
+        assert!(
+            text.contains("lock_sessions 0\n"),
+            "present before any read"
+        );
+        assert!(text.contains("lock_store_counts_stale 1\n"));
+        let counts = StoreCounts {
+            sessions: 5,
+            locks: 2,
+            shared_holds: 0,
+        };
+        m.render(Some(counts), watch);
+        let text = m.render(None, watch);
+        assert!(text.contains("lock_sessions 5\n"));
+        assert!(text.contains("lock_locks 2\n"));
+        assert!(text.contains("lock_holds{mode=\"exclusive\"} 2\n"));
+        assert!(text.contains("lock_store_counts_stale 1\n"));
+    }
+
+    #[test]
+    fn store_errors_are_counted_by_route_and_reason() {
+        let m = Metrics::default();
+        m.count_store_error(StoreRoute::L4, Unavailability::DiskFull);
+        m.count_store_error(StoreRoute::L4, Unavailability::DiskFull);
+        m.count_store_error(StoreRoute::Probe, Unavailability::NoQuorum);
+        m.set_store_ready(false);
+        let text = m.render(None, WatchCounts::default());
+        assert!(text.contains("lock_store_errors_total{route=\"L4\",reason=\"disk_full\"} 2\n"));
+        assert!(text.contains("lock_store_errors_total{route=\"probe\",reason=\"no_quorum\"} 1\n"));
+        assert!(text.contains("lock_store_errors_total{route=\"ledger\",reason=\"busy\"} 0\n"));
+        assert!(text.contains("lock_store_ready 0\n"));
     }
 }

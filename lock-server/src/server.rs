@@ -12,6 +12,7 @@ use crate::auth::{self, Auth, AuthFileError};
 use crate::config::{Backend, Config};
 use crate::connections;
 use crate::metrics::Metrics;
+use crate::readiness::{self, Readiness};
 use crate::routes;
 use crate::state::AppState;
 use crate::store::{sqlite, Store, StoreError};
@@ -122,11 +123,13 @@ fn state_with(
     shutdown: watch::Receiver<bool>,
     auth: Arc<Auth>,
 ) -> AppState {
+    let metrics = Arc::new(Metrics::default());
     AppState {
         store,
         max_waiters_per_key: config.max_waiters_per_key,
         queue_grace_ms: config.queue_grace_ms,
-        metrics: Arc::new(Metrics::default()),
+        readiness: Arc::new(Readiness::new(metrics.clone())),
+        metrics,
         default_lock_ttl_ms: config.default_lock_ttl_ms,
         default_session_ttl_ms: config.default_session_ttl_ms,
         auth,
@@ -147,8 +150,9 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let tls = tls_acceptor(&config)?;
     let store = open_store(&config).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = state_with(&config, store.clone(), stop_rx, auth.clone());
+    let state = state_with(&config, store.clone(), stop_rx.clone(), auth.clone());
     tokio::spawn(auth::reload_on_hangup(auth, state.metrics.clone()));
+    readiness::spawn_probe(store.clone(), state.readiness.clone(), stop_rx);
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {

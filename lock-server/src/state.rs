@@ -6,6 +6,7 @@ use tokio::sync::watch;
 
 use crate::auth::Auth;
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 use crate::store::Store;
 
 /// Shared handler state; cheap to clone (all `Arc`s).
@@ -19,6 +20,8 @@ pub struct AppState {
     pub queue_grace_ms: u64,
     /// `/metrics` state.
     pub metrics: Arc<Metrics>,
+    /// Whether the store accepts writes (`/readyz`), fed by the probe and every route.
+    pub readiness: Arc<Readiness>,
     /// Default lock TTL for L4 without `ttlMillis`.
     pub default_lock_ttl_ms: u64,
     /// Default session TTL for L1 without `ttlMillis`.

@@ -12,10 +12,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_harness::EtcdCluster;
+use lock_api::Unavailability;
 use lock_server::store::etcd::{EtcdOptions, EtcdStore};
 use lock_server::store::{
     AcquireCall, Acquired, NewSession, Queueing, SessionRef, Store, StoreError,
 };
+
+/// A 503 of either kind: the store cannot write (STORE_UNAVAILABLE), or this replica lost
+/// too many races (NOT_LEADER). Both are retried; nothing else is expected during an outage.
+macro_rules! unavailable {
+    () => {
+        StoreError::StoreUnavailable { .. } | StoreError::Unavailable { .. }
+    };
+}
 
 /// Upper bound for anything that waits on a real expiry (lease TTLs are whole seconds).
 const EXPIRY_BOUND: Duration = Duration::from_secs(10);
@@ -573,7 +582,7 @@ async fn a_crowd_joining_one_queue_is_served_while_the_key_changes_hands() {
     assert_eq!(held.lock().unwrap().1.len(), TASKS * ROUNDS);
 }
 
-/// etcd down → Unavailable (503), never Internal; and the same store recovers by itself.
+/// etcd down → StoreUnavailable `unreachable` (503), never Internal; and the same store recovers by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_etcd_is_unavailable_and_recovers() {
     let mut etcd = EtcdCluster::single();
@@ -597,8 +606,11 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
         store.ledger_append("k", 1, "x".into()).await,
     ] {
         match result {
-            Err(StoreError::Unavailable { .. }) => {}
-            other => panic!("expected Unavailable with etcd down, got {other:?}"),
+            Err(StoreError::StoreUnavailable {
+                cause: Unavailability::Unreachable,
+                ..
+            }) => {}
+            other => panic!("expected StoreUnavailable unreachable with etcd down, got {other:?}"),
         }
     }
     etcd.restart(0);
@@ -618,7 +630,7 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
 }
 
 /// Three members, two replicas, contention on one key while the etcd leader is killed:
-/// during the election calls fail with Unavailable only; grants resume; tokens strictly
+/// during the election calls fail with a 503 (STORE_UNAVAILABLE or NOT_LEADER) only; grants resume; tokens strictly
 /// increase; the ledger never accepts a stale token and never sees two holders interleave.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_failover_under_contention() {
@@ -683,7 +695,7 @@ async fn leader_failover_under_contention() {
 }
 
 /// One contender: open a session, acquire "hot", append twice to the ledger, release;
-/// Unavailable answers are counted and retried; any other error fails the test.
+/// 503 answers are counted and retried; any other error fails the test.
 async fn contend(
     store: EtcdStore,
     worker: usize,
@@ -707,7 +719,7 @@ async fn contend(
                     session = Some(opened.session_id.clone());
                     opened.session_id
                 }
-                Err(StoreError::Unavailable { .. }) => {
+                Err(unavailable!()) => {
                     unavailable += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -723,18 +735,18 @@ async fn contend(
                 for n in 0..2 {
                     let entry = format!("w{worker} n{n}");
                     match store.ledger_append("hot", grant.fencing_token, entry).await {
-                        Ok(()) | Err(StoreError::Unavailable { .. }) => {}
+                        Ok(()) | Err(unavailable!()) => {}
                         Err(other) => panic!("a holder was fenced out: {other:?}"),
                     }
                 }
                 match store.release("hot", grant.fencing_token).await {
                     Ok(()) | Err(StoreError::LockLost) => {}
-                    Err(StoreError::Unavailable { .. }) => unavailable += 1,
+                    Err(unavailable!()) => unavailable += 1,
                     Err(other) => panic!("release: {other:?}"),
                 }
             }
             Ok(Acquired::Contended { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
-            Err(StoreError::Unavailable { .. }) => {
+            Err(unavailable!()) => {
                 unavailable += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }

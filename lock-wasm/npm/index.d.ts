@@ -26,6 +26,7 @@ export type ErrorCodeName =
   | "INTERNAL"
   | "LIMIT_MISMATCH"
   | "UPGRADE_NOT_ALLOWED"
+  | "STORE_UNAVAILABLE"
   | "TRANSPORT"
   | "UNEXPECTED_ANSWER"
   | "NOT_GRANTED";
@@ -131,7 +132,17 @@ export interface AcquireOptions {
 }
 
 /** Why an acquire attempt is retried (`contention` events). */
-export type ContentionReason = "LOCK_CONTENDED" | "CONTENTION_EXCEEDED" | "NOT_LEADER" | "TIMEOUT" | "NETWORK";
+export type ContentionReason = "LOCK_CONTENDED" | "CONTENTION_EXCEEDED" | "NOT_LEADER" | "STORE_UNAVAILABLE" | "TIMEOUT" | "NETWORK";
+
+/** Why the service's store cannot write (`StoreUnavailableError.reason`). */
+export type StoreUnavailableReason =
+  | "disk_full"
+  | "io_error"
+  | "read_only"
+  | "busy"
+  | "space_exceeded"
+  | "no_quorum"
+  | "unreachable";
 
 /** Something happened to a session's locks (debug detail; never a metric label). */
 export type LockEvent =
@@ -150,7 +161,9 @@ export type LockEvent =
   /**
    * Attempt `attempt` was refused or unanswered; the loop sleeps `delayMs` and retries.
    * `reason`: `LOCK_CONTENDED`, `CONTENTION_EXCEEDED` (held elsewhere; full jitter),
-   * `NOT_LEADER` (fixed 100 ms), `TIMEOUT` or `NETWORK` (no answer; full jitter).
+   * `NOT_LEADER` (fixed 100 ms), `STORE_UNAVAILABLE` (the server's `retryAfterMillis`, at
+   * least 100 ms, cut to what the budget leaves), `TIMEOUT` or `NETWORK` (no answer; full
+   * jitter).
    */
   | { type: "contention"; key: string; attempt: number; delayMs: number; reason: ContentionReason }
   /**
@@ -193,6 +206,18 @@ export declare class ContentionError extends LockError {
 /** NOT_LEADER by default. */
 export declare class NotLeaderError extends LockError {
   readonly code: "NOT_LEADER";
+}
+/**
+ * STORE_UNAVAILABLE by default: the service's store cannot write now; nothing was applied.
+ * Retryable. The acquire loop retries it within its budget, heartbeats keep the session
+ * through it until its deadline.
+ */
+export declare class StoreUnavailableError extends LockError {
+  readonly code: "STORE_UNAVAILABLE";
+  /** Why, as the server said (a newer server may name a reason not listed here). */
+  readonly reason: StoreUnavailableReason | (string & {}) | null;
+  /** The server's hint of when to try again, in milliseconds. */
+  readonly retryAfterMillis?: number;
 }
 /** VALIDATION_FAILED by default. */
 export declare class ValidationError extends LockError {
@@ -262,6 +287,7 @@ export type OtherLockError = LockError & {
 export type AnyLockError =
   | ContentionError
   | NotLeaderError
+  | StoreUnavailableError
   | ValidationError
   | SessionLostError
   | LockLostError
@@ -559,6 +585,7 @@ declare const api: {
   LockError: typeof LockError;
   ContentionError: typeof ContentionError;
   NotLeaderError: typeof NotLeaderError;
+  StoreUnavailableError: typeof StoreUnavailableError;
   ValidationError: typeof ValidationError;
   SessionLostError: typeof SessionLostError;
   LockLostError: typeof LockLostError;

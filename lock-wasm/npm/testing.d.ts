@@ -1,6 +1,6 @@
 // Types of `lock-wasm/testing`: an in-process lock service with a manual clock, for testing
 // the code that holds a lock. Its clients are the package's own `LockClient`.
-import type { ClientDefaults, LockClient, LockEvent, LockMode, Session } from "./index.js";
+import type { ClientDefaults, LockClient, LockEvent, LockMode, Session, StoreUnavailableReason } from "./index.js";
 
 export interface TestKitOptions {
   /** Fixes the backoff jitter, so a run replays exactly (default 0). A non-negative integer. */
@@ -44,6 +44,13 @@ export interface TestKit {
   holders(key: string): Array<KitHolder & { mode: LockMode }>;
   /** Cuts (`true`) or restores a session's network: its requests fail as a refused connection's do. */
   partition(session: Session, cut: boolean): void;
+  /**
+   * Makes the service's store unable to write for `reason`: every write (open, heartbeat,
+   * close, acquire, release, value) answers 503 `STORE_UNAVAILABLE` and is not applied, until
+   * `storeUnavailable(null)`. Acquires ride it out within their budget; heartbeats keep the
+   * session until its deadline.
+   */
+  storeUnavailable(reason: StoreUnavailableReason | null): void;
   /** Ends `key`'s lock whoever holds it, as an operator would; the revoked token, if any. */
   revoke(key: string): number | undefined;
 }

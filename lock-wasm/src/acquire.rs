@@ -18,7 +18,9 @@
 //!   the hop timeout is clipped to what remains, so waiting on the server cannot overrun.
 //! - After a refusal the loop retries only if the remaining budget exceeds the next delay plus
 //!   one estimated round trip (an EWMA of measured L4 round trips, per session).
-//! - 409/429 → full-jitter sleep; 503 → fixed floor delay; no answer (timeout/network) →
+//! - 409/429 → full-jitter sleep; 503 NOT_LEADER → fixed floor delay; 503 STORE_UNAVAILABLE →
+//!   its `retryAfterMillis` (at least the floor), cut to what still lets one more attempt fit
+//!   in the budget; no answer (timeout/network) →
 //!   full-jitter sleep (L4 is idempotent per session, see [`crate::error`]); 404 → the session
 //!   is lost; anything else → returned at once. Nothing but L4 is ever retried.
 //! - With `waitMillis` > 0 each L4 waits in the key's FIFO queue on the server: a 409 (the
@@ -26,7 +28,8 @@
 //!   deadline counts `waitedMillis` (the server's wait) past the send.
 //! - Not granted is `Ok(None)`, with the attempts and waited time in a `lock_not_granted`
 //!   event: the last attempt that decided was refused as contended (409/429). When it was
-//!   a 503 or got no answer at all, its `NotLeader`, `Timeout` or `Network` error is returned
+//!   a 503 or got no answer at all, its `NotLeader`, `StoreUnavailable`, `Timeout` or
+//!   `Network` error is returned
 //!   instead: "the service was unavailable" is not "held by someone else". A timeout of an
 //!   attempt whose hop the budget had cut short tells nothing new (a slow answer under load,
 //!   or none): the attempt before it decides.
@@ -380,6 +383,11 @@ impl<'a> Attempts<'a> {
                         reason: body.code.as_str(),
                         unavailable: Some(LockError::from_transport(err.clone(), self.key)),
                     },
+                    ErrorCode::StoreUnavailable => Verdict::Retry {
+                        delay: self.store_delay(body.retry_after_millis),
+                        reason: body.code.as_str(),
+                        unavailable: Some(LockError::from_transport(err.clone(), self.key)),
+                    },
                     ErrorCode::SessionNotFound => {
                         self.claim.session_gone();
                         Verdict::Fail(LockError::SessionLost)
@@ -390,6 +398,26 @@ impl<'a> Attempts<'a> {
             TransportError::Decode(_) | TransportError::Unexpected { .. } => {
                 Verdict::Fail(LockError::from_transport(err, self.key))
             }
+        }
+    }
+
+    /// The delay after a STORE_UNAVAILABLE: the server's hint (at least the NOT_LEADER
+    /// floor), but never so long that the attempt after it no longer fits in the budget: an
+    /// outage that ends before the deadline still gets its grant. A cut delay is at least
+    /// the floor too (else the hint stands and the loop ends), so the last moments of a
+    /// budget are not spent re-sending back to back.
+    fn store_delay(&self, hint_millis: Option<u64>) -> Duration {
+        let floor = self.parts.config.not_leader_delay;
+        let hinted = hint_millis.map_or(floor, Duration::from_millis).max(floor);
+        let wait = Duration::from_millis(self.policy.wait_millis());
+        let last_moment = self
+            .deadline
+            .saturating_sub(self.parts.clock.now() + self.claim.rtt() + wait)
+            .saturating_sub(Duration::from_millis(1));
+        if hinted <= last_moment || last_moment < floor {
+            hinted
+        } else {
+            last_moment
         }
     }
 

@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | 409 LOCK_CONTENDED, 429 CONTENTION_EXCEEDED | `Status` | `Contention` | yes: full-jitter backoff inside the budget |
 //! | 503 NOT_LEADER | `Status` | `NotLeader` | yes: fixed floor delay inside the budget |
+//! | 503 STORE_UNAVAILABLE | `Status` | `StoreUnavailable` | yes: after `retryAfterMillis` (at least the floor), capped by the budget |
 //! | 400 VALIDATION_FAILED | `Status` | `Validation` | never |
 //! | 404 SESSION_NOT_FOUND | `Status` | `SessionLost` | never: the session's locks are gone |
 //! | 409 LOCK_LOST | `Status` | `LockLost` | never (benign on release) |
@@ -163,6 +164,17 @@ pub enum LockError {
         /// Where writes are accepted, if the replica said.
         leader: Option<String>,
     },
+    /// 503 STORE_UNAVAILABLE: the service's store cannot write now (a full disk, etcd
+    /// without quorum, ...); nothing of the request was applied. Retried by the acquire loop
+    /// within its budget; heartbeats and release re-sends go on through it.
+    #[error("store unavailable ({reason})")]
+    StoreUnavailable {
+        /// Why, as the server said: `disk_full`, `io_error`, `read_only`, `busy`,
+        /// `space_exceeded`, `no_quorum`, `unreachable` (a newer server may name another).
+        reason: String,
+        /// When the server suggested trying again.
+        retry_after: Option<Duration>,
+    },
     /// 400, or input the SDK refuses before sending (bad key, TTL, policy). Never retried.
     #[error("validation failed on {field}: {message}")]
     Validation {
@@ -272,6 +284,10 @@ impl LockError {
                 ErrorCode::NotLeader => LockError::NotLeader {
                     leader: body.leader,
                 },
+                ErrorCode::StoreUnavailable => LockError::StoreUnavailable {
+                    reason: body.reason.unwrap_or_default(),
+                    retry_after: body.retry_after_millis.map(Duration::from_millis),
+                },
                 ErrorCode::ValidationFailed => LockError::Validation {
                     field: body.field.unwrap_or_default(),
                     message: body.message,
@@ -312,6 +328,7 @@ impl LockError {
         match self {
             LockError::Contention { .. } => ErrorCode::LockContended.as_str(),
             LockError::NotLeader { .. } => ErrorCode::NotLeader.as_str(),
+            LockError::StoreUnavailable { .. } => ErrorCode::StoreUnavailable.as_str(),
             LockError::Validation { .. } => ErrorCode::ValidationFailed.as_str(),
             LockError::SessionLost | LockError::Closed => ErrorCode::SessionNotFound.as_str(),
             LockError::LockLost { .. } => ErrorCode::LockLost.as_str(),
@@ -372,6 +389,18 @@ mod tests {
             map(ErrorCode::NotLeader),
             LockError::NotLeader { .. }
         ));
+        let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, "m");
+        (body.reason, body.retry_after_millis) = (Some("disk_full".into()), Some(1000));
+        let store = LockError::from_transport(TransportError::Status { status: 503, body }, "k");
+        assert_eq!(
+            store,
+            LockError::StoreUnavailable {
+                reason: "disk_full".into(),
+                retry_after: Some(Duration::from_secs(1))
+            }
+        );
+        assert_eq!(store.code(), "STORE_UNAVAILABLE");
+        assert!(store.retryable());
         assert!(matches!(
             map(ErrorCode::ValidationFailed),
             LockError::Validation { .. }

@@ -129,6 +129,7 @@ fn passing(err: &LockError) -> bool {
         LockError::Timeout(_)
         | LockError::Network(_)
         | LockError::NotLeader { .. }
+        | LockError::StoreUnavailable { .. }
         | LockError::Contention { .. } => true,
         LockError::Unexpected { status, .. } => *status >= 500,
         _ => false,

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use futures::FutureExt;
-use lock_api::{ErrorCode, LockGrant};
+use lock_api::{ErrorCode, LockGrant, Unavailability};
 use lock_wasm::clock::Clock;
 use lock_wasm::error::TransportError;
 use lock_wasm::policy::PolicySettings;
@@ -80,6 +80,86 @@ fn not_leader_twice_then_granted() {
         f.clock.now() - start,
         Duration::from_millis(200),
         "two 100 ms floors"
+    );
+}
+
+/// A store outage (503 STORE_UNAVAILABLE) shorter than the budget: the loop waits the
+/// server's `retryAfterMillis` between attempts and is granted when it ends.
+#[test]
+fn an_acquire_rides_out_a_store_unavailable_burst_within_its_budget() {
+    let f = Fixture::new();
+    let session = f.session();
+    for _ in 0..3 {
+        f.transport
+            .push_acquire(Err(ScriptedTransport::store_unavailable(
+                Unavailability::DiskFull,
+                1_000,
+            )));
+    }
+    f.transport.push_acquire(grant(77));
+    let start = f.clock.now();
+    let handle = f
+        .run(async move { session.acquire_default("k").await })
+        .unwrap()
+        .expect("granted after the outage");
+    assert_eq!(handle.fencing_token(), 77);
+    assert_eq!(f.transport.acquire_calls(), 4);
+    assert_eq!(
+        f.clock.now() - start,
+        Duration::from_secs(3),
+        "three waits of the server's 1 s hint"
+    );
+    let reasons: Vec<String> = f
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            lock_wasm::events::ClientEvent::Contention { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, ["STORE_UNAVAILABLE"; 3]);
+}
+
+/// An outage longer than the budget: the acquire gives up before its deadline with the
+/// STORE_UNAVAILABLE error (the service was unavailable, not the key held), and its last
+/// wait is cut so that one attempt still comes near the end of the budget.
+#[test]
+fn an_acquire_gives_up_with_store_unavailable_past_its_budget() {
+    let f = Fixture::new();
+    let session = f.session();
+    for _ in 0..50 {
+        f.transport
+            .push_acquire(Err(ScriptedTransport::store_unavailable(
+                Unavailability::NoQuorum,
+                3_000,
+            )));
+    }
+    let policy = AcquirePolicy::new(PolicySettings {
+        total_budget: Duration::from_secs(5),
+        ..PolicySettings::default()
+    })
+    .unwrap();
+    let start = f.clock.now();
+    let result = f.run(async move { session.acquire("k", Duration::from_secs(10), &policy).await });
+    let took = f.clock.now() - start;
+    match result {
+        Err(LockError::StoreUnavailable {
+            reason,
+            retry_after,
+        }) => {
+            assert_eq!(reason, "no_quorum");
+            assert_eq!(retry_after, Some(Duration::from_secs(3)));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // At 0 s, after the 3 s hint, then once more just before the deadline.
+    assert_eq!(f.transport.acquire_calls(), 3);
+    assert!(
+        took > Duration::from_secs(4),
+        "the last attempt came late: {took:?}"
     );
 }
 

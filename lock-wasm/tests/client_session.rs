@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use lock_api::{ErrorCode, HeartbeatResponse, HeldLock, LockGrant};
+use lock_api::{ErrorCode, HeartbeatResponse, HeldLock, LockGrant, Unavailability};
 use lock_wasm::clock::{Clock, ManualClock};
 use lock_wasm::error::TransportError;
 use lock_wasm::events::ClientEvent;
@@ -223,6 +223,82 @@ fn failed_heartbeats_past_the_deadline_lose_the_session_and_count_it() {
         .calls()
         .iter()
         .any(|c| matches!(c, Call::CloseSession(_))));
+}
+
+/// A store outage shorter than the session's validity: heartbeats answered 503
+/// STORE_UNAVAILABLE are re-sent, the session and its lock stay valid until the deadline, and
+/// the first answered heartbeat moves the deadlines on.
+#[test]
+fn heartbeats_answered_store_unavailable_keep_the_session_until_its_deadline() {
+    let f = Fixture::new();
+    let session = f.session();
+    f.transport.push_acquire(grant("k", 1));
+    let s = session.clone();
+    let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+    let outage = || {
+        Err(ScriptedTransport::store_unavailable(
+            Unavailability::DiskFull,
+            1_000,
+        ))
+    };
+    for _ in 0..4 {
+        f.transport.push_heartbeat(outage());
+    }
+    let deadline = handle.deadline();
+    // Through the four failed heartbeats, second by second, never past the deadline.
+    while heartbeat_calls(&f) < 4 {
+        assert!(f.clock.now() < deadline, "the outage outlived the deadline");
+        f.clock.advance(Duration::from_millis(250));
+        let s = session.clone();
+        assert!(
+            !f.run(async move { s.is_lost() }),
+            "lost at {:?}",
+            f.clock.now()
+        );
+        assert!(!handle.is_lost());
+    }
+    // The next heartbeat is answered: the session and the lock live on past the old deadline.
+    while f.clock.now() <= deadline + Duration::from_secs(1) {
+        f.clock.advance(Duration::from_millis(250));
+        let s = session.clone();
+        f.run(async move { s.is_lost() });
+    }
+    assert!(heartbeat_calls(&f) > 4);
+    assert!(!session.is_lost());
+    assert!(!handle.is_lost());
+    assert!(handle.deadline() > deadline);
+    assert_eq!(f.client.session_lost_count(), 0);
+}
+
+/// A release answered STORE_UNAVAILABLE is re-sent in the background until it is answered.
+#[test]
+fn a_release_answered_store_unavailable_is_re_sent() {
+    let f = Fixture::new();
+    let session = f.session();
+    f.transport.push_acquire(grant("k", 1));
+    let s = session.clone();
+    let handle = f.run(async move { s.acquire_default("k").await.unwrap().unwrap() });
+    f.transport
+        .push_release(Err(ScriptedTransport::store_unavailable(
+            Unavailability::NoQuorum,
+            200,
+        )));
+    let s = session.clone();
+    let first = f.run(async move { s.release(&handle).await });
+    assert!(
+        matches!(first, Err(LockError::StoreUnavailable { .. })),
+        "{first:?}"
+    );
+    for _ in 0..20 {
+        f.clock.advance(Duration::from_millis(250));
+        f.run(async {});
+    }
+    assert_eq!(
+        f.transport.release_calls(),
+        2,
+        "re-sent once, then answered"
+    );
+    assert!(!session.is_lost());
 }
 
 fn heartbeat_calls(f: &Fixture) -> usize {

@@ -88,6 +88,9 @@ impl Failure {
             LockError::Network(message) => format!("cannot reach {url}: {message}"),
             LockError::Timeout(after) => format!("no answer from {url} within {after:?}"),
             LockError::NotLeader { .. } => format!("{url} is unavailable (503), try again"),
+            LockError::StoreUnavailable { reason, .. } => {
+                format!("{url} cannot write to its store now ({reason}), try again")
+            }
             other => other.to_string(),
         };
         Failure {

@@ -688,15 +688,19 @@ pub async fn refusals_are_counted_and_logged_without_credentials(server: &TestSe
     for line in after.lines().filter(|l| !l.starts_with('#')) {
         if let Some(labels) = line.split('{').nth(1) {
             // `mode` (a closed set of two) is the hold gauge's only label, `reason` (a closed
-            // set of three) the watch resets'.
+            // set of three) the watch resets', `route` and `reason` the store errors'.
             let holds_by_mode = line.starts_with("lock_holds{") && labels.starts_with("mode=");
             let resets_by_reason =
                 line.starts_with("lock_watch_resets_total{") && labels.starts_with("reason=");
+            let store_errors = line.starts_with("lock_store_errors_total{")
+                && labels.starts_with("route=")
+                && labels.contains(",reason=");
             assert!(
                 labels.starts_with("outcome=")
                     || labels.starts_with("le=")
                     || holds_by_mode
-                    || resets_by_reason,
+                    || resets_by_reason
+                    || store_errors,
                 "label beyond the budget: {line}"
             );
         }

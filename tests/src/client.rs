@@ -69,6 +69,28 @@ impl Reply {
         assert!(self.retry_after.is_some(), "retry-after header: {self:?}");
         body
     }
+
+    /// Asserts a well-formed 503 STORE_UNAVAILABLE: a `reason` from the contract's closed
+    /// set, a retry hint of at most 5 s in the body and the `retry-after` header, and a
+    /// message that names no path or address; returns the reason.
+    pub fn assert_store_unavailable(&self) -> lock_api::Unavailability {
+        let body = self.assert_error(503, "STORE_UNAVAILABLE");
+        let reason = body
+            .reason
+            .as_deref()
+            .and_then(lock_api::Unavailability::from_label)
+            .unwrap_or_else(|| panic!("reason from the closed set: {self:?}"));
+        assert!(
+            body.retry_after_millis.is_some_and(|m| m > 0 && m <= 5_000),
+            "retryAfterMillis must be in 1..=5000: {self:?}"
+        );
+        assert!(self.retry_after.is_some(), "retry-after header: {self:?}");
+        assert!(
+            !body.message.contains('/') && !body.message.contains("127.0.0.1"),
+            "the message names no path or address: {self:?}"
+        );
+        reason
+    }
 }
 
 /// Bound on one request, answer included: the longest server-side wait C3 allows plus a

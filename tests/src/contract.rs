@@ -1264,11 +1264,19 @@ pub async fn request_heads_over_64_kib_are_refused(server: &TestServer) {
     );
 }
 
-/// `/healthz`, `/metrics` (no per-key labels), and the `lock_granted` / `contention` lines.
+/// `/healthz`, `/readyz` (a healthy store is ready), `/metrics` (no per-key labels, the
+/// store gauges), and the `lock_granted` / `contention` lines.
 pub async fn observability_surfaces(server: &TestServer) {
     let api = server.api();
     let reply = api.raw("GET", "/healthz", None, &[]).await;
     assert_eq!(reply.status, 200);
+    let ready = api.raw("GET", "/readyz", None, &[]).await;
+    assert_eq!(ready.status, 200, "{}", ready.text);
+    assert_eq!(ready.body, json!({"status": "ready"}));
+    let metrics = api.metrics().await;
+    for line in ["lock_store_ready 1", "lock_store_counts_stale 0"] {
+        assert!(metrics.lines().any(|l| l == line), "{line} missing");
+    }
     let key = unique_key("observe");
     let a = api.open_session(30_000).await;
     let b = api.open_session(30_000).await;
@@ -1307,11 +1315,14 @@ pub async fn observability_surfaces(server: &TestServer) {
                 .map(|l| l.split('=').next().unwrap_or(""))
                 .collect();
             // `mode` (a closed set of two) is the hold gauge's only label, `reason` (a closed
-            // set of three) the watch resets'.
+            // set of three) the watch resets', `route` and `reason` (closed sets of twelve
+            // and seven) the store errors'.
             let allowed: &[&str] = if line.starts_with("lock_holds{") {
                 &["mode"]
             } else if line.starts_with("lock_watch_resets_total{") {
                 &["reason"]
+            } else if line.starts_with("lock_store_errors_total{") {
+                &["route", "reason"]
             } else {
                 &["outcome", "le"]
             };
@@ -1404,6 +1415,7 @@ pub async fn openapi_matches_routes(server: &TestServer) {
         ("POST", "/v1/demo/ledger/{key}"),
         ("GET", "/v1/demo/ledger/{key}"),
         ("GET", "/healthz"),
+        ("GET", "/readyz"),
         ("GET", "/metrics"),
         ("GET", "/openapi.json"),
     ] {
@@ -1412,7 +1424,7 @@ pub async fn openapi_matches_routes(server: &TestServer) {
             "{surface:?} not described"
         );
     }
-    assert_eq!(described.len(), 15, "undescribed extras: {described:?}");
+    assert_eq!(described.len(), 16, "undescribed extras: {described:?}");
 }
 
 /// CORS answers only the configured origin.

@@ -21,6 +21,7 @@
 //! - [`watch`]: L8 (a key's events, SSE and long poll) and L9 (a hold's value), as functions
 //!   over a watching and a changing endpoint of one deployment, so every backend (and two
 //!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
+//! - [`store_faults`]: a disk that fills on demand (a tmpfs the test mounts, a ballast file).
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
@@ -36,6 +37,7 @@ pub mod nginx;
 pub mod queue;
 pub mod raw_h2;
 pub mod shared_holds;
+pub mod store_faults;
 pub mod tls;
 pub mod watch;
 

@@ -41,8 +41,8 @@ fn main() {
         totals.sessions_lost
     );
     println!(
-        "faults injected: {} 503 answers, {} dropped answers, {} delay spikes, {} paused clients",
-        faults.not_leader, faults.dropped, faults.delayed, faults.pauses
+        "faults injected: {} 503 NOT_LEADER and {} 503 STORE_UNAVAILABLE answers, {} dropped answers, {} delay spikes, {} paused clients",
+        faults.not_leader, faults.store_unavailable, faults.dropped, faults.delayed, faults.pauses
     );
     if !totals.failed.is_empty() {
         println!("failing seeds: {:?}", totals.failed);

@@ -38,6 +38,7 @@ pub async fn acquire(
             ErrorCode::LockContended => Outcome::Contended,
             ErrorCode::ContentionExceeded => Outcome::ContentionExceeded,
             ErrorCode::NotLeader => Outcome::NotLeader,
+            ErrorCode::StoreUnavailable => Outcome::StoreUnavailable,
             ErrorCode::SessionNotFound => Outcome::SessionNotFound,
             ErrorCode::ValidationFailed | ErrorCode::PayloadTooLarge => Outcome::ValidationFailed,
             ErrorCode::Forbidden => Outcome::Forbidden,

@@ -3,7 +3,7 @@
 //! the layers that keep every error a JSON contract body.
 //!
 //! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `watch` (L8 events, L9 value),
-//! `admin` (R1), `ledger` (demo fenced resource), `ops` (healthz, metrics, openapi), `openapi`
+//! `admin` (R1), `ledger` (demo fenced resource), `ops` (healthz, readyz, metrics, openapi), `openapi`
 //! (the document, from this table).
 
 pub mod admin;
@@ -30,6 +30,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::auth::guard::{guard, Access, Guard};
 use crate::config::Config;
 use crate::error::{code_for_status, ApiError};
+use crate::metrics::StoreRoute;
+use crate::readiness::{observe, Observed};
 use crate::state::AppState;
 
 /// One route: method, axum path pattern, who may call it, handler.
@@ -42,6 +44,27 @@ pub struct Route {
     pub access: Access,
     /// The handler.
     pub handler: MethodRouter<AppState>,
+    /// The route's name in `lock_store_errors_total` and whether its success proves a store
+    /// write (`readiness::observe`); `None` for a route that never calls the store.
+    pub store: Option<(StoreRoute, bool)>,
+}
+
+impl Route {
+    /// A route whose success is a store write.
+    fn writes(self, name: StoreRoute) -> Route {
+        Route {
+            store: Some((name, true)),
+            ..self
+        }
+    }
+
+    /// A route that reads the store.
+    fn reads(self, name: StoreRoute) -> Route {
+        Route {
+            store: Some((name, false)),
+            ..self
+        }
+    }
 }
 
 fn route<H, T>(method: Method, path: &'static str, access: Access, handler: H) -> Route
@@ -56,6 +79,7 @@ where
         path,
         access,
         handler: on(filter, handler),
+        store: None,
     }
 }
 
@@ -64,20 +88,22 @@ where
 pub fn table() -> Vec<Route> {
     use Access::{Admin, Client, Ops, Public};
     use Method as M;
+    use StoreRoute::{Ledger, L1, L2, L3, L4, L5, L6, L7, L8, L9, R1};
     vec![
-        route(M::POST, "/v1/sessions", Client, sessions::open),
-        route(M::POST, "/v1/sessions/{id}/heartbeat", Client, sessions::heartbeat),
-        route(M::DELETE, "/v1/sessions/{id}", Client, sessions::close),
-        route(M::GET, "/v1/sessions/{id}", Client, sessions::status),
-        route(M::POST, "/v1/locks/{key}/acquire", Client, locks::acquire),
-        route(M::POST, "/v1/locks/{key}/release", Client, locks::release),
-        route(M::GET, "/v1/locks/{key}", Client, locks::read),
-        route(M::GET, "/v1/locks/{key}/events", Client, watch::events),
-        route(M::POST, "/v1/locks/{key}/value", Client, watch::proclaim),
-        route(M::POST, "/v1/admin/locks/{key}/revoke", Admin, admin::revoke),
-        route(M::POST, "/v1/demo/ledger/{key}", Client, ledger::append),
-        route(M::GET, "/v1/demo/ledger/{key}", Client, ledger::read),
+        route(M::POST, "/v1/sessions", Client, sessions::open).writes(L1),
+        route(M::POST, "/v1/sessions/{id}/heartbeat", Client, sessions::heartbeat).writes(L2),
+        route(M::DELETE, "/v1/sessions/{id}", Client, sessions::close).writes(L3),
+        route(M::GET, "/v1/sessions/{id}", Client, sessions::status).reads(L5),
+        route(M::POST, "/v1/locks/{key}/acquire", Client, locks::acquire).writes(L4),
+        route(M::POST, "/v1/locks/{key}/release", Client, locks::release).writes(L6),
+        route(M::GET, "/v1/locks/{key}", Client, locks::read).reads(L7),
+        route(M::GET, "/v1/locks/{key}/events", Client, watch::events).reads(L8),
+        route(M::POST, "/v1/locks/{key}/value", Client, watch::proclaim).writes(L9),
+        route(M::POST, "/v1/admin/locks/{key}/revoke", Admin, admin::revoke).writes(R1),
+        route(M::POST, "/v1/demo/ledger/{key}", Client, ledger::append).writes(Ledger),
+        route(M::GET, "/v1/demo/ledger/{key}", Client, ledger::read).reads(Ledger),
         route(M::GET, "/healthz", Public, ops::healthz),
+        route(M::GET, "/readyz", Public, ops::readyz),
         route(M::GET, "/metrics", Ops, ops::metrics),
         route(M::GET, "/openapi.json", Ops, ops::openapi),
     ]
@@ -98,7 +124,17 @@ pub fn router(state: AppState, config: &Config) -> Router {
     // Routes sharing a path are merged by axum when added with the same pattern.
     let served = |path: &str| config.demo_ledger || !path.starts_with(ledger::PATH_PREFIX);
     for r in table().into_iter().filter(|r| served(r.path)) {
-        let handler = r.handler.route_layer(guard_for(r.path, r.access));
+        let mut handler = r.handler;
+        if let Some((name, writes)) = r.store {
+            // Inside the guard: a refused request never reached the store.
+            let observed = Observed {
+                readiness: state.readiness.clone(),
+                route: name,
+                writes,
+            };
+            handler = handler.route_layer(middleware::from_fn_with_state(observed, observe));
+        }
+        let handler = handler.route_layer(guard_for(r.path, r.access));
         router = router.route(r.path, handler);
     }
     // An empty key (`/v1/locks//acquire`) would otherwise fall through to 404; it is a bad

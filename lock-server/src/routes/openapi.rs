@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use lock_api::ErrorCode;
+use lock_api::{ErrorCode, Unavailability};
 use serde_json::{json, Value};
 
 use crate::auth::guard::Access;
@@ -45,12 +45,18 @@ fn mode() -> Value {
 fn schemas() -> Value {
     let int = json!({ "type": "integer", "format": "int64", "minimum": 0 });
     let codes: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+    let reasons: Vec<&str> = Unavailability::ALL.iter().map(|r| r.label()).collect();
     json!({
         "Error": { "type": "object", "required": ["code", "message"], "properties": {
             "code": { "type": "string", "enum": codes },
             "message": { "type": "string" }, "field": { "type": "string" }, "leader": { "type": "string" },
             "retryAfterMillis": int, "highestToken": int,
-            "limit": { "type": "integer", "minimum": 1, "maximum": 10000, "description": "LIMIT_MISMATCH: the limit in force for the key's shared holds; absent when they have none." } } },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 10000, "description": "LIMIT_MISMATCH: the limit in force for the key's shared holds; absent when they have none." },
+            "reason": { "type": "string", "enum": reasons, "description": "STORE_UNAVAILABLE: why the store cannot write." } } },
+        "Ready": { "type": "object", "required": ["status"], "properties": {
+            "status": { "type": "string", "enum": ["ready", "unavailable"] },
+            "reason": { "type": "string", "enum": reasons, "description": "unavailable: why the store cannot write" },
+            "sinceMillis": { "type": "integer", "format": "int64", "minimum": 0, "description": "unavailable: since when, wall-clock Unix milliseconds" } } },
         "OpenSessionRequest": { "type": "object", "additionalProperties": false, "properties": {
             "ttlMillis": { "type": "integer", "minimum": 100, "maximum": 300000 }, "owner": { "type": "string", "maxLength": 128 } } },
         "SessionOpened": { "type": "object", "properties": { "sessionId": { "type": "string", "description": "The session's credential: never shown to anyone else." },
@@ -120,6 +126,7 @@ pub fn document() -> &'static Value {
     DOCUMENT.get_or_init(|| {
         let mut doc = described();
         add_access(&mut doc);
+        add_store_unavailable(&mut doc);
         add_traceparent(&mut doc);
         doc
     })
@@ -156,6 +163,23 @@ fn add_access(doc: &mut Value) {
                 op["responses"]["403"] = err("FORBIDDEN: neither the admin token nor an admin client whose keyPrefixes cover the key (without an admin token and auth file, always)");
             }
         }
+    }
+}
+
+/// Every route that calls the store may answer 503 STORE_UNAVAILABLE, from the route table;
+/// L4 keeps NOT_LEADER beside it.
+fn add_store_unavailable(doc: &mut Value) {
+    let store = "STORE_UNAVAILABLE: the store cannot write (reason: disk_full, io_error, read_only, busy, space_exceeded, no_quorum or unreachable; retryAfterMillis and Retry-After); nothing of the request was applied, retry";
+    for route in super::table() {
+        if route.store.is_none() {
+            continue;
+        }
+        let op = &mut doc["paths"][route.path][route.method.as_str().to_lowercase()];
+        let text = match op["responses"]["503"]["description"].as_str() {
+            Some(before) => format!("{before}; {store}"),
+            None => store.to_owned(),
+        };
+        op["responses"]["503"] = err(&text);
     }
 }
 
@@ -198,7 +222,7 @@ fn described() -> Value {
             "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire, exclusive or shared (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
                 "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED; LIMIT_MISMATCH (body limit: the limit in force); UPGRADE_NOT_ALLOWED (an exclusive request of a shared holder)"),
-                    "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER") } } },
+                    "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed"), "429": err("CONTENTION_EXCEEDED"), "503": err("NOT_LEADER: this replica is shutting down, or holds grants back after an unclean start (retryAfterMillis)") } } },
             "/v1/locks/{key}/release": { "post": { "operationId": "release", "summary": "L6 release: compare-and-delete of the one hold (key, fencingToken)",
                 "parameters": [key_param()], "requestBody": body("ReleaseRequest"),
                 "responses": { "204": { "description": "released" }, "400": bad, "409": err("LOCK_LOST (benign)") } } },
@@ -224,8 +248,11 @@ fn described() -> Value {
                     "responses": { "204": { "description": "accepted" }, "400": bad, "409": err("FENCED_OUT") } },
                 "get": { "operationId": "ledgerRead", "summary": "Demo ledger entries in order",
                     "parameters": [key_param()], "responses": { "200": ok("LedgerEntries"), "400": bad } } },
-            "/healthz": { "get": { "operationId": "healthz", "summary": "Liveness",
+            "/healthz": { "get": { "operationId": "healthz", "summary": "Liveness: 200 while the process serves HTTP, whatever the store",
                 "responses": { "200": { "description": "serving" } } } },
+            "/readyz": { "get": { "operationId": "readyz", "summary": "Readiness: whether the store accepts writes (a write probe each second and the requests' own writes)",
+                "responses": { "200": { "description": "ready", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Ready" } } } },
+                    "503": { "description": "the store cannot write", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Ready" } } } } } } },
             "/metrics": { "get": { "operationId": "metrics", "summary": "Prometheus metrics",
                 "responses": { "200": { "description": "text exposition format", "content": { "text/plain": { "schema": { "type": "string" } } } } } } },
             "/openapi.json": { "get": { "operationId": "openapi", "summary": "This document",
@@ -273,6 +300,23 @@ mod tests {
     }
 
     #[test]
+    fn every_store_route_declares_store_unavailable() {
+        let doc = super::document();
+        for route in super::super::table() {
+            let op = &doc["paths"][route.path][route.method.as_str().to_lowercase()];
+            let answer = op["responses"]["503"]["description"].as_str().unwrap_or("");
+            assert_eq!(
+                answer.contains("STORE_UNAVAILABLE"),
+                route.store.is_some(),
+                "{} {}",
+                route.method,
+                route.path
+            );
+        }
+        assert!(doc["paths"]["/readyz"]["get"]["responses"]["503"].is_object());
+    }
+
+    #[test]
     fn the_error_codes_are_the_apis_own() {
         let doc = super::document();
         let listed = &doc["components"]["schemas"]["Error"]["properties"]["code"]["enum"];
@@ -304,6 +348,7 @@ mod tests {
         let mut error = ErrorBody::new(ErrorCode::LimitMismatch, "m");
         (error.field, error.leader) = (Some("f".into()), Some("l".into()));
         (error.retry_after_millis, error.highest_token, error.limit) = (Some(1), Some(1), Some(1));
+        error.reason = Some("disk_full".into());
         let cases = [
             ("Error", to_value(error).unwrap()),
             (

@@ -26,7 +26,7 @@ pub mod wakeup;
 use async_trait::async_trait;
 use lock_api::{
     HeartbeatResponse, HoldKind, Holder, LedgerEntries, LockGrant, LockMode, SessionOpened,
-    SessionStatus,
+    SessionStatus, Unavailability,
 };
 
 /// The scale-out backend on etcd (`--backend etcd`), behind the default `etcd` feature.
@@ -132,13 +132,22 @@ pub enum StoreError {
     /// 429 CONTENTION_EXCEEDED: the key already has as many watchers as its cap (L8).
     #[error("too many watchers of this key")]
     TooManyWatchers,
-    /// 503 NOT_LEADER: the backend cannot accept writes now (no quorum, unreachable, or
-    /// grants held back after a start that may have lost writes). Retry-safe.
-    #[error("store unavailable: {reason}")]
+    /// 503 NOT_LEADER: this replica cannot serve the request now for a reason of its own
+    /// (shutting down, or grants held back after a start that may have lost writes).
+    /// Retry-safe.
+    #[error("not serving: {reason}")]
     Unavailable {
         reason: String,
         leader: Option<String>,
         retry_after_millis: Option<u64>,
+    },
+    /// 503 STORE_UNAVAILABLE: the store could not write (or read) for `cause`, and nothing of
+    /// the failed step was applied (a backend rolls the whole transaction back). Retry-safe
+    /// after `retry_after_millis`.
+    #[error("store unavailable: {cause}")]
+    StoreUnavailable {
+        cause: Unavailability,
+        retry_after_millis: u64,
     },
     /// 500: a bug or an unexpected backend failure. Never caused by client input.
     #[error("internal store error: {0}")]
@@ -299,6 +308,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Live sessions and locks, for the gauges.
     async fn counts(&self) -> Result<StoreCounts, StoreError>;
+
+    /// The readiness probe: one tiny real write, committed as every other write is, so that
+    /// it fails exactly when they would ([`StoreError::StoreUnavailable`] with the cause).
+    /// It touches nothing a request reads.
+    async fn probe(&self) -> Result<(), StoreError>;
 
     /// Graceful shutdown: make everything durable and leave whatever marker tells the next
     /// start that nothing was lost. Called once, after the HTTP server stopped. Added after

@@ -30,6 +30,7 @@ const ErrorCode = Object.freeze({
   INTERNAL: "INTERNAL",
   LIMIT_MISMATCH: "LIMIT_MISMATCH",
   UPGRADE_NOT_ALLOWED: "UPGRADE_NOT_ALLOWED",
+  STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
   TRANSPORT: "TRANSPORT",
   UNEXPECTED_ANSWER: "UNEXPECTED_ANSWER",
   NOT_GRANTED: "NOT_GRANTED",
@@ -37,7 +38,7 @@ const ErrorCode = Object.freeze({
 
 // The codes after which a retry of the acquire can succeed (never of the side effect). Errors
 // from the Rust side carry their verdict; this set serves errors built in JS.
-const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER", "TRANSPORT", "NOT_GRANTED"]);
+const RETRY_SAFE = new Set(["LOCK_CONTENDED", "CONTENTION_EXCEEDED", "NOT_LEADER", "STORE_UNAVAILABLE", "TRANSPORT", "NOT_GRANTED"]);
 
 /** Every error the SDK throws. `code` is stable; `retryable`: may the acquire be retried? */
 class LockError extends Error {
@@ -54,6 +55,18 @@ class LockError extends Error {
 class ContentionError extends LockError {}
 /** NOT_LEADER: the replica cannot accept writes now. */
 class NotLeaderError extends LockError {}
+/**
+ * STORE_UNAVAILABLE: the service's store cannot write now (`reason`: `disk_full`,
+ * `io_error`, `read_only`, `busy`, `space_exceeded`, `no_quorum`, `unreachable`;
+ * `retryAfterMillis`: the server's hint). Nothing was applied; retryable.
+ */
+class StoreUnavailableError extends LockError {
+  constructor(message, options = {}) {
+    super(message, options);
+    this.reason = options.reason ?? null;
+    if (options.retryAfterMillis !== undefined) this.retryAfterMillis = options.retryAfterMillis;
+  }
+}
 /** VALIDATION_FAILED: bad options or input; `field` names the offender. */
 class ValidationError extends LockError {}
 /** SESSION_NOT_FOUND: the session is gone and so are its locks. */
@@ -93,6 +106,7 @@ class UpgradeNotAllowedError extends LockError {}
 const DEFAULT_CODES = new Map([
   [ContentionError, ErrorCode.LOCK_CONTENDED],
   [NotLeaderError, ErrorCode.NOT_LEADER],
+  [StoreUnavailableError, ErrorCode.STORE_UNAVAILABLE],
   [ValidationError, ErrorCode.VALIDATION_FAILED],
   [SessionLostError, ErrorCode.SESSION_NOT_FOUND],
   [LockLostError, ErrorCode.LOCK_LOST],
@@ -111,6 +125,7 @@ const ERROR_CLASSES = {
   LOCK_CONTENDED: ContentionError,
   CONTENTION_EXCEEDED: ContentionError,
   NOT_LEADER: NotLeaderError,
+  STORE_UNAVAILABLE: StoreUnavailableError,
   VALIDATION_FAILED: ValidationError,
   SESSION_NOT_FOUND: SessionLostError,
   LOCK_LOST: LockLostError,
@@ -140,6 +155,8 @@ function adoptError(err) {
   if (err && typeof err === "object" && err.name === "LockError" && typeof err.code === "string") {
     const extra = { retryable: err.retryable, field: err.field };
     if ("limit" in err) extra.limit = err.limit;
+    if ("reason" in err) extra.reason = err.reason;
+    if ("retryAfterMillis" in err) extra.retryAfterMillis = err.retryAfterMillis;
     return lockError(err.code, err.message, extra);
   }
   return err;
@@ -152,6 +169,7 @@ const errorExports = {
   LockError,
   ContentionError,
   NotLeaderError,
+  StoreUnavailableError,
   ValidationError,
   SessionLostError,
   LockLostError,

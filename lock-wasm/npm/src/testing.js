@@ -122,6 +122,13 @@ export function createTestKitApi(raw, api) {
       this.#raw.partition(session.id, cut);
     }
 
+    /** Makes the service's store unable to write (`reason`, e.g. `"disk_full"`): every write
+     * answers 503 STORE_UNAVAILABLE and is not applied, until `storeUnavailable(null)`. */
+    storeUnavailable(reason) {
+      if (reason !== null && typeof reason !== "string") throw invalid("reason", "must be a string or null");
+      if (!this.#raw.storeUnavailable(reason ?? undefined)) throw invalid("reason", `unknown reason ${reason}`);
+    }
+
     /** Ends `key`'s lock whoever holds it, as an operator's revoke would. Returns the revoked
      * fencing token, or `undefined` when the key was free. */
     revoke(key) {

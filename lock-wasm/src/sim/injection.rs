@@ -2,7 +2,9 @@
 //! in lock-chaos):
 //! [`FaultInjector`] sits in front of the lossy [`SimTransport`] and adds
 //! - **503 bursts**: windows of simulated time in which every write (L1–L6) answers 503
-//!   NOT_LEADER without reaching the server (a leaderless cluster);
+//!   without reaching the server: NOT_LEADER (a replica shutting down), or, for a burst
+//!   starting at an odd millisecond, STORE_UNAVAILABLE `no_quorum` with its retry hint (a
+//!   store that cannot write; deciding by the start keeps every seed's draws as they were);
 //! - **dropped answers**: the server applies the request, the answer never arrives (the
 //!   client's timeout fires: the case idempotent L4 exists for);
 //! - **delay spikes**: a request held up for 200–1500 ms before it reaches the server.
@@ -14,7 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_api::{ErrorBody, ErrorCode};
+use lock_api::{ErrorBody, ErrorCode, Unavailability};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -70,11 +72,17 @@ impl FaultPlan {
     }
 }
 
+/// The retry hint of an injected STORE_UNAVAILABLE (ASSUMPTION: 200 ms, the etcd backend's
+/// hint for `no_quorum`).
+const STORE_RETRY_AFTER_MILLIS: u64 = 200;
+
 /// Counts of faults actually injected in one run (or summed over many).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultCounts {
-    /// Calls answered 503 inside a burst.
+    /// Calls answered 503 NOT_LEADER inside a burst.
     pub not_leader: usize,
+    /// Calls answered 503 STORE_UNAVAILABLE inside a burst.
+    pub store_unavailable: usize,
     /// Answers dropped after the server applied the request.
     pub dropped: usize,
     /// Requests delayed by a spike.
@@ -86,6 +94,7 @@ pub struct FaultCounts {
 impl std::ops::AddAssign for FaultCounts {
     fn add_assign(&mut self, other: FaultCounts) {
         self.not_leader += other.not_leader;
+        self.store_unavailable += other.store_unavailable;
         self.dropped += other.dropped;
         self.delayed += other.delayed;
         self.pauses += other.pauses;
@@ -104,6 +113,7 @@ pub struct FaultInjector {
 
 enum Decision {
     NotLeader,
+    StoreUnavailable,
     Pass { delay: Option<Duration>, drop: bool },
 }
 
@@ -139,13 +149,16 @@ impl FaultInjector {
     fn decide(&self, write: bool) -> Decision {
         let now = self.clock.now();
         let mut counts = self.counts.lock().unwrap();
-        if write
-            && self
-                .plan
-                .bursts
-                .iter()
-                .any(|(s, e)| (*s..*e).contains(&now))
-        {
+        let burst = self
+            .plan
+            .bursts
+            .iter()
+            .find(|(s, e)| (*s..*e).contains(&now));
+        if let (true, Some((start, _))) = (write, burst) {
+            if start.as_millis() % 2 == 1 {
+                counts.store_unavailable += 1;
+                return Decision::StoreUnavailable;
+            }
             counts.not_leader += 1;
             return Decision::NotLeader;
         }
@@ -176,6 +189,14 @@ impl Intercept for FaultInjector {
                     status: 503,
                     body: ErrorBody::new(ErrorCode::NotLeader, "injected 503 burst"),
                 })
+            }
+            Decision::StoreUnavailable => {
+                self.clock.sleep(Duration::from_millis(2)).await;
+                let cause = Unavailability::NoQuorum;
+                let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, cause.message());
+                body.reason = Some(cause.label().to_owned());
+                body.retry_after_millis = Some(STORE_RETRY_AFTER_MILLIS);
+                Err(TransportError::Status { status: 503, body })
             }
             Decision::Pass { delay, drop } => {
                 if let Some(d) = delay {

@@ -496,6 +496,7 @@ mod tests {
         let shared = totals.shared_grants;
         assert!(shared > 100, "only {shared} shared grants");
         assert!(faults.not_leader > 0 && faults.dropped > 0, "{faults:?}");
+        assert!(faults.store_unavailable > 0, "{faults:?}");
         assert!(faults.delayed > 0 && faults.pauses > 0, "{faults:?}");
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lock_api::{
     AcquireRequest, ErrorBody, ErrorCode, EventBatch, HeartbeatResponse, LockGrant, LockState,
-    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened,
+    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, Unavailability,
 };
 
 use super::{Answer, Reply, Request, Transport};
@@ -143,6 +143,14 @@ impl ScriptedTransport {
             mode: Default::default(),
             limit: None,
         }
+    }
+
+    /// A 503 STORE_UNAVAILABLE answer with its `reason` and retry hint.
+    pub fn store_unavailable(reason: Unavailability, retry_after_millis: u64) -> TransportError {
+        let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, reason.message());
+        body.reason = Some(reason.label().to_owned());
+        body.retry_after_millis = Some(retry_after_millis);
+        TransportError::Status { status: 503, body }
     }
 
     /// An error answer with the code's status.

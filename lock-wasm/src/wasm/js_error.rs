@@ -16,6 +16,7 @@ fn message(err: &LockError) -> String {
             leader: Some(leader),
         } => format!("not leader (leader: {leader})"),
         LockError::NotLeader { leader: None } => "not leader".to_owned(),
+        LockError::StoreUnavailable { reason, .. } => format!("store unavailable ({reason})"),
         // "key: must not be empty", and a message that names its field already ("key must
         // not be empty", from the shared key rules) stands as it is.
         LockError::Validation { field, message } if message.starts_with(field.as_str()) => {
@@ -62,8 +63,9 @@ fn message(err: &LockError) -> String {
     }
 }
 
-/// Builds `Error { name: "LockError", message, code, retryable, field?, limit? }`
-/// (`limit`: LIMIT_MISMATCH's limit in force, `null` for none).
+/// Builds `Error { name: "LockError", message, code, retryable, field?, limit?, reason?,
+/// retryAfterMillis? }` (`limit`: LIMIT_MISMATCH's limit in force, `null` for none;
+/// `reason` and `retryAfterMillis`: STORE_UNAVAILABLE's).
 pub fn to_js(err: &LockError) -> JsValue {
     let js = js_sys::Error::new(&message(err));
     js.set_name("LockError");
@@ -78,6 +80,18 @@ pub fn to_js(err: &LockError) -> JsValue {
             "limit",
             limit.map_or(JsValue::NULL, |l| JsValue::from_f64(l.into())),
         ),
+        LockError::StoreUnavailable {
+            reason,
+            retry_after,
+        } => {
+            set("reason", JsValue::from_str(reason));
+            if let Some(after) = retry_after {
+                set(
+                    "retryAfterMillis",
+                    JsValue::from_f64(after.as_millis() as f64),
+                );
+            }
+        }
         _ => {}
     }
     js.into()

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use lock_api::{Holder, LockMode, LockState};
+use lock_api::{ErrorBody, ErrorCode, Holder, LockMode, LockState, Unavailability};
 use wasm_bindgen::prelude::*;
 
 use crate::backoff::SeededRngSource;
@@ -36,6 +36,10 @@ use super::options::ClientOptions;
 
 /// Sessions whose requests fail as a cut network would make them fail.
 type Partitioned = Rc<RefCell<BTreeSet<String>>>;
+
+/// The retry hint of the kit's STORE_UNAVAILABLE answers (ASSUMPTION: 200 ms, as the etcd
+/// backend's for `no_quorum`).
+const STORE_RETRY_AFTER_MILLIS: u64 = 200;
 
 /// An in-process lock service on a manual clock, and the clients that talk to it.
 #[wasm_bindgen]
@@ -162,9 +166,23 @@ impl RawKit {
         self.service.revoke(key).map(|token| token as f64)
     }
 
+    /// While `reason` is set (a reason of C3's STORE_UNAVAILABLE, e.g. `"disk_full"`), every
+    /// write (L1–L4, L6, L9) answers 503 STORE_UNAVAILABLE with it and is not applied; `None`
+    /// ends the outage. An unknown reason is refused (`false`).
+    #[wasm_bindgen(js_name = storeUnavailable)]
+    pub fn store_unavailable(&self, reason: Option<String>) -> bool {
+        let cause = match reason.as_deref().map(Unavailability::from_label) {
+            Some(None) => return false,
+            Some(Some(cause)) => Some(cause),
+            None => None,
+        };
+        *self.partitions.store.borrow_mut() = cause;
+        true
+    }
+
     /// Cuts (`true`) or restores the network path of session `session_id`.
     pub fn partition(&self, session_id: String, cut: bool) {
-        let mut partitioned = self.partitions.0.borrow_mut();
+        let mut partitioned = self.partitions.cut.borrow_mut();
         if cut {
             partitioned.insert(session_id);
         } else {
@@ -201,21 +219,32 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// In front of the kit's service: sessions in the set are partitioned, their requests fail
-/// at once with a network error (as a refused connection does); the rest pass straight on.
+/// In front of the kit's service: sessions in `cut` are partitioned, their requests fail
+/// at once with a network error (as a refused connection does); while `store` names a
+/// cause, writes answer STORE_UNAVAILABLE; the rest pass straight on.
 #[derive(Clone, Default)]
-struct Partitions(Partitioned);
+struct Partitions {
+    cut: Partitioned,
+    store: Rc<RefCell<Option<Unavailability>>>,
+}
 
 impl Intercept for Partitions {
     async fn around<'a>(&'a self, call: Outgoing<'a>) -> Answer {
-        let cut = call
-            .request()
+        let request = call.request();
+        let cut = request
             .session_id()
-            .is_some_and(|id| self.0.borrow().contains(id));
+            .is_some_and(|id| self.cut.borrow().contains(id));
         if cut {
             return Err(TransportError::Network(
                 "partitioned by the test kit".to_owned(),
             ));
+        }
+        let store = *self.store.borrow();
+        if let (Some(cause), true) = (store, request.route().writes()) {
+            let mut body = ErrorBody::new(ErrorCode::StoreUnavailable, cause.message());
+            body.reason = Some(cause.label().to_owned());
+            body.retry_after_millis = Some(STORE_RETRY_AFTER_MILLIS);
+            return Err(TransportError::Status { status: 503, body });
         }
         call.send().await
     }

@@ -268,6 +268,7 @@ impl FromJs for ErrorBody {
         body.retry_after_millis = field(v, "retryAfterMillis")?;
         body.highest_token = field(v, "highestToken")?;
         body.limit = field(v, "limit")?;
+        body.reason = field(v, "reason")?;
         Some(body)
     }
 }

@@ -12,6 +12,7 @@
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
+//! <prefix>k/probe                  the readiness probe's write, one byte (no lease; rewritten every probe)
 //! <prefix>m/<encKey>/<sessionId>   CauseRecord    why our txn ended that hold (put in the same txn; holder's lease)
 //! <prefix>n/<sessionId>            CauseRecord    the session is closing (L3; on its lease, so its end deletes it)
 //! ```
@@ -94,6 +95,11 @@ impl Keys {
     /// The HMAC key of holder ids, shared by every replica of the deployment.
     pub(super) fn holder_id_key(&self) -> String {
         format!("{}k/holder-id", self.prefix)
+    }
+
+    /// The key the readiness probe puts (outside the watched range: no watcher hears it).
+    pub(super) fn probe(&self) -> String {
+        format!("{}k/probe", self.prefix)
     }
 
     /// The session's ticket in the key's wait queue.
@@ -202,6 +208,7 @@ mod tests {
             keys.session("s1"),
             keys.shared_marker("a", "s1"),
             keys.holder_id_key(),
+            keys.probe(),
         ] {
             assert!(!inside(&k), "{k}");
         }

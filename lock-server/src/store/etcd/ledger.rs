@@ -5,7 +5,7 @@
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use lock_api::{LedgerEntries, LedgerEntry};
 
-use super::error::unavailable;
+use super::error::raced;
 use super::records::LedgerHead;
 use super::{decode, encode, prefix, EtcdStore, CAS_ATTEMPTS};
 use crate::store::StoreError;
@@ -63,7 +63,7 @@ impl EtcdStore {
                 return Ok(());
             }
         }
-        Err(unavailable("ledger append lost too many races; retry"))
+        Err(raced("ledger append lost too many races; retry"))
     }
 
     /// Every accepted entry of `key`, in acceptance order (zero-padded sequence keys).

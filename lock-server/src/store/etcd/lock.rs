@@ -15,7 +15,7 @@ use lock_api::{HoldKind, Holder, LockGrant, LockMode};
 
 use super::cache::HolderHint;
 use super::creating::Turn;
-use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::error::{from_etcd, is_lease_gone, raced};
 use super::queue::{Joined, Settled};
 use super::records::{unchanged, EndCause, KeyView, LiveSession, LockRecord, Whose};
 use super::writes::Writes;
@@ -86,7 +86,7 @@ impl EtcdStore {
                 }
             };
         }
-        Err(unavailable("acquire lost too many races; retry"))
+        Err(raced("acquire lost too many races; retry"))
     }
 
     /// A fresh grant: on a key with no hold and no ticket when `view` is `None` (the
@@ -457,7 +457,7 @@ impl EtcdStore {
                 Settled::Conflict => {
                     lost += 1;
                     if lost >= CAS_ATTEMPTS {
-                        return Err(unavailable("ending a lock lost too many races; retry"));
+                        return Err(raced("ending a lock lost too many races; retry"));
                     }
                 }
                 Settled::Done {
@@ -531,7 +531,7 @@ impl EtcdStore {
                 Err(error) => return Err(from_etcd(error)),
             }
         }
-        Err(unavailable("proclaim lost too many races; retry"))
+        Err(raced("proclaim lost too many races; retry"))
     }
 
     /// R1: ends every live hold of the key, or with `only` the one with that token, serving

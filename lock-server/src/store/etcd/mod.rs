@@ -9,7 +9,8 @@
 //! - `creating`: one free-key create per key in flight from this replica; a crowd asking
 //!   for a free key waits for it, then reads the key and queues together.
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
-//! - `error`: etcd failures → [`StoreError`] (unavailable → 503 NOT_LEADER, never 500).
+//! - `error`: etcd failures → [`StoreError`] (out of space, no quorum, unreachable → 503
+//!   STORE_UNAVAILABLE with the cause, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
 //! - `holds`: the keys of one hold (exclusive or shared), the key's stamp, and the compares
 //!   that keep two grants from racing.
@@ -451,6 +452,19 @@ impl Store for EtcdStore {
 
     /// Counts keys by prefix. Records past their millisecond deadline but not yet deleted by
     /// their lease (at most about a second) are still counted: these are gauges.
+    async fn probe(&self) -> Result<(), StoreError> {
+        // A put, not a read: a cluster out of space or without quorum still answers reads
+        // (serializable ones, from a member's own copy), but refuses this.
+        let key = self.keys.probe();
+        self.call(|mut client| {
+            let key = key.clone();
+            async move { client.put(key, b"1".to_vec(), None).await }
+        })
+        .await
+        .map(drop)
+        .map_err(from_etcd)
+    }
+
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
         let count = || Some(GetOptions::new().with_prefix().with_count_only());
         let response = self

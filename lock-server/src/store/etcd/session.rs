@@ -14,7 +14,7 @@ use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
 use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionStatus};
 
 use super::cache::SessionHint;
-use super::error::{from_etcd, is_lease_gone, unavailable};
+use super::error::{from_etcd, is_lease_gone, raced};
 use super::records::{
     lease_seconds, CauseRecord, EndCause, KeyView, LiveSession, LockRecord, SessionRecord, Whose,
 };
@@ -103,7 +103,7 @@ impl EtcdStore {
                 });
             }
         }
-        Err(unavailable("heartbeat lost too many races; retry"))
+        Err(raced("heartbeat lost too many races; retry"))
     }
 
     /// L3: each lock the session holds passes to its key's queue (one transaction per key),

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 /// file whose `user_version` is below their number, each in one transaction with the version
 /// bump: a fresh file and a data dir of any older release end with the same schema, and an
 /// older one keeps its data.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     // 1: a session belongs to the auth-file client that opened it (NULL without an auth
     // file; sessions from before have none); `secrets` holds the holder-id key.
     "ALTER TABLE sessions ADD COLUMN client TEXT;
@@ -82,6 +82,9 @@ const MIGRATIONS: [&str; 4] = [
     // 4: a hold's value (L4 `value`, replaced by L9; NULL: none). Every hold from before has
     // none.
     "ALTER TABLE locks ADD COLUMN value TEXT;",
+    // 5: the readiness probe's row: one row, rewritten by every probe (a real write through
+    // the writer's batch, so it fails when requests' writes would).
+    "CREATE TABLE probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);",
 ];
 
 /// The `secrets` row of the holder-id key.
@@ -196,9 +199,10 @@ pub(super) fn hold_of_row(row: &Row, mode: usize, limit: usize) -> rusqlite::Res
     })
 }
 
-/// An SQLite failure: never the client's fault.
+/// An SQLite failure: never the client's fault; a full, failing, read-only or locked
+/// database is STORE_UNAVAILABLE (see `faults`).
 pub(super) fn sql(err: rusqlite::Error) -> StoreError {
-    StoreError::Internal(format!("sqlite: {err}"))
+    super::faults::from_sqlite(err)
 }
 
 /// Opens the file with the hot-path settings and creates the schema.

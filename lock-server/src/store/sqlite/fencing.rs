@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use lock_api::limits::MAX_FENCING_TOKEN;
 use serde::{Deserialize, Serialize};
 
+use crate::store::StoreError;
+
 /// Tokens reserved per fsync (ASSUMPTION: 65 536; at 20k grants/s that is one fsync every
 /// ~3 s, and 2^53 / 2^16 leaves 1.4e11 restarts before the space runs out).
 pub const BLOCK: u64 = 65_536;
@@ -51,6 +53,18 @@ pub enum FencingError {
     Corrupt { path: PathBuf, message: String },
     #[error("fencing token space exhausted")]
     Exhausted,
+}
+
+/// A reservation that could not be written: the disk's cause (STORE_UNAVAILABLE: the token
+/// stays unissued and the mark where it was, so a later try reserves from the same point),
+/// else 500.
+pub(super) fn into_store_error(err: FencingError) -> StoreError {
+    match &err {
+        FencingError::Io { source, .. } => {
+            super::faults::unavailable(super::faults::cause_of_io(source))
+        }
+        _ => StoreError::Internal(err.to_string()),
+    }
 }
 
 /// Reads the persisted reservation; a missing file is a fresh data dir.

@@ -418,7 +418,7 @@ fn grant_hold(
     let token = db
         .tokens
         .next_token()
-        .map_err(|e| StoreError::Internal(e.to_string()))?;
+        .map_err(super::fencing::into_store_error)?;
     let (mode, limit) = hold_columns(hold);
     db.conn
         .prepare_cached(

@@ -15,6 +15,7 @@
 //!   batch.
 //! - `queued_keys`: which keys may have tickets (in memory, so a key without any reads none).
 //! - `reaper`: deletes expired rows and hands the freed keys to their queues.
+//! - `faults`: SQLite and file failures → STORE_UNAVAILABLE with their cause, or 500.
 //! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
 //! - `events`: L8 events of watched keys, recorded in the transaction, published after its
@@ -22,6 +23,7 @@
 
 mod db;
 mod events;
+mod faults;
 mod fencing;
 mod ledger;
 mod locks;
@@ -282,9 +284,26 @@ impl Store for SqliteStore {
         self.writer.run(counts).await
     }
 
+    async fn probe(&self) -> Result<(), StoreError> {
+        self.writer.run(probe).await
+    }
+
     async fn close(&self) -> Result<(), StoreError> {
         self.writer.close().await
     }
+}
+
+/// The readiness probe's write: the one `probe` row, rewritten in a batch like any request.
+fn probe(db: &mut Db) -> Result<(), StoreError> {
+    db.conn
+        .prepare_cached(
+            "INSERT INTO probe (id, at) VALUES (1, ?1)
+             ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+        )
+        .map_err(sql)?
+        .execute([db.now])
+        .map_err(sql)?;
+    Ok(())
 }
 
 /// Live sessions and holds (every mode, and the shared ones).

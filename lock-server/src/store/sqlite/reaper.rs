@@ -22,8 +22,12 @@ pub(super) fn spawn(store: Weak<SqliteStore>) {
         loop {
             tick.tick().await;
             let Some(store) = store.upgrade() else { return };
-            if store.writer.run(reap).await.is_err() {
-                return;
+            // A failed reap (a full disk) is tried again next tick; only a closed writer
+            // ends the task.
+            if let Err(e) = store.writer.run(reap).await {
+                if super::writer::is_closed(&e) {
+                    return;
+                }
             }
         }
     });

@@ -20,9 +20,10 @@ use crate::store::StoreError;
 const MAX_BATCH: usize = 512;
 
 type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
-/// A job: runs on the writer thread, returns an internal error that must abort the batch
-/// (if any) and the reply to send once the batch's fate is known.
-type Work = Box<dyn FnOnce(&mut Db) -> (Option<StoreError>, Reply) + Send>;
+/// A job: runs on the writer thread, returns an error that must abort the batch (if any)
+/// and the reply to send once the batch's fate is known. Given no `Db` (its batch's
+/// transaction could not begin), it runs nothing and only hands its reply back.
+type Work = Box<dyn FnOnce(Option<&mut Db>) -> (Option<StoreError>, Reply) + Send>;
 
 enum Job {
     Work(Work),
@@ -52,8 +53,8 @@ impl Writer {
     }
 
     /// Runs `f` on the writer thread inside the current batch's transaction; answers after
-    /// the commit. `f` must check its preconditions before writing; an `Internal` error
-    /// rolls the whole batch back.
+    /// the commit. `f` must check its preconditions before writing; an `Internal` or
+    /// `StoreUnavailable` error (a write that failed half-way) rolls the whole batch back.
     pub(super) async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -81,9 +82,16 @@ impl Writer {
         A: FnOnce(Result<T, StoreError>) + Send + 'static,
     {
         let work: Work = Box::new(move |db| {
+            let Some(db) = db else {
+                // Not run: the reply is always given the batch's error.
+                let reply: Reply = Box::new(move |commit| answer(commit.and(Err(closed()))));
+                return (None, reply);
+            };
             let result = f(db);
             let abort = match &result {
-                Err(e @ StoreError::Internal(_)) => Some(e.clone()),
+                Err(e @ (StoreError::Internal(_) | StoreError::StoreUnavailable { .. })) => {
+                    Some(e.clone())
+                }
                 _ => None,
             };
             let reply: Reply = Box::new(move |commit| answer(commit.and(result)));
@@ -99,6 +107,11 @@ impl Writer {
         self.jobs.send(Job::Close(tx)).map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
+}
+
+/// Whether `err` says the writer has closed (the reaper stops on it, and on nothing else).
+pub(super) fn is_closed(err: &StoreError) -> bool {
+    *err == closed()
 }
 
 fn closed() -> StoreError {
@@ -145,8 +158,13 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
 fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
     db.now = lease::now_millis();
     if let Err(e) = transaction_statement(db, "BEGIN IMMEDIATE") {
-        // Nothing ran. Dropping the jobs drops their reply channels: each caller sees 503.
-        tracing::error!(event = "store_error", message = %e);
+        // Nothing ran: each caller gets the cause (a full or failing disk, a database
+        // locked by another process: 503 STORE_UNAVAILABLE; anything else 500).
+        let error = sql(e);
+        for work in batch {
+            let (_, reply) = work(None);
+            reply(Err(error.clone()));
+        }
         return false;
     }
     db.queued.reload_if_unknown(&db.conn);
@@ -154,24 +172,44 @@ fn run_batch(db: &mut Db, batch: Vec<Work>) -> bool {
     let mut failed = None;
     for work in batch {
         // Jobs check every precondition before their first write, so a job's logical error
-        // (`SessionNotFound`, `LockLost`, ...) leaves nothing behind. Only an `Internal`
-        // error can strike mid-job; then the whole batch is rolled back (no per-job
-        // savepoint: it would cost three statements per request on the hot path).
-        let (outcome, reply) = work(db);
+        // (`SessionNotFound`, `LockLost`, ...) leaves nothing behind. Only an `Internal` or
+        // `StoreUnavailable` error (a write the disk refused) can strike mid-job; then the
+        // whole batch is rolled back (no per-job savepoint: it would cost three statements
+        // per request on the hot path), and every job of it answers that error: nothing of
+        // the batch was applied, so each may be retried.
+        if failed.is_some() {
+            // Not run: SQLite may already have ended the transaction (SQLITE_FULL and
+            // SQLITE_IOERR can roll it back whole), and a job run after that would commit
+            // each of its statements on its own, outside the batch.
+            let (_, reply) = work(None);
+            replies.push(reply);
+            continue;
+        }
+        let (outcome, reply) = work(Some(db));
+        replies.push(reply);
         if let Some(e) = outcome {
-            failed.get_or_insert(e);
+            failed = Some(e);
+            continue;
         }
         // The job's ticket changes, as watchers of its keys see them (`waiters`).
         if let Err(e) = events::finish_job(db) {
-            failed.get_or_insert(e);
+            failed = Some(e);
+            continue;
         }
-        replies.push(reply);
+        if db.conn.is_autocommit() {
+            // A job that swallowed the error of a statement that ended the transaction.
+            failed = Some(StoreError::Internal(
+                "the batch's transaction ended under a job".into(),
+            ));
+        }
     }
     let commit = match failed {
         Some(e) => Err(e),
         None => transaction_statement(db, "COMMIT").map_err(sql),
     };
     if commit.is_err() {
+        // SQLite may have rolled back already (SQLITE_FULL can end the transaction); a
+        // ROLLBACK without one fails harmlessly.
         let _ = db.conn.execute_batch("ROLLBACK");
         db.queued.rolled_back();
         events::rolled_back(&mut db.events);
