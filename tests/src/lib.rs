@@ -22,6 +22,8 @@
 //!   over a watching and a changing endpoint of one deployment, so every backend (and two
 //!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
+//! - [`etcd_faults`]: store faults of a real etcd on top of [`etcd`]: quorum lost and
+//!   restored, a backend over its quota (NOSPACE) and the operator's fix.
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
 //! dir this test binary lives in, built first with `cargo build -p lock-server` only when it
@@ -31,6 +33,7 @@ pub mod auth_contract;
 pub mod client;
 pub mod contract;
 pub mod etcd;
+pub mod etcd_faults;
 pub mod launcher;
 pub mod queue;
 pub mod raw_h2;
