@@ -165,7 +165,14 @@ async fn over_quota_is_store_unavailable_until_the_operators_fix() {
 /// A well-formed 503 STORE_UNAVAILABLE: a reason from `reasons`, a retry hint in the body
 /// and the header, and a message naming no internal address or path.
 fn assert_store_unavailable(reply: &Reply, reasons: &[&str]) {
-    reply.assert_error(503, "STORE_UNAVAILABLE");
+    // Raw JSON, not `Reply::assert_error`'s typed body: the checks stand on the wire format.
+    assert_eq!(
+        (reply.status, reply.code()),
+        (503, Some("STORE_UNAVAILABLE")),
+        "{reply:?}"
+    );
+    let json = reply.content_type.as_deref().unwrap_or_default();
+    assert!(json.starts_with("application/json"), "{reply:?}");
     let reason = reply.body["reason"].as_str().unwrap_or_default();
     assert!(
         reasons.contains(&reason),
