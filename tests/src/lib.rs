@@ -23,6 +23,8 @@
 //!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
 //! - [`store_faults`]: a disk that fills on demand (a tmpfs the test mounts, a ballast file).
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
+//! - [`etcd_faults`]: store faults of a real etcd on top of [`etcd`]: quorum lost and
+//!   restored, a backend over its quota (NOSPACE) and the operator's fix.
 //!
 //! The binary is `LOCK_SERVER_BIN` when set, else `target/<profile>/lock-server` of the target
 //! dir this test binary lives in, built first with `cargo build -p lock-server` only when it
@@ -32,6 +34,7 @@ pub mod auth_contract;
 pub mod client;
 pub mod contract;
 pub mod etcd;
+pub mod etcd_faults;
 pub mod launcher;
 pub mod nginx;
 pub mod queue;
