@@ -2,7 +2,7 @@
 //! contention spread across replicas, the etcd leader killed mid-run, a replica killed while
 //! its session holds the lock. Invariants checked: the ledger never accepts a stale token,
 //! tokens strictly increase, no two sessions ever share a token, and failures surface as
-//! 503 NOT_LEADER (never 500) and heal without restarting anything.
+//! 503 STORE_UNAVAILABLE or NOT_LEADER (never 500) and heal without restarting anything.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -58,7 +58,7 @@ async fn acquire_within_budget(
                 attempt += 1;
             }
             503 => {
-                reply.assert_not_leader();
+                assert_retry_later(&reply);
                 *not_leader += 1;
                 tokio::time::sleep(NOT_LEADER_FLOOR).await;
             }
@@ -288,7 +288,9 @@ async fn sdk_worker(base: String, id: usize, stop: Arc<AtomicBool>) -> Seen {
         let Some(current) = session.as_ref() else {
             match client.open_session().await {
                 Ok(opened) => session = Some(opened),
-                Err(LockError::NotLeader { .. }) => tokio::time::sleep(NOT_LEADER_FLOOR).await,
+                Err(LockError::NotLeader { .. } | LockError::StoreUnavailable { .. }) => {
+                    tokio::time::sleep(NOT_LEADER_FLOOR).await
+                }
                 Err(other) => panic!("open session: {other:?}"),
             }
             continue;
@@ -302,6 +304,7 @@ async fn sdk_worker(base: String, id: usize, stop: Arc<AtomicBool>) -> Seen {
             // Budget spent while contended or during the election: try again.
             Ok(None)
             | Err(LockError::NotLeader { .. })
+            | Err(LockError::StoreUnavailable { .. })
             | Err(LockError::Contention { .. })
             | Err(LockError::Timeout(_)) => continue,
             // A lost session, or a handle lost while its release failed: start afresh.
@@ -386,4 +389,15 @@ async fn a_session_kept_alive_elsewhere(etcd: &EtcdCluster, other: &Api) -> Stri
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     session
+}
+
+/// A 503 while etcd elects a leader: STORE_UNAVAILABLE (`no_quorum` or `unreachable`: the
+/// store cannot write) or NOT_LEADER (the replica lost too many races for the key), each
+/// with its contract body.
+fn assert_retry_later(reply: &lock_e2e::client::Reply) {
+    if reply.code() == Some("NOT_LEADER") {
+        reply.assert_not_leader();
+    } else {
+        reply.assert_store_unavailable();
+    }
 }

@@ -17,6 +17,10 @@ pub struct Counters {
     pub exceeded_429: u32,
     /// 503 NOT_LEADER answers.
     pub not_leader_503: u32,
+    /// 503 STORE_UNAVAILABLE answers (the server's store could not write: a full disk, etcd
+    /// without quorum). Absent from exports made before it existed.
+    #[serde(default)]
+    pub store_unavailable_503: u32,
     /// Locks the client found lost (heartbeat, deadline or release answered LOCK_LOST).
     pub lost_locks: u32,
     /// Ledger writes refused with FENCED_OUT.
@@ -39,6 +43,7 @@ impl Counters {
             ErrorCode::LockContended => self.contended_409 += 1,
             ErrorCode::ContentionExceeded => self.exceeded_429 += 1,
             ErrorCode::NotLeader => self.not_leader_503 += 1,
+            ErrorCode::StoreUnavailable => self.store_unavailable_503 += 1,
             _ => {}
         }
     }
@@ -62,13 +67,14 @@ impl Counters {
     }
 
     /// What the client counted itself.
-    fn client_entries(&self) -> [(&'static str, u32); 9] {
+    fn client_entries(&self) -> [(&'static str, u32); 10] {
         [
             ("grants", self.grants),
             ("L4 calls", self.l4_calls),
             ("409 contended", self.contended_409),
             ("429 exceeded", self.exceeded_429),
             ("503 not leader", self.not_leader_503),
+            ("503 store unavailable", self.store_unavailable_503),
             ("lost locks", self.lost_locks),
             ("fenced-out writes", self.fenced_out),
             ("gave up", self.gave_up),
@@ -88,10 +94,17 @@ mod tests {
         c.count_refusal(ErrorCode::LockContended);
         c.count_refusal(ErrorCode::ContentionExceeded);
         c.count_refusal(ErrorCode::NotLeader);
+        c.count_refusal(ErrorCode::StoreUnavailable);
+        c.count_refusal(ErrorCode::StoreUnavailable);
         c.count_refusal(ErrorCode::ValidationFailed);
         assert_eq!(
-            (c.contended_409, c.exceeded_429, c.not_leader_503),
-            (2, 1, 1)
+            (
+                c.contended_409,
+                c.exceeded_429,
+                c.not_leader_503,
+                c.store_unavailable_503
+            ),
+            (2, 1, 1, 2)
         );
     }
 
