@@ -200,7 +200,13 @@ async fn replicas_behind_the_guides_nginx_serve_the_sdk_through_outages() {
     // The access log names every route, but never a session id.
     let id = session.id().to_owned();
     session.close().await.expect("L3 through nginx");
-    let log = nginx.access_log();
+    // nginx writes a request's line once its answer is sent: the client may read it first.
+    let mut log = nginx.access_log();
+    let deadline = std::time::Instant::now() + PROMPTLY;
+    while !log.contains("\"DELETE /v1/sessions/-\"") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        log = nginx.access_log();
+    }
     assert!(
         log.contains("\"DELETE /v1/sessions/-\""),
         "L3 logged, its id hidden:\n{log}"
