@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn missed_by_sampling_is_listed_only_with_a_stream() {
         let mut c = Counters::default();
-        assert_eq!(c.entries().len(), 9);
+        assert_eq!(c.entries().len(), 10);
         c.missed_by_sampling = Some(4);
         assert_eq!(c.entries().last(), Some(&(Counters::MISSED_BY_SAMPLING, 4)));
     }
