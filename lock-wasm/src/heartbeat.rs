@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::{ErrorCode, HeartbeatResponse};
+use lock_api::ErrorCode;
 
 use crate::backoff::Backoff;
 use crate::clock::{BackgroundClock, Clock};
@@ -131,14 +131,16 @@ async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
     let seq_at_send = s.heartbeat_sent(now);
     let hop = round_hop(s, clock_ref, deadline - now);
     let transport = &s.parts().transport;
-    let result = call(clock_ref, hop, transport.heartbeat(s.id(), hop)).await;
+    let request = s.heartbeat_request();
+    let beat = transport.heartbeat_since(s.id(), &request, hop);
+    let result = call(clock_ref, hop, beat).await;
     if !s.is_open() {
         return;
     }
     match result {
         Ok(answer) => {
-            s.apply_heartbeat(now, seq_at_send, &answer);
-            release_orphans(s, &answer, clock);
+            s.apply_heartbeat(now, seq_at_send, &request, &answer);
+            release_orphans(s, clock);
         }
         Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => s.mark_lost(),
         // Anything else is transient until the deadline, which the watchdog keeps: re-sent
@@ -153,18 +155,14 @@ async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
 /// Each L6 runs in a task of its own (holding its key's turn), never in the heartbeat loop:
 /// a lock granted while one is on its way may be due for renewal before an unanswered L6
 /// times out, and an L2 waiting for it would come after that lock's deadline.
-fn release_orphans(s: &Arc<SessionState>, answer: &HeartbeatResponse, clock: &Arc<dyn Clock>) {
-    for lock in &answer.locks {
-        let Some(turn) = s.claim_orphan(lock) else {
-            continue;
-        };
+fn release_orphans(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
+    for (key, token, turn) in s.claim_orphans() {
         let until_deadline = s.deadline().saturating_sub(clock.now());
         let hop = s.parts().config.request_timeout.min(until_deadline);
         if !s.is_open() || hop.is_zero() {
             return;
         }
         let (session, clock) = (Arc::downgrade(s), clock.clone());
-        let (key, token) = (lock.key.clone(), lock.fencing_token);
         let task = async move {
             let _turn = turn;
             let Some(s) = session.upgrade() else { return };

@@ -5,8 +5,9 @@
 //! its token, or gone — under a number from one counter. Every path that grants, hands off,
 //! releases, revokes, expires or reaps a hold writes `locks`, so the triggers see every
 //! change whoever made it, and a rolled-back batch rolls its records back with it. A session's
-//! version is `<epoch>.<n>`: `n` the highest number among its records (or its floor, below),
-//! the epoch random per start. The records live in memory only, so a version from before a
+//! version is `<epoch>.<n>.<tag>`: `n` the highest number among its records (or its floor,
+//! below), the epoch random per start, the tag a hash of the epoch and the session id (so
+//! another session's version is not this one's). The records live in memory only, so a version from before a
 //! restart names another epoch and gets the full list, as does any string this store did not
 //! mint.
 //!
@@ -96,9 +97,10 @@ pub(super) fn answer(
     let epoch = epoch(db)?;
     let (latest, floor) = marks(db, session_id)?;
     let current = latest.max(floor);
-    let version = format!("{epoch:016x}.{current}");
+    let tag = tag(epoch, session_id);
+    let version = format!("{epoch:016x}.{current}.{tag}");
     let usable = since
-        .and_then(|since| parse(since, epoch))
+        .and_then(|since| parse(since, epoch, &tag))
         .filter(|n| (floor..=current).contains(n));
     let answer = match usable {
         None => Answer::Full,
@@ -116,14 +118,28 @@ pub(super) fn answer(
     Ok((version, answer))
 }
 
-/// `n` of a version `<epoch>.<n>` of this start's epoch (16 hex digits); `None` for anything
-/// else.
-fn parse(since: &str, epoch: u64) -> Option<u64> {
-    let (e, n) = since.split_once('.')?;
-    if e.len() != 16 || u64::from_str_radix(e, 16).ok()? != epoch {
+/// `n` of a version `<epoch>.<n>.<tag>` of this start's epoch (16 hex digits) and this
+/// session's tag; `None` for anything else.
+fn parse(since: &str, epoch: u64, tag: &str) -> Option<u64> {
+    let mut parts = since.split('.');
+    let (e, n, t) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || t != tag || e.len() != 16 {
         return None;
     }
+    (u64::from_str_radix(e, 16).ok()? == epoch).then_some(())?;
     n.parse().ok()
+}
+
+/// 32 bits of SHA-256 over the epoch and the session id, hex.
+fn tag(epoch: u64, session_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(epoch.to_le_bytes());
+    hash.update(session_id.as_bytes());
+    hash.finalize()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn epoch(db: &Db) -> Result<u64, StoreError> {
@@ -215,14 +231,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_this_epochs_canonical_versions_parse() {
+    fn only_this_epochs_canonical_versions_of_this_session_parse() {
         let epoch = 0x00ab_cdef_0123_4567;
-        assert_eq!(parse("00abcdef01234567.42", epoch), Some(42));
-        assert_eq!(parse("abcdef01234567.42", epoch), None);
-        assert_eq!(parse("00abcdef01234568.42", epoch), None);
-        assert_eq!(parse("00abcdef01234567.x", epoch), None);
-        assert_eq!(parse("00abcdef01234567.-1", epoch), None);
-        assert_eq!(parse("garbage", epoch), None);
-        assert_eq!(parse("", epoch), None);
+        let t = tag(epoch, "s1");
+        assert_ne!(t, tag(epoch, "s2"));
+        assert_ne!(t, tag(epoch + 1, "s1"));
+        let v = |s: &str| s.replace("TAG", &t);
+        assert_eq!(parse(&v("00abcdef01234567.42.TAG"), epoch, &t), Some(42));
+        assert_eq!(parse("00abcdef01234567.42.00000000", epoch, &t), None);
+        assert_eq!(parse(&v("abcdef01234567.42.TAG"), epoch, &t), None);
+        assert_eq!(parse(&v("00abcdef01234568.42.TAG"), epoch, &t), None);
+        assert_eq!(parse(&v("00abcdef01234567.x.TAG"), epoch, &t), None);
+        assert_eq!(parse(&v("00abcdef01234567.-1.TAG"), epoch, &t), None);
+        assert_eq!(parse(&v("00abcdef01234567.42.TAG.1"), epoch, &t), None);
+        assert_eq!(parse("garbage", epoch, &t), None);
+        assert_eq!(parse("", epoch, &t), None);
     }
 }
