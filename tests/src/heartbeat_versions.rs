@@ -134,13 +134,9 @@ pub async fn without_since_every_lock_is_listed(server: &TestServer) {
         assert_eq!(view.holds, expected, "{body:?}");
         assert!(view.version.is_some(), "{body:?}: {reply:?}");
     }
-    let empty = api.raw(
-        "POST",
-        &paths::heartbeat(&s.session_id),
-        Some(Vec::new()),
-        &[],
-    );
-    assert_eq!(empty.await.status, 200);
+    let path = paths::heartbeat(&s.session_id);
+    let empty = api.raw("POST", &path, Some(Vec::new()), &[]).await;
+    assert_eq!(empty.status, 200, "{empty:?}");
 }
 
 /// `since` = the current version: 200 with the TTL and the version, and no list at all.
@@ -292,13 +288,9 @@ pub async fn unusable_versions_get_the_full_list_or_400(server: &TestServer) {
         let error = reply.assert_error(400, "VALIDATION_FAILED");
         assert!(error.field.is_some(), "{body}: {reply:?}");
     }
-    let not_json = api.raw(
-        "POST",
-        &paths::heartbeat(&s.session_id),
-        Some(b"{since".to_vec()),
-        &[],
-    );
-    not_json.await.assert_error(400, "VALIDATION_FAILED");
+    let path = paths::heartbeat(&s.session_id);
+    let not_json = api.raw("POST", &path, Some(b"{since".to_vec()), &[]).await;
+    not_json.assert_error(400, "VALIDATION_FAILED");
     // An unknown session is still 404 whatever the body.
     let body = Some(json!({ "since": "x" }));
     heartbeat_with(&api, &"0".repeat(32), body)
