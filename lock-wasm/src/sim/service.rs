@@ -293,15 +293,15 @@ struct SimSession {
     /// The version of the session's last L2 answer and the holds it was exact at; a `since`
     /// naming it gets what changed after (or nothing), any other the full list (the model of
     /// a server that cannot answer from an older version).
-    answered: Option<(String, BTreeMap<String, (u64, LockMode)>)>,
+    answered: Option<(String, Holds)>,
 }
+
+/// A session's holds as an L2 lists them: key → (token, mode).
+type Holds = BTreeMap<String, (u64, LockMode)>;
 
 /// What changed from `seen` to `now`, one entry per key: its state in `now`, or `gone` with
 /// the token it had.
-fn hold_changes(
-    seen: &BTreeMap<String, (u64, LockMode)>,
-    now: &BTreeMap<String, (u64, LockMode)>,
-) -> Vec<HoldChange> {
+fn hold_changes(seen: &Holds, now: &Holds) -> Vec<HoldChange> {
     let change = |key: &String, (fencing_token, mode): (u64, LockMode), change| HoldChange {
         key: key.clone(),
         fencing_token,

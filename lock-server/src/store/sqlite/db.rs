@@ -221,8 +221,6 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     conn.execute_batch(SCHEMA).map_err(sql)?;
     migrate(&conn)?;
     conn.execute_batch(QUEUE_SCHEMA).map_err(sql)?;
-    conn.execute_batch(super::hold_changes::SCHEMA)
-        .map_err(sql)?;
     Ok(conn)
 }
 

@@ -28,11 +28,16 @@ use crate::store::StoreError;
 /// version get the full list, which is then no larger than the delta would be by much.
 pub(super) const WINDOW: usize = 4_096;
 
+/// Creates [`SCHEMA`] on a connection just opened.
+pub(super) fn create(conn: &rusqlite::Connection) -> Result<(), StoreError> {
+    conn.execute_batch(SCHEMA).map_err(sql)
+}
+
 /// The records and their triggers, created on every connection (TEMP: per connection, gone
 /// with the process). A record is written only for a session that exists, so the bulk
 /// deletes of L3 and the reaper, which delete a session's holds before the session, leave
 /// nothing behind once the session's row goes (its own trigger deletes its records).
-pub(super) const SCHEMA: &str = "
+const SCHEMA: &str = "
 CREATE TEMP TABLE IF NOT EXISTS hold_seq (epoch INTEGER NOT NULL, n INTEGER NOT NULL);
 INSERT INTO temp.hold_seq SELECT random(), 0 WHERE NOT EXISTS (SELECT 1 FROM temp.hold_seq);
 CREATE TEMP TABLE IF NOT EXISTS hold_changes (

@@ -105,6 +105,7 @@ impl SqliteStore {
         )
         .map_err(|e| StoreError::Internal(e.to_string()))?;
         let conn = db::open_connection(&db_file)?;
+        hold_changes::create(&conn)?;
         let holder_ids = db::holder_ids(&conn)?;
         let feeds = Feeds::new(new_epoch()?, options.feed_limits);
         let db = Db {
