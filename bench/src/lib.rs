@@ -29,7 +29,7 @@
 //! - [`sections`]: one module per measured section of the doc (and `quick`, printed only):
 //!   what it runs, its body and its summary rows.
 //! - `bin/bench.rs`: the command
-//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|shared|dashboard-sweep|record|quick|soak`):
+//!   (`bench all|sim|server|tls|etcd|sweep|sweep-log|queue|shared|heartbeat|dashboard-sweep|record|quick|soak`):
 //!   which part runs, a `match` on it.
 
 pub mod cycles;

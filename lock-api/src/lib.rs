@@ -34,6 +34,7 @@ pub use lock::{
     ReleaseRequest,
 };
 pub use session::{
-    HeartbeatResponse, HeldLock, LockStatus, OpenSessionRequest, SessionOpened, SessionStatus,
+    ChangeKind, HeartbeatRequest, HeartbeatResponse, HeldLock, HoldChange, LockStatus,
+    OpenSessionRequest, SessionOpened, SessionStatus,
 };
 pub use watch::{EventBatch, EventKind, WatchEvent};

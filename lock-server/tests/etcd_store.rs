@@ -166,12 +166,15 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     assert!(holder.remaining_millis <= 4_000);
 
     let beat = store
-        .heartbeat(SessionRef::new(&a.session_id, None))
+        .heartbeat(SessionRef::new(&a.session_id, None), None)
         .await
         .unwrap();
     assert_eq!(beat.ttl_millis, 5_000);
-    assert_eq!(beat.locks.len(), 1);
-    assert_eq!(beat.locks[0].fencing_token, first.fencing_token);
+    assert_eq!(beat.locks.as_ref().unwrap().len(), 1);
+    assert_eq!(
+        beat.locks.as_ref().unwrap()[0].fencing_token,
+        first.fencing_token
+    );
     let status = store
         .session_status(SessionRef::new(&a.session_id, None))
         .await
@@ -198,10 +201,11 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
     );
     assert!(second.fencing_token > first.fencing_token);
     assert!(store
-        .heartbeat(SessionRef::new(&a.session_id, None))
+        .heartbeat(SessionRef::new(&a.session_id, None), None)
         .await
         .unwrap()
         .locks
+        .unwrap()
         .is_empty());
 
     close(store, &b).await;
@@ -211,7 +215,9 @@ async fn sessions_and_idempotent_acquire(store: &EtcdStore) {
         "L3 releases its locks"
     );
     assert_eq!(
-        store.heartbeat(SessionRef::new(&b.session_id, None)).await,
+        store
+            .heartbeat(SessionRef::new(&b.session_id, None), None)
+            .await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
@@ -233,10 +239,11 @@ async fn lock_ttl_expires_and_is_not_revived(store: &EtcdStore) {
     .await;
     assert!(
         store
-            .heartbeat(SessionRef::new(&a.session_id, None))
+            .heartbeat(SessionRef::new(&a.session_id, None), None)
             .await
             .unwrap()
             .locks
+            .unwrap()
             .is_empty(),
         "a heartbeat after the lock's TTL must not revive it"
     );
@@ -269,7 +276,9 @@ async fn session_expiry_frees_its_locks(store: &EtcdStore) {
     })
     .await;
     assert_eq!(
-        store.heartbeat(SessionRef::new(&a.session_id, None)).await,
+        store
+            .heartbeat(SessionRef::new(&a.session_id, None), None)
+            .await,
         Err(StoreError::SessionNotFound)
     );
     assert_eq!(
@@ -339,10 +348,11 @@ async fn revoke_and_ledger(store: &EtcdStore) {
     );
     assert_eq!(store.revoke("r", None).await.unwrap(), Vec::<u64>::new());
     assert!(store
-        .heartbeat(SessionRef::new(&a.session_id, None))
+        .heartbeat(SessionRef::new(&a.session_id, None), None)
         .await
         .unwrap()
         .locks
+        .unwrap()
         .is_empty());
 
     store
@@ -376,7 +386,7 @@ async fn revoke_and_ledger(store: &EtcdStore) {
 async fn bad_session_ids_are_not_found(store: &EtcdStore) {
     for id in ["", "nope", "../../s", "0123456789abcdef0123456789abcdef"] {
         assert_eq!(
-            store.heartbeat(SessionRef::new(id, None)).await,
+            store.heartbeat(SessionRef::new(id, None), None).await,
             Err(StoreError::SessionNotFound)
         );
         assert_eq!(
@@ -409,10 +419,10 @@ async fn sessions_survive_the_replica_that_opened_them() {
     let until = Instant::now() + Duration::from_millis(3_500);
     while Instant::now() < until {
         let beat = replica_b
-            .heartbeat(SessionRef::new(&session.session_id, None))
+            .heartbeat(SessionRef::new(&session.session_id, None), None)
             .await
             .unwrap();
-        assert_eq!(beat.locks.len(), 1);
+        assert_eq!(beat.locks.as_ref().unwrap().len(), 1);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let holder = replica_b.holder("k").await.unwrap().expect("still held");
@@ -430,7 +440,7 @@ async fn stale_replica_hints_never_change_answers() {
     let s1 = open(&a, 10_000).await.session_id;
     let s2 = open(&b, 10_000).await.session_id;
     // A's session hint goes stale (B renewed it); A's acquire must still grant.
-    b.heartbeat(SessionRef::new(&s1, None)).await.unwrap();
+    b.heartbeat(SessionRef::new(&s1, None), None).await.unwrap();
     let first = granted(a.try_acquire("h", &s1, 10_000).await.unwrap());
     // A's holder hint goes stale: B releases and B's session takes the key.
     b.release("h", first.fencing_token).await.unwrap();
@@ -595,7 +605,7 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
             .await
             .map(|_| ()),
         store
-            .heartbeat(SessionRef::new(&session.session_id, None))
+            .heartbeat(SessionRef::new(&session.session_id, None), None)
             .await
             .map(|_| ()),
         store
@@ -616,7 +626,7 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
     etcd.restart(0);
     eventually("the store recovers once etcd is back", || async {
         store
-            .heartbeat(SessionRef::new(&session.session_id, None))
+            .heartbeat(SessionRef::new(&session.session_id, None), None)
             .await
             .is_ok()
     })
@@ -728,7 +738,7 @@ async fn contend(
             },
         };
         // Keep the session alive as the SDK would; its errors surface on the acquire.
-        let _ = store.heartbeat(SessionRef::new(&id, None)).await;
+        let _ = store.heartbeat(SessionRef::new(&id, None), None).await;
         match store.try_acquire("hot", &id, 5_000).await {
             Ok(Acquired::Granted(lock_server::store::Grant { grant, .. })) => {
                 tokens.push((grant.fencing_token, id.clone()));
@@ -778,7 +788,7 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     for client in [Some("mallory"), None] {
         for store in [&opener, &other] {
             assert_eq!(
-                store.heartbeat(SessionRef::new(id, client)).await,
+                store.heartbeat(SessionRef::new(id, client), None).await,
                 Err(StoreError::SessionNotFound)
             );
             assert_eq!(
@@ -803,10 +813,11 @@ async fn sessions_belong_to_their_client_and_holder_ids_are_shared() {
     );
     assert_eq!(
         opener
-            .heartbeat(SessionRef::new(id, Some("alice")))
+            .heartbeat(SessionRef::new(id, Some("alice")), None)
             .await
             .unwrap()
-            .locks[0]
+            .locks
+            .unwrap()[0]
             .fencing_token,
         grant.fencing_token
     );
@@ -959,11 +970,14 @@ async fn readers_share_and_a_writer_is_refused(store: &EtcdStore, other: &EtcdSt
         Err(StoreError::UpgradeNotAllowed)
     );
     let beat = store
-        .heartbeat(SessionRef::new(&a.session_id, None))
+        .heartbeat(SessionRef::new(&a.session_id, None), None)
         .await
         .unwrap();
-    assert_eq!(beat.locks.len(), 1);
-    assert_eq!(beat.locks[0].mode, lock_api::LockMode::Shared);
+    assert_eq!(beat.locks.as_ref().unwrap().len(), 1);
+    assert_eq!(
+        beat.locks.as_ref().unwrap()[0].mode,
+        lock_api::LockMode::Shared
+    );
     let status = other
         .session_status(SessionRef::new(&c.session_id, None))
         .await

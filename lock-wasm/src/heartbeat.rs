@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::{ErrorCode, HeartbeatResponse};
+use lock_api::ErrorCode;
 
 use crate::backoff::Backoff;
 use crate::clock::{BackgroundClock, Clock};
@@ -131,14 +131,16 @@ async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
     let seq_at_send = s.heartbeat_sent(now);
     let hop = round_hop(s, clock_ref, deadline - now);
     let transport = &s.parts().transport;
-    let result = call(clock_ref, hop, transport.heartbeat(s.id(), hop)).await;
+    let request = s.heartbeat_request();
+    let beat = transport.heartbeat_since(s.id(), &request, hop);
+    let result = call(clock_ref, hop, beat).await;
     if !s.is_open() {
         return;
     }
     match result {
         Ok(answer) => {
-            s.apply_heartbeat(now, seq_at_send, &answer);
-            release_orphans(s, &answer, clock);
+            s.apply_heartbeat(now, seq_at_send, &request, &answer);
+            release_orphans(s, clock);
         }
         Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => s.mark_lost(),
         // Anything else is transient until the deadline, which the watchdog keeps: re-sent
@@ -153,18 +155,14 @@ async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
 /// Each L6 runs in a task of its own (holding its key's turn), never in the heartbeat loop:
 /// a lock granted while one is on its way may be due for renewal before an unanswered L6
 /// times out, and an L2 waiting for it would come after that lock's deadline.
-fn release_orphans(s: &Arc<SessionState>, answer: &HeartbeatResponse, clock: &Arc<dyn Clock>) {
-    for lock in &answer.locks {
-        let Some(turn) = s.claim_orphan(lock) else {
-            continue;
-        };
+fn release_orphans(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
+    for (key, token, turn) in s.claim_orphans() {
         let until_deadline = s.deadline().saturating_sub(clock.now());
         let hop = s.parts().config.request_timeout.min(until_deadline);
         if !s.is_open() || hop.is_zero() {
             return;
         }
         let (session, clock) = (Arc::downgrade(s), clock.clone());
-        let (key, token) = (lock.key.clone(), lock.fencing_token);
         let task = async move {
             let _turn = turn;
             let Some(s) = session.upgrade() else { return };
@@ -480,5 +478,104 @@ mod tests {
         drop(s.session);
         s.tasks.run(&s.clock);
         assert_eq!(s.transport.release_calls(), 0);
+    }
+
+    fn held(key: &str, token: u64) -> lock_api::HeldLock {
+        lock_api::HeldLock {
+            key: key.into(),
+            fencing_token: token,
+            mode: Default::default(),
+        }
+    }
+
+    /// One L2 round on the scripted transport, answered at once; the `since` it sent.
+    fn beat_once(s: &Setup) -> Option<String> {
+        let clock: Arc<dyn Clock> = Arc::new(s.clock.clone());
+        let round = heartbeat_once(&s.session, &clock).now_or_never();
+        round.expect("a scripted L2 is answered at once");
+        let calls = s.transport.calls();
+        match calls.last() {
+            Some(crate::transport::Call::Heartbeat(_, since)) => since.clone(),
+            other => panic!("the last call was no L2: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_revoke_in_a_delta_loses_the_handle_and_a_full_list_after_a_reset_is_applied() {
+        use crate::handle::LostReason;
+        use lock_api::{ChangeKind, HeartbeatResponse, HoldChange};
+        let s = setup();
+        let (a, b) = (
+            grant(&s.session, "a", PERIOD),
+            grant(&s.session, "b", PERIOD),
+        );
+        let a_lost = a.lost();
+        let full =
+            HeartbeatResponse::full(30_000, Some("v1".into()), vec![held("a", 1), held("b", 1)]);
+        s.transport.push_heartbeat(Ok(full));
+        assert_eq!(beat_once(&s), None, "the first L2 asks for every lock");
+        assert!(!a.is_lost() && !b.is_lost());
+
+        // `a` revoked server-side: the delta says so, and only that.
+        let gone = HoldChange {
+            key: "a".into(),
+            fencing_token: 1,
+            mode: Default::default(),
+            change: ChangeKind::Gone,
+        };
+        let delta = HeartbeatResponse::delta(30_000, "v2".into(), vec![gone]);
+        s.transport.push_heartbeat(Ok(delta));
+        s.clock.advance(Duration::from_secs(1));
+        assert_eq!(beat_once(&s).as_deref(), Some("v1"));
+        assert_eq!(a.lost_reason(), Some(LostReason::NotInHeartbeat));
+        assert_eq!(a_lost.now_or_never(), Some(LostReason::NotInHeartbeat));
+        assert!(!b.is_lost(), "a delta without b leaves b held");
+        let renewed = b.deadline();
+
+        // Nothing changed: `b` is renewed from this L2 as by a full list naming it.
+        s.transport
+            .push_heartbeat(Ok(HeartbeatResponse::unchanged(30_000, "v2".into())));
+        s.clock.advance(Duration::from_secs(1));
+        assert_eq!(beat_once(&s).as_deref(), Some("v2"));
+        assert!(!b.is_lost() && b.deadline() > renewed);
+
+        // The server restarted: a full list under a new version, without `b`.
+        let reset = HeartbeatResponse::full(30_000, Some("w1".into()), vec![]);
+        s.transport.push_heartbeat(Ok(reset));
+        s.clock.advance(Duration::from_secs(1));
+        assert_eq!(beat_once(&s).as_deref(), Some("v2"));
+        assert_eq!(b.lost_reason(), Some(LostReason::NotInHeartbeat));
+        s.transport
+            .push_heartbeat(Ok(HeartbeatResponse::unchanged(30_000, "w1".into())));
+        s.clock.advance(Duration::from_secs(1));
+        assert_eq!(
+            beat_once(&s).as_deref(),
+            Some("w1"),
+            "the reset's version is sent back"
+        );
+    }
+
+    #[test]
+    fn a_delta_granting_a_new_token_loses_the_older_handle() {
+        use crate::handle::LostReason;
+        use lock_api::{ChangeKind, HeartbeatResponse, HoldChange};
+        let s = setup();
+        let a = grant(&s.session, "a", PERIOD);
+        let full = HeartbeatResponse::full(30_000, Some("v1".into()), vec![held("a", 1)]);
+        s.transport.push_heartbeat(Ok(full));
+        beat_once(&s);
+        // Revoked, then granted again under a higher token (an L4 answer the client lost):
+        // one change for the key, its latest state.
+        let regranted = HoldChange {
+            key: "a".into(),
+            fencing_token: 9,
+            mode: Default::default(),
+            change: ChangeKind::Granted,
+        };
+        let delta = HeartbeatResponse::delta(30_000, "v2".into(), vec![regranted]);
+        s.transport.push_heartbeat(Ok(delta));
+        s.clock.advance(Duration::from_secs(1));
+        beat_once(&s);
+        assert_eq!(a.lost_reason(), Some(LostReason::NotInHeartbeat));
     }
 }

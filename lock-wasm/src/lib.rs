@@ -23,7 +23,8 @@
 //!   check), [`handle`] (`LockHandle`: key, token, deadline, lost report; `LostReason`),
 //!   [`events`] (the `EventSink` seam, `ClientEvent`, the session-lost counter),
 //!   `turns` (per session and key, one caller at a time, the others waiting in arrival
-//!   order).
+//!   order), `held_view` (what the server lists at the last applied L2 answer and its
+//!   version, the next L2's `since`).
 //! - A session: `parts` (the seams and settings a client's sessions share), `session_state`
 //!   (one session's shared state and its transitions; the acquire loop reaches it through
 //!   two doors only), `heartbeat` (the background task: heartbeat loop, deadline watchdog,
@@ -59,6 +60,7 @@ pub mod error;
 pub mod events;
 pub mod handle;
 pub(crate) mod heartbeat;
+pub(crate) mod held_view;
 pub(crate) mod parts;
 pub mod policy;
 pub mod renewal;

@@ -14,13 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use lock_api::{ErrorCode, HeartbeatResponse, HeldLock, LockGrant, ReleaseRequest};
+use lock_api::{ErrorCode, HeartbeatRequest, HeartbeatResponse, LockGrant, ReleaseRequest};
 
 use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::error::{LockError, TransportError};
 use crate::events::ClientEvent;
 use crate::handle::{Lease, Leave, LockHandle, LostReason};
+use crate::held_view::HeldView;
 use crate::parts::ClientParts;
 use crate::renewal;
 use crate::signal::{Notify, Signal};
@@ -35,6 +36,10 @@ pub(crate) struct SessionState {
     parts: Arc<ClientParts>,
     heartbeat_every: Duration,
     inner: Mutex<Inner>,
+    /// What the server lists at the last applied L2 answer, and its version (the next L2's
+    /// `since`). Only the heartbeat loop writes it, one L2 at a time; locked before `inner`
+    /// when both are.
+    view: Mutex<HeldView>,
     turns: Arc<Turns>,
     /// Set when the session is closed or lost: wakes the background task and every waiter.
     ended: Signal,
@@ -107,6 +112,7 @@ impl SessionState {
                 suspects: BTreeMap::new(),
                 finished: BTreeMap::new(),
             }),
+            view: Mutex::default(),
             turns: Arc::default(),
             ended: Signal::new(),
             schedule: Notify::default(),
@@ -471,16 +477,37 @@ impl SessionState {
         inner.next_seq
     }
 
-    /// Applies an L2 answer to a heartbeat sent at `sent_at` when `seq_at_send` handles had
-    /// been registered: the session and every listed lock are renewed from `sent_at`, every
-    /// judged lock it does not list is lost.
+    /// The next L2's body: `since` the version of the last answer applied.
+    pub(crate) fn heartbeat_request(&self) -> HeartbeatRequest {
+        self.view.lock().unwrap().request()
+    }
+
+    /// Applies an L2 answer to a heartbeat `sent` at `sent_at` when `seq_at_send` handles
+    /// had been registered: the answer first brings the server's list up to date (a full
+    /// list, the changes since `sent`'s version, or nothing: see [`HeldView`]); then the
+    /// session and every listed lock are renewed from `sent_at`, every judged lock it does
+    /// not list is lost — the same verdicts whatever the answer's shape.
     pub(crate) fn apply_heartbeat(
         &self,
         sent_at: Duration,
         seq_at_send: u64,
+        sent: &HeartbeatRequest,
         answer: &HeartbeatResponse,
     ) {
         let ttl = Duration::from_millis(answer.ttl_millis);
+        let mut view = self.view.lock().unwrap();
+        if !view.apply(sent, answer) {
+            // An answer that does not fit the view (a server answering changes to a version
+            // it was not sent): it renewed the session, but says nothing exact about the
+            // locks. The next L2, due at once, asks for every lock.
+            let mut inner = self.inner.lock().unwrap();
+            let renewed = (sent_at + ttl).saturating_sub(self.parts.config.margin(ttl));
+            inner.deadline = inner.deadline.max(renewed);
+            inner.heartbeat_retry_at = Some(self.parts.clock.now());
+            drop(inner);
+            self.schedule.notify();
+            return;
+        }
         {
             let mut inner = self.inner.lock().unwrap();
             inner.heartbeat_failures = 0;
@@ -488,9 +515,9 @@ impl SessionState {
             inner.deadline = inner.deadline.max(renewed);
             // A suspect recorded before this heartbeat was sent and not listed by it is not
             // held (the server answered after the suspect L4 had timed out).
-            inner.suspects.retain(|key, (_, recorded)| {
-                *recorded >= sent_at || answer.locks.iter().any(|l| &l.key == key)
-            });
+            inner
+                .suspects
+                .retain(|key, (_, recorded)| *recorded >= sent_at || view.get(key).is_some());
             // Likewise a finished grant the server no longer holds: later grants of its key
             // carry higher tokens. Unless a caller has the key's turn: an acquire's L4 sent
             // before this answer came may have reached the server before this L2 did, while
@@ -499,18 +526,14 @@ impl SessionState {
             inner.finished.retain(|key, (token, recorded)| {
                 *recorded >= sent_at
                     || self.turns.is_taken(key)
-                    || answer
-                        .locks
-                        .iter()
-                        .any(|l| &l.key == key && l.fencing_token <= *token)
+                    || view.get(key).is_some_and(|l| l.fencing_token <= *token)
             });
         }
         let now = self.parts.clock.now();
         for handle in self.turns.handles() {
-            let listed = answer
-                .locks
-                .iter()
-                .any(|l| l.key == handle.key() && l.fencing_token == handle.fencing_token());
+            let listed = view
+                .get(handle.key())
+                .is_some_and(|l| l.fencing_token == handle.fencing_token());
             if handle.seq() > seq_at_send {
                 // Registered after this heartbeat was sent: its lock list may predate the
                 // grant, so a lock it does not list is not lost. One it lists the server
@@ -544,8 +567,15 @@ impl SessionState {
     /// an acquire that timed out or was dropped after the server granted, or a release whose
     /// L6 failed. A grant released since the heartbeat's snapshot gets a needless L6, which
     /// the server refuses harmlessly (compare-and-delete on the token).
-    pub(crate) fn claim_orphan(&self, lock: &HeldLock) -> Option<Turn> {
-        self.turns.try_take(&lock.key)
+    /// Returns each such `(key, token)` of the server's list with the key's turn.
+    pub(crate) fn claim_orphans(&self) -> Vec<(String, u64, Turn)> {
+        let view = self.view.lock().unwrap();
+        view.holds()
+            .filter_map(|lock| {
+                let turn = self.turns.try_take(&lock.key)?;
+                Some((lock.key.clone(), lock.fencing_token, turn))
+            })
+            .collect()
     }
 
     /// An orphan of `key` was released: it is no longer a suspect.

@@ -189,10 +189,8 @@ fn acquire_and_hold_spans_have_their_fields_and_parents() {
 
     // A heartbeat that no longer lists the lock: the hold ends as a loss.
     f.transport.push_acquire(Ok(grant("lost", 6)));
-    f.transport.push_heartbeat(Ok(HeartbeatResponse {
-        ttl_millis: 15_000,
-        locks: Vec::new(),
-    }));
+    f.transport
+        .push_heartbeat(Ok(HeartbeatResponse::full(15_000, None, Vec::new())));
     let s = session.clone();
     let handle = f.run(async move { s.acquire_default("lost").await.unwrap().unwrap() });
     let hold = || capture.named("lock.hold").pop().unwrap();

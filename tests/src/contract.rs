@@ -120,7 +120,7 @@ pub async fn sessions_lifecycle(server: &TestServer) {
 
     let hb = api.heartbeat_ok(&id).await;
     assert_eq!(hb.ttl_millis, 15_000);
-    assert!(hb.locks.is_empty());
+    assert!(hb.locks.as_ref().unwrap().is_empty());
 
     assert_eq!(api.close_session(&id).await.status, 204);
     api.close_session(&id)
@@ -397,8 +397,15 @@ pub async fn heartbeat_renews_locks_and_expiry_releases_them(server: &TestServer
     let until = Instant::now() + Duration::from_millis(1_500);
     while Instant::now() < until {
         let hb: HeartbeatResponse = api.heartbeat_ok(&s.session_id).await;
-        assert_eq!(hb.locks.len(), 1, "lock lost despite heartbeats: {hb:?}");
-        assert_eq!(hb.locks[0].fencing_token, grant.fencing_token);
+        assert_eq!(
+            hb.locks.as_ref().unwrap().len(),
+            1,
+            "lock lost despite heartbeats: {hb:?}"
+        );
+        assert_eq!(
+            hb.locks.as_ref().unwrap()[0].fencing_token,
+            grant.fencing_token
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(api.lock_state(&key).await.holder.is_some());
@@ -427,7 +434,10 @@ pub async fn lock_ttl_runs_out_on_its_own(server: &TestServer) {
     })
     .await;
     let hb = api.heartbeat_ok(&s.session_id).await;
-    assert!(hb.locks.iter().all(|l| l.key != key), "{hb:?}");
+    assert!(
+        hb.locks.as_ref().unwrap().iter().all(|l| l.key != key),
+        "{hb:?}"
+    );
     let other = api.open_session(30_000).await;
     let next = api.acquire_ok(&key, &other.session_id, 5_000).await;
     assert!(next.fencing_token > grant.fencing_token);
@@ -660,7 +670,10 @@ pub async fn admin_revoke(server: &TestServer) {
     );
     assert!(api.lock_state(&key).await.holder.is_none());
     let hb = api.heartbeat_ok(&s.session_id).await;
-    assert!(hb.locks.is_empty(), "revoked lock still listed: {hb:?}");
+    assert!(
+        hb.locks.as_ref().unwrap().is_empty(),
+        "revoked lock still listed: {hb:?}"
+    );
     api.release(&key, grant.fencing_token, None)
         .await
         .assert_error(409, "LOCK_LOST");

@@ -14,6 +14,8 @@
 //!   rules a well-behaved HTTP/2 library keeps (more streams than allowed, unanswered pings).
 //! - [`contract`]: the HTTP contract suite (every surface, every error code, the bad-input
 //!   list) as functions taking a `&TestServer`, so any backend can run the same suite.
+//! - [`heartbeat_versions`]: L2's versions (no list when nothing changed, the changes, or
+//!   the full list; exact after every answer), likewise for any backend.
 //! - [`queue`]: the wait queue's rules as functions over the replicas of one deployment, so
 //!   every backend (and several etcd replicas) runs the same checks.
 //! - [`shared_holds`]: shared holds (read-write locks, semaphores) on the same queue, as
@@ -35,6 +37,7 @@ pub mod client;
 pub mod contract;
 pub mod etcd;
 pub mod etcd_faults;
+pub mod heartbeat_versions;
 pub mod launcher;
 pub mod nginx;
 pub mod queue;

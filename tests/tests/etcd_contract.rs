@@ -2,6 +2,7 @@
 //! backend runs (`lock_e2e::contract`), on a real lock-server over a real etcd member.
 
 use lock_e2e::etcd::EtcdCluster;
+use lock_e2e::heartbeat_versions::{self, Shape};
 use lock_e2e::{auth_contract, contract, ServerOptions, TestServer};
 
 fn on_etcd(options: ServerOptions, etcd: &EtcdCluster, prefix: &str) -> ServerOptions {
@@ -16,6 +17,11 @@ async fn contract_suite_passes_on_etcd() {
     let etcd = EtcdCluster::single();
     let mut server = TestServer::start(on_etcd(contract::options(), &etcd, "/contract/"));
     contract::run_all(&server).await;
+    heartbeat_versions::run_all(&server).await;
+    // Versions are digests of the holds, the same after a restart: holds that did not change
+    // are "unchanged", exactly.
+    let shape = heartbeat_versions::versions_across_a_restart(&mut server).await;
+    assert_eq!(shape, Shape::Unchanged);
     contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
 }
 

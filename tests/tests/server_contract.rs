@@ -4,12 +4,18 @@
 #[path = "server_contract/trace_context.rs"]
 mod trace_context;
 
+use lock_e2e::heartbeat_versions::{self, Shape};
 use lock_e2e::{auth_contract, contract, ServerOptions, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_backend_meets_the_http_contract() {
     let mut server = TestServer::start(contract::options());
     contract::run_all(&server).await;
+    heartbeat_versions::run_all(&server).await;
+    // The change records are in memory: a version from before a restart names another
+    // epoch, so the first L2 after it lists every lock.
+    let shape = heartbeat_versions::versions_across_a_restart(&mut server).await;
+    assert_eq!(shape, Shape::Full);
     contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
 }
 

@@ -37,6 +37,9 @@ enum Part {
     /// lock-server vs the trivial handler only, at `--clients`, printed, never written: the
     /// quick before/after check while profiling.
     Quick,
+    /// L2's answer with `--heartbeat-locks` locks on SQLite: full list, unchanged, delta
+    /// (bytes and time), written as its own section.
+    Heartbeat,
     /// The server memory soak: the release lock-server as a child process, `--soak-cycles`
     /// acquire+release cycles after a `--soak-baseline` run on a fresh one, RSS sampled;
     /// printed (table and JSON), never written to the doc.
@@ -97,6 +100,11 @@ fn main() {
         Part::Queue => alone(&ctx, args.part, sections::queue::SECTION),
         Part::Shared => alone(&ctx, args.part, sections::shared::SECTION),
         Part::Tls => alone(&ctx, args.part, sections::tls::SECTION),
+        Part::Heartbeat => {
+            let measured = (sections::heartbeat::SECTION.measure)(&ctx);
+            let title = sections::heartbeat::SECTION.title;
+            ctx.output.write_section(title, &measured.body);
+        }
         Part::SweepLog => {
             let log = args.log.as_deref().expect("--log FILE");
             ctx.output

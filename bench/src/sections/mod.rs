@@ -11,6 +11,7 @@
 //! - [`queue`]: the server's wait queue vs full jitter.
 //! - [`shared`]: shared holds: readers, a writer under a read load, a semaphore.
 //! - [`dashboard_sweep`]: the dashboard's sweep in the browser beside the native one.
+//! - [`heartbeat`]: L2's answer with many locks: full list, unchanged, delta.
 //! - [`quick`]: the A/B used while profiling, printed only.
 //!
 //! Shared by several: [`interleaved`] (closed-loop windows of several targets, taken in
@@ -18,6 +19,7 @@
 
 pub mod dashboard_sweep;
 pub mod etcd;
+pub mod heartbeat;
 pub mod interleaved;
 pub mod queue;
 pub mod quick;
@@ -63,6 +65,9 @@ pub struct Settings {
     /// Queue bench: contender counts.
     #[arg(long, value_delimiter = ',', default_value = "10,50,100")]
     pub queue_n: Vec<usize>,
+    /// Heartbeat bench: locks the one session holds.
+    #[arg(long, default_value_t = 20_000)]
+    pub heartbeat_locks: usize,
 }
 
 /// What every section is measured with.

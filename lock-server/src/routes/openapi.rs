@@ -63,8 +63,16 @@ fn schemas() -> Value {
             "holderId": { "type": "string", "description": "The session's public name (L7, logs): a keyed hash of the id, 32 hex characters." },
             "ttlMillis": int, "heartbeatMillis": int } },
         "LockMode": { "type": "string", "enum": ["exclusive", "shared"], "description": "exclusive: one holder, nobody beside it. shared: beside other shared holders, up to the key's limit (read-write lock readers; semaphore permits)." },
-        "HeartbeatResponse": { "type": "object", "properties": { "ttlMillis": int, "locks": { "type": "array", "items": {
-            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "mode": mode() } } } } },
+        "HeartbeatRequest": { "type": "object", "properties": {
+            "since": { "type": "string", "maxLength": 128, "description": "The `version` of the last L2 answer of this session the client applied. Absent: the answer lists every lock." } } },
+        "HeartbeatResponse": { "type": "object", "required": ["ttlMillis"], "description": "Exactly one of three shapes: `locks` (every lock the session holds: no usable `since`), `changes` (what changed after `since`), or neither (nothing changed since `since`).",
+            "properties": { "ttlMillis": int,
+            "version": { "type": "string", "description": "The session's hold version, opaque; send it back as `since`. Moves with every grant, hand-off, release, revoke and expiry of the session's holds." },
+            "locks": { "type": "array", "items": {
+            "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "mode": mode() } } },
+            "changes": { "type": "array", "description": "One entry per key whose state changed after `since`: its latest state. `gone`: the session holds the key no more (every hold of it with a token up to `fencingToken` is lost). `granted`: the session holds the key with this token (holds of it with lower tokens are lost).", "items": {
+            "type": "object", "required": ["key", "fencingToken", "change"], "properties": { "key": { "type": "string" }, "fencingToken": int, "mode": mode(),
+                "change": { "type": "string", "enum": ["granted", "gone"] } } } } } },
         "SessionStatus": { "type": "object", "properties": { "sessionId": { "type": "string" }, "remainingMillis": int, "locks": { "type": "array", "items": {
             "type": "object", "properties": { "key": { "type": "string" }, "fencingToken": int, "remainingMillis": int, "mode": mode() } } } } },
         "AcquireRequest": { "type": "object", "additionalProperties": false, "required": ["sessionId"], "properties": {
@@ -212,8 +220,10 @@ fn described() -> Value {
             "/v1/sessions": { "post": { "operationId": "openSession", "summary": "L1 open session",
                 "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OpenSessionRequest" } } } },
                 "responses": { "201": ok("SessionOpened"), "400": bad, "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed") } } },
-            "/v1/sessions/{id}/heartbeat": { "post": { "operationId": "heartbeat", "summary": "L2 heartbeat: renews the session and every lock it holds",
-                "parameters": [id_param()], "responses": { "200": ok("HeartbeatResponse"), "404": no_session } } },
+            "/v1/sessions/{id}/heartbeat": { "post": { "operationId": "heartbeat", "summary": "L2 heartbeat: renews the session and every lock it holds; with `since`, answers only what changed",
+                "parameters": [id_param()],
+                "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/HeartbeatRequest" } } } },
+                "responses": { "200": ok("HeartbeatResponse"), "400": bad, "404": no_session, "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed") } } },
             "/v1/sessions/{id}": {
                 "delete": { "operationId": "closeSession", "summary": "L3 close session, releasing its locks",
                     "parameters": [id_param()], "responses": { "204": { "description": "closed" }, "404": no_session } },
@@ -334,8 +344,9 @@ mod tests {
     #[test]
     fn schemas_name_every_wire_field() {
         use lock_api::{
-            ErrorBody, ErrorCode, HeldLock, Holder, LockGrant, LockMode, LockOutcome, LockState,
-            LockStatus, RevokeRequest,
+            ChangeKind, ErrorBody, ErrorCode, HeartbeatRequest, HeartbeatResponse, HeldLock,
+            HoldChange, Holder, LockGrant, LockMode, LockOutcome, LockState, LockStatus,
+            RevokeRequest,
         };
         use serde_json::{json, to_value};
         let holder = Holder {
@@ -349,8 +360,28 @@ mod tests {
         (error.field, error.leader) = (Some("f".into()), Some("l".into()));
         (error.retry_after_millis, error.highest_token, error.limit) = (Some(1), Some(1), Some(1));
         error.reason = Some("disk_full".into());
+        let change = HoldChange {
+            key: "k".into(),
+            fencing_token: 1,
+            mode: LockMode::Shared,
+            change: ChangeKind::Gone,
+        };
+        let beat = HeartbeatResponse {
+            ttl_millis: 1,
+            version: Some("v".into()),
+            locks: Some(Vec::new()),
+            changes: Some(vec![change.clone()]),
+        };
         let cases = [
             ("Error", to_value(error).unwrap()),
+            ("HeartbeatResponse", to_value(beat).unwrap()),
+            (
+                "HeartbeatRequest",
+                to_value(HeartbeatRequest {
+                    since: Some("v".into()),
+                })
+                .unwrap(),
+            ),
             (
                 "AcquireRequest",
                 json!({"sessionId": "s", "ttlMillis": 1, "waitMillis": 1, "mode": "shared", "limit": 2}),
@@ -424,6 +455,11 @@ mod tests {
             mode: LockMode::Shared,
         };
         let locks = |name: &str| &schemas[name]["properties"]["locks"]["items"];
+        check(
+            "HeartbeatResponse",
+            &schemas["HeartbeatResponse"]["properties"]["changes"]["items"],
+            &to_value(change).unwrap(),
+        );
         check(
             "HeartbeatResponse",
             locks("HeartbeatResponse"),

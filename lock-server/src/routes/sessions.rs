@@ -6,7 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lock_api::limits::{validate_ttl, OWNER_MAX_BYTES};
-use lock_api::OpenSessionRequest;
+use lock_api::session::SINCE_MAX_BYTES;
+use lock_api::{HeartbeatRequest, OpenSessionRequest};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -41,13 +42,29 @@ pub async fn open(
     Ok((StatusCode::CREATED, Json(opened)).into_response())
 }
 
-/// L2 `POST /v1/sessions/{id}/heartbeat`: renews the session and all its locks.
+/// L2 `POST /v1/sessions/{id}/heartbeat`: renews the session and all its locks; with
+/// `since`, answers only what changed after it (or nothing). The body is optional.
 pub async fn heartbeat(
     State(state): State<AppState>,
     caller: Caller,
     SessionParam(id): SessionParam,
+    JsonBody(req): JsonBody<HeartbeatRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.store.heartbeat(caller.session(&id)).await?).into_response())
+    if req
+        .since
+        .as_ref()
+        .is_some_and(|s| s.len() > SINCE_MAX_BYTES)
+    {
+        return Err(ApiError::validation(
+            "since",
+            format!("since must be at most {SINCE_MAX_BYTES} bytes"),
+        ));
+    }
+    let answer = state
+        .store
+        .heartbeat(caller.session(&id), req.since.as_deref())
+        .await?;
+    Ok(Json(answer).into_response())
 }
 
 /// L3 `DELETE /v1/sessions/{id}`: 204; releases every lock of the session.

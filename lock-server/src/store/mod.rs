@@ -237,8 +237,16 @@ pub trait Store: Send + Sync + 'static {
     /// L1: creates a session of `new.client` with a fresh 128-bit random id and its holder id.
     async fn open_session(&self, new: NewSession<'_>) -> Result<SessionOpened, StoreError>;
 
-    /// L2: renews the session and every lock it holds; lists the locks it still holds.
-    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError>;
+    /// L2: renews the session and every lock it holds; answers the session's hold version
+    /// and, against `since` (the version the client last applied), nothing when it is the
+    /// current one, what changed after it when the backend can say, else every lock it
+    /// still holds. Never "unchanged" for a `since` the holds moved away from; any string
+    /// the backend did not mint for this session's current holds gets the full list.
+    async fn heartbeat(
+        &self,
+        session: SessionRef<'_>,
+        since: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError>;
 
     /// L3: deletes the session and its tickets and releases all its locks (each to its
     /// queue's first live ticket).

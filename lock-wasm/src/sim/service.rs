@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse, HeldLock,
-    HoldKind, Holder, LockMode, LockState, LockStatus, OpenSessionRequest, ProclaimRequest,
-    ReleaseRequest, RevokeRequest, SessionOpened, SessionStatus, WatchEvent,
+    AcquireRequest, ChangeKind, ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse,
+    HeldLock, HoldChange, HoldKind, Holder, LockMode, LockState, LockStatus, OpenSessionRequest,
+    ProclaimRequest, ReleaseRequest, RevokeRequest, SessionOpened, SessionStatus, WatchEvent,
 };
 
 use crate::clock::{Clock, ManualClock};
@@ -98,6 +98,8 @@ struct ServiceState {
     forget_tokens: bool,
     /// The L8 events of every key.
     feeds: Feeds,
+    /// L2's versions: the last one answered, across sessions (each answer takes the next).
+    last_version: u64,
 }
 
 impl ServiceState {
@@ -288,6 +290,33 @@ pub struct LiveHold {
 struct SimSession {
     ttl: Duration,
     expires: Duration,
+    /// The version of the session's last L2 answer and the holds it was exact at; a `since`
+    /// naming it gets what changed after (or nothing), any other the full list (the model of
+    /// a server that cannot answer from an older version).
+    answered: Option<(String, Holds)>,
+}
+
+/// A session's holds as an L2 lists them: key → (token, mode).
+type Holds = BTreeMap<String, (u64, LockMode)>;
+
+/// What changed from `seen` to `now`, one entry per key: its state in `now`, or `gone` with
+/// the token it had.
+fn hold_changes(seen: &Holds, now: &Holds) -> Vec<HoldChange> {
+    let change = |key: &String, (fencing_token, mode): (u64, LockMode), change| HoldChange {
+        key: key.clone(),
+        fencing_token,
+        mode,
+        change,
+    };
+    let granted = now
+        .iter()
+        .filter(|(key, hold)| seen.get(*key) != Some(hold))
+        .map(|(key, hold)| change(key, *hold, ChangeKind::Granted));
+    let gone = seen
+        .iter()
+        .filter(|(key, _)| !now.contains_key(*key))
+        .map(|(key, hold)| change(key, *hold, ChangeKind::Gone));
+    granted.chain(gone).collect()
 }
 
 fn status(code: ErrorCode) -> TransportError {
@@ -493,7 +522,14 @@ impl SimService {
         let id = format!("s{}", s.next_session);
         let ttl = Duration::from_millis(request.ttl_millis.unwrap_or(15_000));
         let expires = self.clock.now() + ttl;
-        s.sessions.insert(id.clone(), SimSession { ttl, expires });
+        s.sessions.insert(
+            id.clone(),
+            SimSession {
+                ttl,
+                expires,
+                answered: None,
+            },
+        );
         SessionOpened {
             holder_id: sim_holder_id(&id),
             session_id: id,
@@ -502,7 +538,11 @@ impl SimService {
         }
     }
 
-    fn heartbeat(&self, id: &str) -> Result<HeartbeatResponse, TransportError> {
+    fn heartbeat(
+        &self,
+        id: &str,
+        since: Option<&str>,
+    ) -> Result<HeartbeatResponse, TransportError> {
         let mut s = self.state.lock().unwrap();
         self.expire(&mut s);
         let now = self.clock.now();
@@ -511,18 +551,44 @@ impl SimService {
         };
         session.expires = now + session.ttl;
         let ttl_millis = session.ttl.as_millis() as u64;
-        let mut locks = Vec::new();
-        for (key, holds) in s.locks.iter_mut() {
-            for lock in holds.iter_mut().filter(|l| l.session == id) {
+        let mut holds = BTreeMap::new();
+        for (key, locks) in s.locks.iter_mut() {
+            for lock in locks.iter_mut().filter(|l| l.session == id) {
                 lock.expires = now + lock.ttl;
-                locks.push(HeldLock {
-                    key: key.clone(),
-                    fencing_token: lock.token,
-                    mode: lock.kind.mode(),
-                });
+                holds.insert(key.clone(), (lock.token, lock.kind.mode()));
             }
         }
-        Ok(HeartbeatResponse { ttl_millis, locks })
+        let session = s.sessions.get_mut(id).expect("found above");
+        let last = session.answered.take();
+        let answer = match last {
+            Some((version, seen)) if since == Some(version.as_str()) => {
+                let changes = hold_changes(&seen, &holds);
+                if changes.is_empty() {
+                    session.answered = Some((version.clone(), seen));
+                    return Ok(HeartbeatResponse::unchanged(ttl_millis, version));
+                }
+                Some(changes)
+            }
+            _ => None,
+        };
+        s.last_version += 1;
+        let version = format!("sim.{}", s.last_version);
+        let session = s.sessions.get_mut(id).expect("found above");
+        session.answered = Some((version.clone(), holds.clone()));
+        Ok(match answer {
+            Some(changes) => HeartbeatResponse::delta(ttl_millis, version, changes),
+            None => {
+                let locks = holds
+                    .into_iter()
+                    .map(|(key, (fencing_token, mode))| HeldLock {
+                        key,
+                        fencing_token,
+                        mode,
+                    })
+                    .collect();
+                HeartbeatResponse::full(ttl_millis, Some(version), locks)
+            }
+        })
     }
 
     fn close(&self, id: &str) -> Result<(), TransportError> {
@@ -847,14 +913,21 @@ impl SimService {
     /// A modelled restart of the server's feed: a new epoch, so every watcher's next poll gets
     /// a `reset` (the holds and sessions stay, as a restarted server's store keeps them).
     pub fn restart_feeds(&self) {
-        self.state.lock().unwrap().feeds.restart();
+        let mut s = self.state.lock().unwrap();
+        s.feeds.restart();
+        // L2's versions restart too: every session's next L2 lists every lock.
+        for session in s.sessions.values_mut() {
+            session.answered = None;
+        }
     }
 
     /// The server's answer to `request` (L4 may wait in its queue).
     pub(super) async fn answer(&self, request: Request<'_>) -> Answer {
         match request {
             Request::OpenSession(body) => Ok(Reply::Opened(self.open(body))),
-            Request::Heartbeat(id) => self.heartbeat(id).map(Reply::Renewed),
+            Request::Heartbeat(id, body) => self
+                .heartbeat(id, body.since.as_deref())
+                .map(Reply::Renewed),
             Request::CloseSession(id) => self.close(id).map(|()| Reply::Done),
             Request::Acquire(key, body) => self.acquire(key, body).await.map(Reply::Granted),
             Request::SessionStatus(id) => self.status(id).map(Reply::Status),

@@ -9,8 +9,8 @@
 //! [`ReadJson`].
 
 use lock_api::{
-    paths, AcquireRequest, ErrorBody, EventBatch, HeartbeatResponse, LockGrant, LockState,
-    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    paths, AcquireRequest, ErrorBody, EventBatch, HeartbeatRequest, HeartbeatResponse, LockGrant,
+    LockState, OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 use serde::Serialize;
 
@@ -59,13 +59,15 @@ impl Method {
     }
 }
 
-/// A request's JSON body (L1, L4, L6, L9). Serializes as the request itself (serde, for the
+/// A request's JSON body (L1, L2 with `since`, L4, L6, L9). Serializes as the request itself (serde, for the
 /// native transport; the wasm transport writes its own).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Body<'a> {
     /// L1's.
     OpenSession(&'a OpenSessionRequest),
+    /// L2's, when it carries `since`.
+    Heartbeat(&'a HeartbeatRequest),
     /// L4's.
     Acquire(&'a AcquireRequest),
     /// L6's.
@@ -97,7 +99,7 @@ impl<'a> Request<'a> {
     pub fn path(self) -> String {
         match self {
             Request::OpenSession(_) => paths::SESSIONS.to_owned(),
-            Request::Heartbeat(id) => paths::heartbeat(id),
+            Request::Heartbeat(id, _) => paths::heartbeat(id),
             Request::CloseSession(id) | Request::SessionStatus(id) => paths::session(id),
             Request::Acquire(key, _) => paths::acquire(key),
             Request::Release(key, _) => paths::release(key),
@@ -119,10 +121,12 @@ impl<'a> Request<'a> {
         }
     }
 
-    /// The JSON body, for L1, L4, L6 and L9.
+    /// The JSON body, for L1, L4, L6 and L9, and L2 with `since` (without it, no body: the
+    /// bytes a client before versions sent).
     pub fn body(self) -> Option<Body<'a>> {
         match self {
             Request::OpenSession(body) => Some(Body::OpenSession(body)),
+            Request::Heartbeat(_, body) if body.since.is_some() => Some(Body::Heartbeat(body)),
             Request::Acquire(_, body) => Some(Body::Acquire(body)),
             Request::Release(_, body) => Some(Body::Release(body)),
             Request::Proclaim(_, body) => Some(Body::Proclaim(body)),

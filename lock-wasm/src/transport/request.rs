@@ -7,8 +7,8 @@
 //! their method, path and body off it ([`super::http`]).
 
 use lock_api::{
-    AcquireRequest, EventBatch, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
-    ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    AcquireRequest, EventBatch, HeartbeatRequest, HeartbeatResponse, LockGrant, LockState,
+    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
 use crate::error::TransportError;
@@ -64,8 +64,9 @@ impl Route {
 pub enum Request<'a> {
     /// L1 `POST /v1/sessions` → 201 [`Reply::Opened`].
     OpenSession(&'a OpenSessionRequest),
-    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200 [`Reply::Renewed`].
-    Heartbeat(&'a str),
+    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200 [`Reply::Renewed`]; the body only with
+    /// `since`.
+    Heartbeat(&'a str, &'a HeartbeatRequest),
     /// L3 `DELETE /v1/sessions/{id}` → 204 [`Reply::Done`].
     CloseSession(&'a str),
     /// L4 `POST /v1/locks/{key}/acquire` → 200 [`Reply::Granted`].
@@ -96,7 +97,7 @@ impl<'a> Request<'a> {
     pub fn route(self) -> Route {
         match self {
             Request::OpenSession(_) => Route::OpenSession,
-            Request::Heartbeat(_) => Route::Heartbeat,
+            Request::Heartbeat(..) => Route::Heartbeat,
             Request::CloseSession(_) => Route::CloseSession,
             Request::Acquire(..) => Route::Acquire,
             Request::SessionStatus(_) => Route::SessionStatus,
@@ -110,7 +111,7 @@ impl<'a> Request<'a> {
     /// The session the call names: L2–L5, and L6 when its body names one.
     pub fn session_id(self) -> Option<&'a str> {
         match self {
-            Request::Heartbeat(id) | Request::CloseSession(id) | Request::SessionStatus(id) => {
+            Request::Heartbeat(id, _) | Request::CloseSession(id) | Request::SessionStatus(id) => {
                 Some(id)
             }
             Request::Acquire(_, body) => Some(&body.session_id),

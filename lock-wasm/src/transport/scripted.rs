@@ -18,8 +18,8 @@ use crate::error::TransportError;
 pub enum Call {
     /// L1.
     OpenSession(OpenSessionRequest),
-    /// L2 with the session id.
-    Heartbeat(String),
+    /// L2 with the session id and the `since` it carried.
+    Heartbeat(String, Option<String>),
     /// L3 with the session id.
     CloseSession(String),
     /// L4 with the key.
@@ -166,7 +166,7 @@ impl From<Request<'_>> for Call {
     fn from(request: Request<'_>) -> Self {
         match request {
             Request::OpenSession(body) => Call::OpenSession(body.clone()),
-            Request::Heartbeat(id) => Call::Heartbeat(id.to_owned()),
+            Request::Heartbeat(id, body) => Call::Heartbeat(id.to_owned(), body.since.clone()),
             Request::CloseSession(id) => Call::CloseSession(id.to_owned()),
             Request::Acquire(key, body) => Call::Acquire(key.to_owned(), body.clone()),
             Request::SessionStatus(id) => Call::SessionStatus(id.to_owned()),
@@ -194,10 +194,9 @@ impl Script {
                 mode: Default::default(),
             })
             .collect();
-        self.heartbeat.pop_front().unwrap_or(Ok(HeartbeatResponse {
-            ttl_millis: 15_000,
-            locks,
-        }))
+        // A server from before versions: no version, so the client never sends `since`.
+        let full = HeartbeatResponse::full(15_000, None, locks);
+        self.heartbeat.pop_front().unwrap_or(Ok(full))
     }
 
     /// L4's answer: the next queued one (a grant is held from then on), else 409.
@@ -251,7 +250,7 @@ impl Transport for ScriptedTransport {
         let mut s = self.inner.lock().unwrap();
         match request {
             Request::OpenSession(body) => Ok(Reply::Opened(opened(body))),
-            Request::Heartbeat(_) => s.renewal().map(Reply::Renewed),
+            Request::Heartbeat(..) => s.renewal().map(Reply::Renewed),
             Request::CloseSession(_) => {
                 s.held.clear();
                 Ok(Reply::Done)

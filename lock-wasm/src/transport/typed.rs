@@ -12,8 +12,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, EventBatch, HeartbeatResponse, LockGrant, LockState, OpenSessionRequest,
-    ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
+    AcquireRequest, EventBatch, HeartbeatRequest, HeartbeatResponse, LockGrant, LockState,
+    OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
 use super::{Answer, Reply, Request, Route, Transport};
@@ -32,9 +32,20 @@ pub trait TransportExt: Transport {
         Typed::new(self, Request::OpenSession(request), timeout)
     }
 
-    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200.
+    /// L2 `POST /v1/sessions/{id}/heartbeat` without `since` → 200 with every lock.
     fn heartbeat<'a>(&'a self, id: &'a str, timeout: Duration) -> Typed<'a, HeartbeatResponse> {
-        Typed::new(self, Request::Heartbeat(id), timeout)
+        const FULL: &HeartbeatRequest = &HeartbeatRequest { since: None };
+        Typed::new(self, Request::Heartbeat(id, FULL), timeout)
+    }
+
+    /// L2 with `request`'s `since` → 200: every lock, what changed after it, or nothing.
+    fn heartbeat_since<'a>(
+        &'a self,
+        id: &'a str,
+        request: &'a HeartbeatRequest,
+        timeout: Duration,
+    ) -> Typed<'a, HeartbeatResponse> {
+        Typed::new(self, Request::Heartbeat(id, request), timeout)
     }
 
     /// L3 `DELETE /v1/sessions/{id}` → 204.

@@ -178,7 +178,9 @@ mod tests {
         assert_eq!(traces.for_request(&Request::Acquire(&key, &body)), None);
         // The session's own requests carry the open's span; L3 the close's once set.
         assert_eq!(
-            traces.for_request(&Request::Heartbeat("s")).as_deref(),
+            traces
+                .for_request(&Request::Heartbeat("s", &Default::default()))
+                .as_deref(),
             Some(B)
         );
         assert_eq!(

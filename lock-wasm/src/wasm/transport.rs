@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use lock_api::{
-    AcquireRequest, ErrorBody, LockMode, OpenSessionRequest, ProclaimRequest, ReleaseRequest,
+    AcquireRequest, ErrorBody, HeartbeatRequest, LockMode, OpenSessionRequest, ProclaimRequest,
+    ReleaseRequest,
 };
 
 use crate::error::{LockError, TransportError};
@@ -118,6 +119,13 @@ fn open_session_body(request: &OpenSessionRequest) -> Option<String> {
         .to_json()
 }
 
+/// L2's body (sent only with `since`).
+fn heartbeat_body(request: &HeartbeatRequest) -> Option<String> {
+    JsObject::default()
+        .opt_text("since", request.since.as_deref())
+        .to_json()
+}
+
 /// L4's body.
 fn acquire_body(request: &AcquireRequest) -> Option<String> {
     let AcquireRequest {
@@ -173,6 +181,7 @@ fn wire_error(text: &str) -> Option<ErrorBody> {
 fn body_json(body: Body<'_>) -> Option<String> {
     match body {
         Body::OpenSession(request) => open_session_body(request),
+        Body::Heartbeat(request) => heartbeat_body(request),
         Body::Acquire(request) => acquire_body(request),
         Body::Release(request) => release_body(request),
         Body::Proclaim(request) => proclaim_body(request),

@@ -10,8 +10,9 @@
 //! `None`, and the callers turn that into their fixed messages.
 
 use lock_api::{
-    ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse, HeldLock, Holder, LockGrant,
-    LockMode, LockState, LockStatus, SessionOpened, SessionStatus, WatchEvent,
+    ChangeKind, ErrorBody, ErrorCode, EventBatch, EventKind, HeartbeatResponse, HeldLock,
+    HoldChange, Holder, LockGrant, LockMode, LockState, LockStatus, SessionOpened, SessionStatus,
+    WatchEvent,
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -142,8 +143,32 @@ impl FromJs for HeartbeatResponse {
     fn from_js(v: &JsValue) -> Option<Self> {
         Some(HeartbeatResponse {
             ttl_millis: field(v, "ttlMillis")?,
+            version: field(v, "version")?,
             locks: field(v, "locks")?,
+            changes: field(v, "changes")?,
         })
+    }
+}
+
+impl FromJs for HoldChange {
+    fn from_js(v: &JsValue) -> Option<Self> {
+        Some(HoldChange {
+            key: field(v, "key")?,
+            fencing_token: field(v, "fencingToken")?,
+            mode: field_or_default(v, "mode")?,
+            change: field(v, "change")?,
+        })
+    }
+}
+
+/// The wire spelling, `"granted"` or `"gone"`.
+impl FromJs for ChangeKind {
+    fn from_js(value: &JsValue) -> Option<Self> {
+        match value.as_string()?.as_str() {
+            "granted" => Some(ChangeKind::Granted),
+            "gone" => Some(ChangeKind::Gone),
+            _ => None,
+        }
     }
 }
 
@@ -429,7 +454,22 @@ mod tests {
             Some(7)
         );
         let beat = json(r#"{"ttlMillis":9,"locks":[{"key":"a","fencingToken":1}]}"#);
-        assert_eq!(HeartbeatResponse::from_js(&beat).unwrap().locks.len(), 1);
+        assert_eq!(
+            HeartbeatResponse::from_js(&beat)
+                .unwrap()
+                .locks
+                .unwrap()
+                .len(),
+            1
+        );
+        let delta = json(
+            r#"{"ttlMillis":9,"version":"v2","changes":[{"key":"a","fencingToken":1,"change":"gone"}]}"#,
+        );
+        let delta = HeartbeatResponse::from_js(&delta).unwrap();
+        assert_eq!((delta.version.as_deref(), delta.locks), (Some("v2"), None));
+        assert_eq!(delta.changes.unwrap()[0].change, ChangeKind::Gone);
+        let odd = json(r#"{"ttlMillis":9,"changes":[{"key":"a","fencingToken":1,"change":"x"}]}"#);
+        assert_eq!(HeartbeatResponse::from_js(&odd), None, "an unknown change");
         let state = json(r#"{"key":"k","holder":null,"waiterCount":0}"#);
         assert_eq!(LockState::from_js(&state).unwrap().holder, None);
         for bad in [

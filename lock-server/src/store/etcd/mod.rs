@@ -384,8 +384,12 @@ impl Store for EtcdStore {
         self.open(new.ttl_millis, new.owner, new.client).await
     }
 
-    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError> {
-        self.renew(session.id, session.client).await
+    async fn heartbeat(
+        &self,
+        session: SessionRef<'_>,
+        since: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError> {
+        self.renew(session.id, session.client, since).await
     }
 
     async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError> {

@@ -9,6 +9,12 @@
 //! session for a request (`live_session`, `hinted_session`, L3's) compares it with the
 //! request's client, and a mismatch is SESSION_NOT_FOUND after the same round trips as an
 //! unknown id: no extra read, no different answer.
+//!
+//! L2's version on etcd is a digest of the holds the heartbeat leaves (keys, tokens, modes):
+//! the same on every replica and after any restart, and equal to a client's `since` only if
+//! the holds are exactly those the client last saw (tokens are never reused, so no set of
+//! holds comes back). So "unchanged" costs no list; any other `since` gets the full list. The
+//! heartbeat still reads and rewrites every hold of the session, as it must to renew them.
 
 use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp};
 use lock_api::{HeartbeatResponse, HeldLock, LockStatus, SessionOpened, SessionStatus};
@@ -92,14 +98,17 @@ impl EtcdStore {
         &self,
         session_id: &str,
         client: Option<&str>,
+        since: Option<&str>,
     ) -> Result<HeartbeatResponse, StoreError> {
         for _ in 0..CAS_ATTEMPTS {
             let view = self.read_session(session_id, client).await?;
             self.keep_alive(view.record.lease).await?;
             if let Some(locks) = self.write_renewal(&view).await? {
-                return Ok(HeartbeatResponse {
-                    ttl_millis: view.record.ttl_millis,
-                    locks,
+                let ttl_millis = view.record.ttl_millis;
+                let version = holds_digest(&locks);
+                return Ok(match since == Some(version.as_str()) {
+                    true => HeartbeatResponse::unchanged(ttl_millis, version),
+                    false => HeartbeatResponse::full(ttl_millis, Some(version), locks),
                 });
             }
         }
@@ -424,6 +433,23 @@ impl EtcdStore {
             .await
             .map(|_| ())
     }
+}
+
+/// L2's version of a session holding `locks` (in the index's key order, the same on every
+/// replica): `d.` and 128 bits of a SHA-256 over each hold's key (length-prefixed), token and
+/// mode.
+fn holds_digest(locks: &[HeldLock]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for lock in locks {
+        hash.update((lock.key.len() as u64).to_le_bytes());
+        hash.update(lock.key.as_bytes());
+        hash.update(lock.fencing_token.to_le_bytes());
+        hash.update([u8::from(lock.mode.is_exclusive())]);
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("d.{hex}")
 }
 
 /// What this replica remembers of a session it found live.

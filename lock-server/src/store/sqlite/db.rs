@@ -415,10 +415,11 @@ mod tests {
         assert_eq!(state.hold, Some(HoldKind::Exclusive));
         assert_eq!(state.holders.len(), 1);
         assert_eq!(state.holders[0].fencing_token, 7);
-        let beat = store.heartbeat(SessionRef::new("s1", None)).await.unwrap();
-        assert_eq!(beat.locks.len(), 1);
+        let beat = store.heartbeat(SessionRef::new("s1", None), None).await;
+        let locks = beat.unwrap().locks.unwrap();
+        assert_eq!(locks.len(), 1);
         assert_eq!(
-            (beat.locks[0].fencing_token, beat.locks[0].mode),
+            (locks[0].fencing_token, locks[0].mode),
             (7, lock_api::LockMode::Exclusive)
         );
         let call = |session_id, hold| AcquireCall {

@@ -20,11 +20,13 @@
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
 //! - `events`: L8 events of watched keys, recorded in the transaction, published after its
 //!   commit.
+//! - `hold_changes`: L2's versions, what changed in each session's holds (TEMP triggers).
 
 mod db;
 mod events;
 mod faults;
 mod fencing;
+mod hold_changes;
 mod ledger;
 mod locks;
 mod queued_keys;
@@ -105,6 +107,7 @@ impl SqliteStore {
         )
         .map_err(|e| StoreError::Internal(e.to_string()))?;
         let conn = db::open_connection(&db_file)?;
+        hold_changes::create(&conn)?;
         let holder_ids = db::holder_ids(&conn)?;
         let feeds = Feeds::new(new_epoch()?, options.feed_limits);
         let db = Db {
@@ -186,10 +189,21 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn heartbeat(&self, session: SessionRef<'_>) -> Result<HeartbeatResponse, StoreError> {
+    async fn heartbeat(
+        &self,
+        session: SessionRef<'_>,
+        since: Option<&str>,
+    ) -> Result<HeartbeatResponse, StoreError> {
         let session = SessionOf::new(session.id, session.client);
+        let since = since.map(str::to_owned);
         self.writer
-            .run(move |db| sessions::heartbeat(db, &session))
+            .run(move |db| {
+                let freed = sessions::reap_dead_holds(db, &session)?;
+                // Their keys go to their queues in the heartbeat's transaction, as the
+                // reaper would hand them on.
+                locks::settle_all(db, &freed)?;
+                sessions::heartbeat(db, &session, since.as_deref())
+            })
             .await
     }
 

@@ -2,6 +2,8 @@
 //! share with them.
 
 use lock_api::{HeartbeatResponse, HeldLock, LockMode, LockStatus, SessionOpened, SessionStatus};
+
+use super::hold_changes::{self, Answer};
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{hold_of_row, sql, Db};
@@ -50,8 +52,13 @@ pub(super) fn open(
     Ok(opened)
 }
 
-/// L2.
-pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatResponse, StoreError> {
+/// L2 after [`reap_dead_holds`]: renews the session and its live holds, and answers `since`
+/// (see `hold_changes`).
+pub(super) fn heartbeat(
+    db: &mut Db,
+    session: &SessionOf,
+    since: Option<&str>,
+) -> Result<HeartbeatResponse, StoreError> {
     let (ttl, _) = live_session(db, session)?;
     let id = session.id.as_str();
     db.conn
@@ -69,18 +76,49 @@ pub(super) fn heartbeat(db: &mut Db, session: &SessionOf) -> Result<HeartbeatRes
         .map_err(sql)?
         .execute(params![id, db.now])
         .map_err(sql)?;
-    let locks = session_holds(db, id)?
-        .into_iter()
-        .map(|hold| HeldLock {
-            key: hold.key,
-            fencing_token: hold.token,
-            mode: hold.mode,
-        })
-        .collect();
-    Ok(HeartbeatResponse {
-        ttl_millis: ttl,
-        locks,
+    let (version, answer) = hold_changes::answer(db, id, since)?;
+    Ok(match answer {
+        Answer::Unchanged => HeartbeatResponse::unchanged(ttl, version),
+        Answer::Changes(changes) => HeartbeatResponse::delta(ttl, version, changes),
+        Answer::Full => {
+            let locks = session_holds(db, id)?
+                .into_iter()
+                .map(|hold| HeldLock {
+                    key: hold.key,
+                    fencing_token: hold.token,
+                    mode: hold.mode,
+                })
+                .collect();
+            HeartbeatResponse::full(ttl, Some(version), locks)
+        }
     })
+}
+
+/// L2's first step: deletes the live session's holds whose own TTL or claim deadline has
+/// passed (watchers see them `expired`), so that its version moves past their end before
+/// the answer is read, whether or not the reaper got to them; returns their keys, which
+/// the caller hands to their queues in the same transaction. Another session's or a dead
+/// one's request deletes nothing.
+pub(super) fn reap_dead_holds(db: &mut Db, session: &SessionOf) -> Result<Vec<String>, StoreError> {
+    if live_session(db, session).is_err() {
+        return Ok(Vec::new());
+    }
+    let id = session.id.clone();
+    let ended = events::ends_of(
+        db,
+        "SELECT l.key, l.session_id, l.token, l.mode, l.shared_limit, s.owner, 0
+         FROM locks l JOIN sessions s ON s.id = l.session_id
+         WHERE l.session_id = ?1 AND (l.expires_at <= ?2 OR l.claim_by <= ?2)
+         ORDER BY l.key, l.token",
+        params![id, db.now],
+    )?;
+    events::record_ends(db, ended)?;
+    let now = db.now;
+    db.returning_keys(
+        "DELETE FROM locks WHERE session_id = ?1 AND (expires_at <= ?2 OR claim_by <= ?2)
+         RETURNING key",
+        params![id, now],
+    )
 }
 
 /// L3: deletes the session, its tickets and its holds; returns the keys of those holds, which

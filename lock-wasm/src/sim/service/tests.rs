@@ -515,8 +515,12 @@ fn heartbeats_and_status_carry_each_holds_mode() {
         .now_or_never()
         .unwrap()
         .unwrap();
-    let modes: Vec<(String, LockMode)> =
-        renewed.locks.into_iter().map(|l| (l.key, l.mode)).collect();
+    let modes: Vec<(String, LockMode)> = renewed
+        .locks
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.key, l.mode))
+        .collect();
     let expected = [
         ("r".to_owned(), LockMode::Shared),
         ("w".to_owned(), LockMode::Exclusive),
@@ -577,4 +581,54 @@ fn only_a_recording_server_keeps_a_history() {
         let steps = m.service.history().map(|h| h.events().len());
         assert_eq!(steps, recording.then_some(2), "recording: {recording}");
     }
+}
+
+/// L2 with `since`, answered at once.
+fn beat(m: &Model, id: &str, since: Option<&str>) -> lock_api::HeartbeatResponse {
+    let request = lock_api::HeartbeatRequest {
+        since: since.map(str::to_owned),
+    };
+    let answer = m.net.heartbeat_since(id, &request, TIMEOUT).now_or_never();
+    answer.unwrap().unwrap()
+}
+
+#[test]
+fn heartbeats_answer_what_changed_since_the_clients_version() {
+    use lock_api::ChangeKind;
+    let m = Model::new();
+    let a = m.session();
+    let first = m.l4(&a, "a", EXCLUSIVE).unwrap();
+    let full = beat(&m, &a, None);
+    assert_eq!(full.locks.as_ref().map(Vec::len), Some(1));
+    let v1 = full.version.unwrap();
+    let same = beat(&m, &a, Some(&v1));
+    assert_eq!((same.locks, same.changes), (None, None));
+    assert_eq!(same.version.as_deref(), Some(v1.as_str()));
+
+    // A grant and a revoke the client did not see: both in the delta, under a new version.
+    let second = m.l4(&a, "b", EXCLUSIVE).unwrap();
+    assert_eq!(m.service.revoke("a"), Some(first.fencing_token));
+    let delta = beat(&m, &a, Some(&v1));
+    let changes: Vec<_> = delta
+        .changes
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.key, c.fencing_token, c.change))
+        .collect();
+    let expected = [
+        ("b".to_owned(), second.fencing_token, ChangeKind::Granted),
+        ("a".to_owned(), first.fencing_token, ChangeKind::Gone),
+    ];
+    assert_eq!(changes, expected);
+    let v2 = delta.version.unwrap();
+    assert_ne!(v2, v1);
+
+    // An older version, a foreign one, and any version after a restart: the full list.
+    for since in [v1.as_str(), "x"] {
+        assert!(beat(&m, &a, Some(since)).locks.is_some(), "{since}");
+    }
+    let v3 = beat(&m, &a, None).version.unwrap();
+    m.service.restart_feeds();
+    let after = beat(&m, &a, Some(&v3));
+    assert_eq!(after.locks.map(|l| l.len()), Some(1));
 }
