@@ -2,16 +2,25 @@
 //! subcommand).
 
 use std::io::{Read, Write};
+use std::path::Path;
 
 use clap::Parser;
 use lock_server::auth::bearer;
 use lock_server::config::{Command, Config};
+use lock_server::store::sqlite::backup::{self, BackupError};
 
 #[tokio::main]
 async fn main() {
     let config = Config::parse();
-    if let Some(Command::HashToken) = config.command {
-        hash_token();
+    match &config.command {
+        Some(Command::HashToken) => hash_token(),
+        Some(Command::Backup { data_dir, to }) => backup(data_dir, to),
+        Some(Command::Restore {
+            from,
+            data_dir,
+            force,
+        }) => restore(from, data_dir, *force),
+        None => {}
     }
     tracing_subscriber::fmt()
         .json()
@@ -57,4 +66,42 @@ fn hash_token() -> ! {
     }
     println!("{}", bearer::to_hex(&bearer::hash(token)));
     std::process::exit(0);
+}
+
+/// `lock-server backup`: one JSON line on stdout, or the reason on stderr and exit 1.
+fn backup(data_dir: &Path, to: &Path) -> ! {
+    match backup::backup(data_dir, to) {
+        Ok(report) => finish(serde_json::json!({
+            "event": "backup_written",
+            "file": to.display().to_string(),
+            "reservedUpto": report.reserved_upto,
+            "online": report.online,
+            "bytes": report.bytes,
+        })),
+        Err(e) => fail("backup", &e),
+    }
+}
+
+/// `lock-server restore`: one JSON line on stdout, or the reason on stderr and exit 1.
+fn restore(from: &Path, data_dir: &Path, force: bool) -> ! {
+    match backup::restore(from, data_dir, force) {
+        Ok(report) => finish(serde_json::json!({
+            "event": "restored",
+            "dataDir": data_dir.display().to_string(),
+            "backupReservedUpto": report.backup_reserved_upto,
+            "previousReservedUpto": report.previous_reserved_upto,
+            "firstToken": report.floor,
+        })),
+        Err(e) => fail("restore", &e),
+    }
+}
+
+fn finish(line: serde_json::Value) -> ! {
+    println!("{line}");
+    std::process::exit(0);
+}
+
+fn fail(command: &str, e: &BackupError) -> ! {
+    eprintln!("lock-server {command}: {e}");
+    std::process::exit(1);
 }

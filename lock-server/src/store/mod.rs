@@ -14,6 +14,7 @@
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
+pub mod epoch;
 pub mod feeds;
 pub mod holder_id;
 pub mod holds;
