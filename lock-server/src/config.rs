@@ -56,6 +56,29 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// After `etcdctl snapshot restore` (and restarting etcd on the restored data): raise the
+    /// deployment's token epoch by one, so no token is granted twice. Replicas that saw the
+    /// rewind refuse grants (503) until it has run.
+    EtcdRestored {
+        /// etcd client URLs (comma separated or repeated).
+        #[arg(
+            long,
+            env = "LOCK_ETCD_ENDPOINTS",
+            value_delimiter = ',',
+            required = true
+        )]
+        etcd_endpoints: Vec<String>,
+        /// The deployment's prefix (`--etcd-prefix` of its replicas).
+        #[arg(long, env = "LOCK_ETCD_PREFIX", default_value = "/lock-server/")]
+        etcd_prefix: String,
+        /// Bound on each etcd request, in milliseconds.
+        #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
+        etcd_timeout_ms: u64,
+        /// Raise the epoch to at least this (when the snapshot is older than an earlier
+        /// `etcd-restored`: one above the epoch the replicas logged last, `etcd_epoch`).
+        #[arg(long, default_value_t = 0)]
+        min_epoch: u64,
+    },
 }
 
 /// lock-server configuration.
