@@ -33,6 +33,52 @@ pub enum Command {
     /// Read a bearer token from stdin (one line) and print its SHA-256 in hex, the
     /// `tokenSha256` of an auth-file client.
     HashToken,
+    /// Write a consistent copy of the SQLite store to a file, also while a server is serving
+    /// on the data dir (that server takes the copy); the copy carries the token mark.
+    Backup {
+        /// The data dir of the store to copy.
+        #[arg(long, env = "LOCK_DATA_DIR")]
+        data_dir: PathBuf,
+        /// The backup file (written beside it first, then renamed; replaced if present).
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Restore a backup into a data dir no server is running on; the restored store issues
+    /// tokens only from the next token epoch on.
+    Restore {
+        /// A file written by `lock-server backup`.
+        #[arg(long)]
+        from: PathBuf,
+        /// The data dir to restore into (created if missing).
+        #[arg(long, env = "LOCK_DATA_DIR")]
+        data_dir: PathBuf,
+        /// Replace the store of a data dir that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
+    /// After `etcdctl snapshot restore` (and restarting etcd on the restored data): raise the
+    /// deployment's token epoch by one, so no token is granted twice. Replicas that saw the
+    /// rewind refuse grants (503) until it has run.
+    EtcdRestored {
+        /// etcd client URLs (comma separated or repeated).
+        #[arg(
+            long,
+            env = "LOCK_ETCD_ENDPOINTS",
+            value_delimiter = ',',
+            required = true
+        )]
+        etcd_endpoints: Vec<String>,
+        /// The deployment's prefix (`--etcd-prefix` of its replicas).
+        #[arg(long, env = "LOCK_ETCD_PREFIX", default_value = "/lock-server/")]
+        etcd_prefix: String,
+        /// Bound on each etcd request, in milliseconds.
+        #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
+        etcd_timeout_ms: u64,
+        /// Raise the epoch to at least this (when the snapshot is older than an earlier
+        /// `etcd-restored`: one above the epoch the replicas logged last, `etcd_epoch`).
+        #[arg(long, default_value_t = 0)]
+        min_epoch: u64,
+    },
 }
 
 /// lock-server configuration.
@@ -271,6 +317,36 @@ mod tests {
         ]);
         assert_eq!(c.auth_file, Some(PathBuf::from("a.json")));
         assert!(c.public_ops && c.allow_unauthenticated);
+    }
+
+    #[test]
+    fn backup_and_restore_are_subcommands_with_their_own_flags() {
+        let c = Config::parse_from(["lock-server", "backup", "--data-dir", "d", "--to", "f"]);
+        assert_eq!(
+            c.command,
+            Some(Command::Backup {
+                data_dir: "d".into(),
+                to: "f".into()
+            })
+        );
+        let c = Config::parse_from([
+            "lock-server",
+            "restore",
+            "--from",
+            "f",
+            "--data-dir",
+            "d",
+            "--force",
+        ]);
+        assert_eq!(
+            c.command,
+            Some(Command::Restore {
+                from: "f".into(),
+                data_dir: "d".into(),
+                force: true
+            })
+        );
+        assert!(Config::try_parse_from(["lock-server", "restore", "--data-dir", "d"]).is_err());
     }
 
     #[test]

@@ -2,16 +2,34 @@
 //! subcommand).
 
 use std::io::{Read, Write};
+use std::path::Path;
 
 use clap::Parser;
 use lock_server::auth::bearer;
 use lock_server::config::{Command, Config};
+use lock_server::store::sqlite::backup::{self, BackupError};
 
 #[tokio::main]
 async fn main() {
     let config = Config::parse();
-    if let Some(Command::HashToken) = config.command {
-        hash_token();
+    match &config.command {
+        Some(Command::HashToken) => hash_token(),
+        Some(Command::Backup { data_dir, to }) => backup(data_dir, to),
+        Some(Command::Restore {
+            from,
+            data_dir,
+            force,
+        }) => restore(from, data_dir, *force),
+        Some(Command::EtcdRestored {
+            etcd_endpoints,
+            etcd_prefix,
+            etcd_timeout_ms,
+            min_epoch,
+        }) => {
+            let options = etcd_options(etcd_endpoints, etcd_prefix, *etcd_timeout_ms);
+            etcd_restored(options, *min_epoch).await
+        }
+        None => {}
     }
     tracing_subscriber::fmt()
         .json()
@@ -57,4 +75,87 @@ fn hash_token() -> ! {
     }
     println!("{}", bearer::to_hex(&bearer::hash(token)));
     std::process::exit(0);
+}
+
+/// `lock-server backup`: one JSON line on stdout, or the reason on stderr and exit 1.
+fn backup(data_dir: &Path, to: &Path) -> ! {
+    match backup::backup(data_dir, to) {
+        Ok(report) => finish(serde_json::json!({
+            "event": "backup_written",
+            "file": to.display().to_string(),
+            "reservedUpto": report.reserved_upto,
+            "online": report.online,
+            "bytes": report.bytes,
+        })),
+        Err(e) => fail("backup", &e),
+    }
+}
+
+/// `lock-server restore`: one JSON line on stdout, or the reason on stderr and exit 1.
+fn restore(from: &Path, data_dir: &Path, force: bool) -> ! {
+    match backup::restore(from, data_dir, force) {
+        Ok(report) => finish(serde_json::json!({
+            "event": "restored",
+            "dataDir": data_dir.display().to_string(),
+            "backupReservedUpto": report.backup_reserved_upto,
+            "previousReservedUpto": report.previous_reserved_upto,
+            "firstToken": report.floor,
+        })),
+        Err(e) => fail("restore", &e),
+    }
+}
+
+fn finish(line: serde_json::Value) -> ! {
+    println!("{line}");
+    std::process::exit(0);
+}
+
+fn fail(command: &str, e: &BackupError) -> ! {
+    eprintln!("lock-server {command}: {e}");
+    std::process::exit(1);
+}
+
+#[cfg(feature = "etcd")]
+type EtcdOptions = lock_server::store::etcd::EtcdOptions;
+#[cfg(not(feature = "etcd"))]
+type EtcdOptions = ();
+
+#[cfg(feature = "etcd")]
+fn etcd_options(endpoints: &[String], prefix: &str, timeout_ms: u64) -> EtcdOptions {
+    let mut options = EtcdOptions::new(endpoints.to_vec());
+    options.prefix = prefix.to_string();
+    options.timeout = std::time::Duration::from_millis(timeout_ms);
+    options
+}
+
+#[cfg(not(feature = "etcd"))]
+fn etcd_options(_: &[String], _: &str, _: u64) -> EtcdOptions {}
+
+/// `lock-server etcd-restored`: one JSON line on stdout, or the reason on stderr and exit 1.
+#[cfg(feature = "etcd")]
+async fn etcd_restored(options: EtcdOptions, min_epoch: u64) -> ! {
+    use lock_server::store::etcd::EtcdStore;
+    let raised = match EtcdStore::connect(options).await {
+        Ok(store) => store.raise_epoch(min_epoch).await,
+        Err(e) => Err(e),
+    };
+    match raised {
+        Ok(raised) => finish(serde_json::json!({
+            "event": "etcd_epoch_raised",
+            "before": raised.before,
+            "epoch": raised.epoch,
+            "revision": raised.revision,
+            "firstToken": lock_server::store::epoch::epoch_start(raised.epoch),
+        })),
+        Err(e) => {
+            eprintln!("lock-server etcd-restored: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn etcd_restored(_: EtcdOptions, _: u64) -> ! {
+    eprintln!("lock-server etcd-restored: the etcd backend is not in this build");
+    std::process::exit(1);
 }

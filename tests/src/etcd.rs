@@ -158,6 +158,44 @@ impl EtcdCluster {
         self.wait_ready();
     }
 
+    /// `etcdctl snapshot save` of member `index` into `file`.
+    pub fn snapshot_save(&self, index: usize, file: &std::path::Path) {
+        let endpoint = self.members[index].client_url();
+        let args = ["snapshot".as_ref(), "save".as_ref(), file.as_os_str()];
+        etcdctl_checked(&endpoint, &args).unwrap_or_else(|e| panic!("snapshot save: {e}"));
+    }
+
+    /// The runbook's restore of a one-member cluster: kill the member, `etcdctl snapshot
+    /// restore` the snapshot into a fresh data dir (same name, peer URL and cluster token, so
+    /// the cluster id may well stay the same), start etcd on it and wait until it serves.
+    pub fn restore_snapshot(&mut self, index: usize, file: &std::path::Path) {
+        self.kill(index);
+        let member = &self.members[index];
+        let data = member.data_dir.path().join("data");
+        std::fs::remove_dir_all(&data).expect("remove the old data dir");
+        let peer = member.peer_url();
+        let out = Command::new(etcdctl_bin())
+            .env("ETCDCTL_API", "3")
+            .args(["snapshot", "restore"])
+            .arg(file)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--name", &member.name])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run etcdctl snapshot restore");
+        assert!(
+            out.status.success(),
+            "snapshot restore: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.spawn(index, "new");
+        self.wait_ready();
+    }
+
     /// Whether member `index` is running.
     pub fn is_running(&self, index: usize) -> bool {
         self.members[index].child.is_some()
@@ -266,6 +304,22 @@ fn etcdctl(endpoints: &str, args: &[&str]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs etcdctl against `endpoints`; stdout, or the error output on failure.
+fn etcdctl_checked(endpoints: &str, args: &[&std::ffi::OsStr]) -> Result<String, String> {
+    let out = Command::new(etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoints}"))
+        .args(["--command-timeout=10s", "--dial-timeout=2s"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
 }
 
 /// A port the OS just handed out. Another process could take it before etcd binds it; the

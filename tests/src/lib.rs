@@ -24,6 +24,8 @@
 //!   over a watching and a changing endpoint of one deployment, so every backend (and two
 //!   etcd replicas) runs the same checks; the process-level ones take a [`TestServer`].
 //! - [`store_faults`]: a disk that fills on demand (a tmpfs the test mounts, a ballast file).
+//! - [`backup`]: the `lock-server` subcommands an operator runs around a server (`backup`,
+//!   `restore`, `etcd-restored`), as processes, with their exit status and output.
 //! - [`etcd`]: real etcd members/clusters for the etcd backend's tests (kill the leader, ...).
 //! - [`etcd_faults`]: store faults of a real etcd on top of [`etcd`]: quorum lost and
 //!   restored, a backend over its quota (NOSPACE) and the operator's fix.
@@ -33,6 +35,7 @@
 //! is missing or older than its sources ([`launcher::server_binary`]).
 
 pub mod auth_contract;
+pub mod backup;
 pub mod client;
 pub mod contract;
 pub mod etcd;
@@ -124,6 +127,14 @@ impl ServerOptions {
     }
 }
 
+/// A fresh temp directory for a server's data.
+pub fn temp_data_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("lock-e2e-")
+        .tempdir()
+        .expect("temp data dir")
+}
+
 /// A running lock-server for one test, on its own temp data dir (kept across restarts).
 /// Dropping it kills the process (kill -9). Every start or restart that fails panics with
 /// the server's output.
@@ -137,10 +148,11 @@ pub struct TestServer {
 impl TestServer {
     /// Starts a server on `127.0.0.1:0` with a fresh temp data dir and waits for `/healthz`.
     pub fn start(options: ServerOptions) -> TestServer {
-        let data_dir = tempfile::Builder::new()
-            .prefix("lock-e2e-")
-            .tempdir()
-            .expect("temp data dir");
+        TestServer::start_in(options, temp_data_dir())
+    }
+
+    /// Starts a server on a data dir prepared beforehand (e.g. by `lock-server restore`).
+    pub fn start_in(options: ServerOptions, data_dir: tempfile::TempDir) -> TestServer {
         let mut launch = Launch::new(&server_binary(), data_dir.path());
         if let Some(token) = &options.admin_token {
             launch = launch.args(["--admin-token", token.as_str()]);

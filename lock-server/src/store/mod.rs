@@ -10,10 +10,11 @@
 //! (`session`: ids and heartbeat cadence; `holder_id`: the public name of a session; `holds`:
 //! exclusive and shared holds and when each is granted; `lease`:
 //! wall-clock deadlines; `queue`: the rules of the wait queue per key; `wakeup`: waking
-//! server-side waiters), and one folder per backend with its private modules (`sqlite/`,
+//! server-side waiters; `epoch`: token epochs, which restores move past), and one folder per backend with its private modules (`sqlite/`,
 //! `etcd/`). Nothing here knows the server's configuration: `server.rs` picks the backend
 //! and fills in its options.
 
+pub mod epoch;
 pub mod feeds;
 pub mod holder_id;
 pub mod holds;

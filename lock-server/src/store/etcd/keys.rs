@@ -13,6 +13,7 @@
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
 //! <prefix>k/probe                  the readiness probe's write, one byte (no lease; rewritten every probe)
+//! <prefix>epoch                    EpochRecord    the token epoch (no lease; raised by `lock-server etcd-restored`)
 //! <prefix>m/<encKey>/<sessionId>   CauseRecord    why our txn ended that hold (put in the same txn; holder's lease)
 //! <prefix>n/<sessionId>            CauseRecord    the session is closing (L3; on its lease, so its end deletes it)
 //! ```
@@ -93,6 +94,11 @@ impl Keys {
     }
 
     /// The HMAC key of holder ids, shared by every replica of the deployment.
+    /// The token epoch (`epoch`): absent until `lock-server etcd-restored` first raises it.
+    pub(super) fn epoch(&self) -> String {
+        format!("{}epoch", self.prefix)
+    }
+
     pub(super) fn holder_id_key(&self) -> String {
         format!("{}k/holder-id", self.prefix)
     }
@@ -209,6 +215,7 @@ mod tests {
             keys.shared_marker("a", "s1"),
             keys.holder_id_key(),
             keys.probe(),
+            keys.epoch(),
         ] {
             assert!(!inside(&k), "{k}");
         }

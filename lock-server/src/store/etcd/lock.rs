@@ -155,6 +155,8 @@ impl EtcdStore {
             token: None,
             claim_by_ms: None,
             value: call.value.map(str::to_owned),
+            // Set by `write_lock` from the epoch its transaction compares.
+            epoch: 0,
         }
     }
 
@@ -380,7 +382,7 @@ impl EtcdStore {
         });
         match &head {
             Some((ticket, session)) => {
-                let hold = self.hand_to(key, ticket, session, now, false, &mut compares);
+                let hold = self.hand_to(key, ticket, session, now, false, &mut compares)?;
                 compares.push(
                     Compare::create_revision(
                         self.keys.queue(key),
@@ -573,6 +575,21 @@ impl EtcdStore {
         mut guard: Vec<Compare>,
         write: LockWrite,
     ) -> Result<Written, StoreError> {
+        // Granted in the epoch this replica read, as long as it is still the stored one; a
+        // renewal keeps the epoch (and token) it was granted with.
+        let epoch = self.epoch_now().await?;
+        guard.push(epoch.unchanged(&self.keys.epoch()));
+        let fresh;
+        let hold = match write {
+            LockWrite::Renewal => hold,
+            _ => {
+                fresh = LockRecord {
+                    epoch: epoch.epoch,
+                    ..hold.clone()
+                };
+                &fresh
+            }
+        };
         let key = hold.key.as_str();
         let hold_key = self.keys.hold(key, &hold.session_id);
         let held_key = self.keys.held(&hold.session_id, key);
@@ -618,6 +635,8 @@ impl EtcdStore {
         let revision = response.header().map_or(0, |h| h.revision());
         let mut reads = super::range_results(&response).into_iter();
         if !response.succeeded() {
+            // The epoch may be what changed: read it again before the next attempt.
+            self.refresh_epoch_soon();
             let session = reads.next().and_then(|kvs| kvs.into_iter().next());
             return Ok(Written::Conflict(
                 session,

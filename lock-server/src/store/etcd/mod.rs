@@ -9,6 +9,9 @@
 //! - `creating`: one free-key create per key in flight from this replica; a crowd asking
 //!   for a free key waits for it, then reads the key and queues together.
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
+//! - `epoch`: the token epoch (`token = (epoch << 40) + revision`), raised by
+//!   `lock-server etcd-restored` after a restore from a snapshot, and the replica's watch for
+//!   a rewound cluster (no grants until the epoch is raised).
 //! - `error`: etcd failures → [`StoreError`] (out of space, no quorum, unreachable → 503
 //!   STORE_UNAVAILABLE with the cause, never 500).
 //! - `session`: L1 open, L2 heartbeat, L3 close, L5 status.
@@ -38,6 +41,7 @@
 mod batch;
 mod cache;
 mod creating;
+mod epoch;
 mod error;
 mod holds;
 mod keys;
@@ -50,7 +54,7 @@ mod watch;
 mod writes;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,6 +133,10 @@ pub struct EtcdStore {
     holder_ids: Arc<OnceCell<HolderIds>>,
     /// L8: the keys' event feeds and the watch behind them.
     watching: Arc<watch::Watching>,
+    /// The token epoch this replica grants in, and whether etcd was rewound under it.
+    epochs: Arc<epoch::Epochs>,
+    /// A re-read of the epoch is under way (at most one at a time).
+    rereading_epoch: Arc<AtomicBool>,
 }
 
 impl EtcdStore {
@@ -164,7 +172,94 @@ impl EtcdStore {
             timeout: options.timeout,
             holder_ids: Arc::new(OnceCell::new()),
             watching: Arc::new(watch::Watching::new(options.feed_limits)),
+            epochs: Arc::new(epoch::Epochs::default()),
+            rereading_epoch: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// The epoch to grant in: read first when unread or while etcd is rewound (then 503
+    /// until it has been raised).
+    async fn epoch_now(&self) -> Result<epoch::EpochNow, StoreError> {
+        if self.epochs.needs_read() {
+            self.read_epoch().await?;
+        }
+        self.epochs.now()
+    }
+
+    /// Reads the epoch key (`epoch::Epochs::read`).
+    async fn read_epoch(&self) -> Result<(), StoreError> {
+        let key = self.keys.epoch();
+        let response = self
+            .call_read(|mut client| {
+                let key = key.clone();
+                async move { client.get(key, None).await }
+            })
+            .await
+            .map_err(from_etcd)?;
+        let value = match response.kvs().first() {
+            Some(kv) => Some((decode::<epoch::EpochRecord>(kv)?, kv.mod_revision())),
+            None => None,
+        };
+        self.epochs.read(value, response.header())
+    }
+
+    /// `lock-server etcd-restored`: raises the stored epoch by one (to `at_least` if that is
+    /// higher), with a compare-and-put, so two runs at once raise it once each. Every token
+    /// granted after it is above every token of the epochs before.
+    pub async fn raise_epoch(&self, at_least: u64) -> Result<RaisedEpoch, StoreError> {
+        let key = self.keys.epoch();
+        loop {
+            let (kv, _) = self.get(&key).await?;
+            let (before, mod_revision) = match &kv {
+                Some(kv) => (decode::<epoch::EpochRecord>(kv)?.epoch, kv.mod_revision()),
+                None => (0, 0),
+            };
+            let epoch = (before + 1).max(at_least);
+            if epoch > crate::store::epoch::MAX_EPOCH {
+                return Err(StoreError::Internal(
+                    crate::store::epoch::EpochsExhausted(before).to_string(),
+                ));
+            }
+            let record = serde_json::to_vec(&epoch::EpochRecord { epoch })
+                .map_err(|e| StoreError::Internal(e.to_string()))?;
+            let txn = Txn::new()
+                .when(vec![Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    mod_revision,
+                )])
+                .and_then(vec![TxnOp::put(key.clone(), record, None)]);
+            let response = self.txn(txn).await?;
+            if response.succeeded() {
+                let revision = response.header().map_or(0, |h| h.revision());
+                return Ok(RaisedEpoch {
+                    before,
+                    epoch,
+                    revision,
+                });
+            }
+        }
+    }
+
+    /// After a failed grant compare: the epoch is read again in the background, so the next
+    /// attempt grants in the stored epoch.
+    fn refresh_epoch_soon(&self) {
+        if self.rereading_epoch.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let _ = store.read_epoch().await;
+            store.rereading_epoch.store(false, Ordering::Release);
+        });
+    }
+
+    /// Before a transaction that may hand a key on: the epoch, if it can be read (a release
+    /// that hands nothing on needs none).
+    async fn epoch_for_hand_off(&self) {
+        if self.epochs.needs_read() {
+            let _ = self.read_epoch().await;
+        }
     }
 
     /// The deployment's holder-id key: read once per replica, created by the first replica
@@ -203,10 +298,12 @@ impl EtcdStore {
     /// that callers have a single error type to classify.
     async fn call<T, F, Fut>(&self, op: F) -> Result<T, etcd_client::Error>
     where
+        T: epoch::Headed,
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let mut last_error = None;
+        let floor = self.epochs.floor();
         for _ in 0..self.clients.len() {
             let index = self.pinned.load(Ordering::Relaxed) % self.clients.len();
             let result =
@@ -218,7 +315,11 @@ impl EtcdStore {
                     ))),
                 };
             let error = match result {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    // Every answer: a rewound cluster is noticed at its first answer.
+                    self.epochs.observe(value.response_header(), floor);
+                    return Ok(value);
+                }
                 Err(error) => error,
             };
             if !error::is_endpoint_failure(&error) {
@@ -245,6 +346,7 @@ impl EtcdStore {
     /// connection does not say whether etcd applied it.
     async fn call_read<T, F, Fut>(&self, op: F) -> Result<T, etcd_client::Error>
     where
+        T: epoch::Headed,
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
@@ -294,6 +396,17 @@ impl EtcdStore {
         let revision = response.header().map_or(0, |h| h.revision());
         Ok((response.take_kvs().into_iter().next(), revision))
     }
+}
+
+/// What `lock-server etcd-restored` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaisedEpoch {
+    /// The epoch found (0: none stored yet).
+    pub before: u64,
+    /// The epoch now stored.
+    pub epoch: u64,
+    /// The etcd revision of the write.
+    pub revision: i64,
 }
 
 /// The key-values of every read in a transaction's answer, in order.
@@ -393,6 +506,7 @@ impl Store for EtcdStore {
     }
 
     async fn close_session(&self, session: SessionRef<'_>) -> Result<(), StoreError> {
+        self.epoch_for_hand_off().await;
         self.close(session.id, session.client).await
     }
 
@@ -407,6 +521,7 @@ impl Store for EtcdStore {
             queue,
             ..
         } = call;
+        self.epoch_for_hand_off().await;
         let cancel = || {
             if let Some(queue) = queue {
                 self.end_wait(key, session_id, queue.open_until);
@@ -435,6 +550,7 @@ impl Store for EtcdStore {
     }
 
     async fn release(&self, key: &str, fencing_token: u64) -> Result<(), StoreError> {
+        self.epoch_for_hand_off().await;
         self.release_token(key, fencing_token).await
     }
 
@@ -443,6 +559,7 @@ impl Store for EtcdStore {
     }
 
     async fn revoke(&self, key: &str, fencing_token: Option<u64>) -> Result<Vec<u64>, StoreError> {
+        self.epoch_for_hand_off().await;
         self.revoke_key(key, fencing_token).await
     }
 

@@ -30,7 +30,8 @@ use lock_api::{HoldKind, LockGrant};
 use super::cache::OpenTicket;
 use super::error::{from_etcd, is_lease_gone};
 use super::records::{
-    held_by, unchanged, EndCause, KeyView, LiveSession, LockRecord, TicketRecord, Whose,
+    held_by, revision_token, unchanged, EndCause, KeyView, LiveSession, LockRecord, TicketRecord,
+    Whose,
 };
 use super::writes::Writes;
 use super::{decode, encode, range_results, EtcdStore};
@@ -211,7 +212,7 @@ impl EtcdStore {
                 }
                 let claimed = claimer == Some(ticket.session_id.as_str());
                 let open = open_ticket(kv, ticket);
-                let hold = self.hand_to(key, &open, &session, now, claimed, &mut compares);
+                let hold = self.hand_to(key, &open, &session, now, claimed, &mut compares)?;
                 self.write_hand_off(&mut writes, &hold, session.record.lease);
                 held = held.with(hold.hold());
                 lease.get_or_insert(session.record.lease);
@@ -312,7 +313,10 @@ impl EtcdStore {
         now: u64,
         claimed: bool,
         compares: &mut Vec<Compare>,
-    ) -> LockRecord {
+    ) -> Result<LockRecord, StoreError> {
+        // The token is granted in the epoch this replica read, while it is the stored one.
+        let epoch = self.epochs.now()?;
+        compares.push(epoch.unchanged(&self.keys.epoch()));
         let ticket_key = self.keys.ticket(key, &ticket.session_id);
         compares.push(Compare::mod_revision(
             ticket_key,
@@ -325,7 +329,7 @@ impl EtcdStore {
             session.mod_revision,
         ));
         let hold = ticket.record.hold();
-        LockRecord {
+        Ok(LockRecord {
             key: key.to_owned(),
             session_id: ticket.session_id.clone(),
             ttl_millis: ticket.record.ttl_millis,
@@ -333,14 +337,15 @@ impl EtcdStore {
             limit: hold.limit(),
             deadline_ms: now + ticket.record.ttl_millis,
             session_deadline_ms: session.record.deadline_ms,
-            token: Some(ticket.create_revision as u64),
+            token: Some(revision_token(epoch.epoch, ticket.create_revision)),
             claim_by_ms: match claimed {
                 true => None,
                 false => ticket.record.times().claim_by(now),
             },
             owner: session.record.owner.clone(),
             value: ticket.record.value.clone(),
-        }
+            epoch: epoch.epoch,
+        })
     }
 
     /// The writes of [`EtcdStore::hand_to`]: the ticket leaves, the hold is written.

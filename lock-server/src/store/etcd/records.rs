@@ -78,6 +78,14 @@ pub(super) struct LockRecord {
     /// The hold's value (L4 `value`, replaced by L9 and by a renewal that names one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// The token epoch the hold was granted in (absent: 0, as in every record written
+    /// before epochs and by a deployment never restored), see `epoch`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl LockRecord {
@@ -94,7 +102,8 @@ impl LockRecord {
     /// The fencing token of this record read at `kv` (the hold's key or its index twin,
     /// which are created together and share it).
     pub(super) fn token(&self, kv: &KeyValue) -> u64 {
-        self.token.unwrap_or(kv.create_revision() as u64)
+        self.token
+            .unwrap_or_else(|| revision_token(self.epoch, kv.create_revision()))
     }
 
     /// Exclusive, or shared under its limit.
@@ -113,6 +122,16 @@ impl LockRecord {
             self.ttl_millis,
         ))
     }
+}
+
+/// The fencing token of a hold created at etcd `revision` in `epoch`: the one place a
+/// revision becomes a token. A revision past its epoch's room gives a token no grant may
+/// carry ([`LockRecord::grant`] refuses it).
+pub(super) fn revision_token(epoch: u64, revision: i64) -> u64 {
+    u64::try_from(revision)
+        .ok()
+        .and_then(|revision| crate::store::epoch::token(epoch, revision))
+        .unwrap_or(u64::MAX)
 }
 
 /// The value of `q/<key>/<sessionId>`: a ticket in the key's wait queue.
@@ -395,6 +414,7 @@ mod tests {
             token: None,
             claim_by_ms: None,
             value: None,
+            epoch: 0,
         };
         assert_eq!(lock.remaining(700), Some(100));
         assert_eq!(lock.remaining(800), None);

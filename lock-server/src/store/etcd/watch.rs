@@ -837,6 +837,7 @@ mod tests {
             token,
             claim_by_ms: None,
             value: value.map(str::to_owned),
+            epoch: 0,
         }
     }
 

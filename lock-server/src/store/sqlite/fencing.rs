@@ -147,6 +147,12 @@ impl TokenAllocator {
         Ok(token)
     }
 
+    /// The durable mark now: every token issued so far is at or below it (a backup records
+    /// it, see `backup`).
+    pub fn reserved_upto(&self) -> u64 {
+        self.record.reserved_upto
+    }
+
     fn reserve_block(&mut self) -> Result<(), FencingError> {
         let mark = self.record.reserved_upto.max(self.next - 1) + BLOCK;
         if mark > MAX_FENCING_TOKEN {

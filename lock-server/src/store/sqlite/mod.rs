@@ -18,11 +18,19 @@
 //! - `faults`: SQLite and file failures → STORE_UNAVAILABLE with their cause, or 500.
 //! - `fencing`: token allocation with durable reserved blocks (never a repeated token).
 //! - `recovery`: start-up classification (clean marker, boot id, grant hold-back).
+//! - `dir_lock`: the data dir's `flock`, held by the serving store (and by `backup` and
+//!   `restore` offline), so a second server or a restore is refused before it writes.
+//! - `control`: the data dir's control socket, through which `lock-server backup` has the
+//!   serving writer thread copy the database between two batches.
+//! - `backup`: `lock-server backup` and `restore` (a restore starts at the next token epoch).
 //! - `events`: L8 events of watched keys, recorded in the transaction, published after its
 //!   commit.
 //! - `hold_changes`: L2's versions, what changed in each session's holds (TEMP triggers).
 
+pub mod backup;
+mod control;
 mod db;
+mod dir_lock;
 mod events;
 mod faults;
 mod fencing;
@@ -42,6 +50,7 @@ use async_trait::async_trait;
 use lock_api::{HeartbeatResponse, LedgerEntries, SessionOpened, SessionStatus};
 
 use self::db::{sql, Db};
+use self::dir_lock::DirLock;
 use self::fencing::TokenAllocator;
 use self::sessions::SessionOf;
 use self::writer::Writer;
@@ -55,6 +64,7 @@ use super::{
 };
 
 pub use self::db::DB_FILE;
+pub use self::dir_lock::LOCK_FILE;
 pub use self::recovery::StartState;
 
 /// Options for [`SqliteStore::open`].
@@ -80,6 +90,8 @@ pub struct SqliteStore {
     /// L8: the keys' event feeds, under a random epoch per start: positions restart with
     /// the process, so an id from before a restart must not look like one of now.
     feeds: Feeds,
+    /// The data dir is this store's until the process ends.
+    _dir_lock: DirLock,
 }
 
 impl SqliteStore {
@@ -89,6 +101,7 @@ impl SqliteStore {
         let dir = &options.data_dir;
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Internal(format!("data dir {}: {e}", dir.display())))?;
+        let dir_lock = take_dir(dir)?;
         let db_file = dir.join(DB_FILE);
         let now = now_millis();
         let start = recovery::begin(
@@ -123,12 +136,14 @@ impl SqliteStore {
         };
         let wakeups = Arc::new(KeyWakeups::default());
         let writer = Writer::spawn(db, wakeups.clone(), dir.clone())?;
+        control::spawn(dir, writer.clone());
         let store = Arc::new(SqliteStore {
             writer,
             wakeups,
             start,
             holder_ids,
             feeds,
+            _dir_lock: dir_lock,
         });
         reaper::spawn(Arc::downgrade(&store));
         Ok(store)
@@ -318,6 +333,22 @@ fn probe(db: &mut Db) -> Result<(), StoreError> {
         .execute([db.now])
         .map_err(sql)?;
     Ok(())
+}
+
+/// The data dir's lock, before anything in it is read or written.
+fn take_dir(dir: &std::path::Path) -> Result<DirLock, StoreError> {
+    match DirLock::try_take(dir) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(StoreError::Internal(format!(
+            "data dir {} is in use by another lock-server (or a restore)",
+            dir.display()
+        ))),
+        Err(e) => Err(StoreError::Internal(format!(
+            "data dir {}: cannot lock {}: {e}",
+            dir.display(),
+            dir_lock::LOCK_FILE
+        ))),
+    }
 }
 
 /// Live sessions and holds (every mode, and the shared ones).

@@ -25,8 +25,12 @@ type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// transaction could not begin), it runs nothing and only hands its reply back.
 type Work = Box<dyn FnOnce(Option<&mut Db>) -> (Option<StoreError>, Reply) + Send>;
 
+/// A job run between two batches, outside any transaction (a backup's `VACUUM INTO`).
+type Between = Box<dyn FnOnce(&mut Db) + Send>;
+
 enum Job {
     Work(Work),
+    Between(Between),
     Close(oneshot::Sender<Result<(), StoreError>>),
 }
 
@@ -100,6 +104,22 @@ impl Writer {
         self.jobs.send(Job::Work(work)).map_err(|_| closed())
     }
 
+    /// Runs `f` on the writer thread after the current batch committed and before the next
+    /// begins, outside any transaction: it sees exactly the committed state, and no grant
+    /// happens while it runs.
+    pub(super) async fn run_between<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Between = Box::new(move |db| {
+            let _ = tx.send(f(db));
+        });
+        self.jobs.send(Job::Between(job)).map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+
     /// Finishes the queued jobs, checkpoints and closes the database, writes the clean
     /// marker; every later job is answered 503.
     pub(super) async fn close(&self) -> Result<(), StoreError> {
@@ -126,13 +146,16 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
     while let Ok(first) = rx.recv() {
         let mut batch = Vec::with_capacity(16);
         let mut close = None;
+        let mut between = None;
         match first {
             Job::Work(w) => batch.push(w),
+            Job::Between(b) => between = Some(b),
             Job::Close(reply) => close = Some(reply),
         }
-        while close.is_none() && batch.len() < MAX_BATCH {
+        while close.is_none() && between.is_none() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(Job::Work(w)) => batch.push(w),
+                Ok(Job::Between(b)) => between = Some(b),
                 Ok(Job::Close(reply)) => close = Some(reply),
                 Err(_) => break,
             }
@@ -144,6 +167,9 @@ fn writer_loop(mut db: Db, rx: mpsc::Receiver<Job>, wakeups: Arc<KeyWakeups>, di
                     wakeups.wake(&key, &session_id, handed);
                 }
             }
+        }
+        if let Some(between) = between {
+            between(&mut db);
         }
         if let Some(reply) = close {
             let result = shut_down(db, &dir);
