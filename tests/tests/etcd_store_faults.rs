@@ -82,24 +82,7 @@ async fn quorum_lost_is_store_unavailable_and_readiness_returns_with_it() {
     assert_healthy(&api).await;
 
     etcd.restore_quorum();
-    assert_ready(&readyz_until(&api, 200).await);
-    assert_healthy(&api).await;
-    log_events_at_least(&server, "store_ready", 1).await;
-    assert_transition_lines(&server, NO_QUORUM);
-    let after = granted(&api, &key, &session).await;
-    assert!(
-        after.fencing_token > before.fencing_token,
-        "token {} after the outage, {} before",
-        after.fencing_token,
-        before.fencing_token
-    );
-    assert_eq!(
-        api.open_session_with(json!({ "ttlMillis": 60_000 }))
-            .await
-            .status,
-        201
-    );
-    assert_eq!(gauge(&api.metrics().await, "lock_store_ready"), Some(1.0));
+    assert_recovered(&server, &key, &session, before.fencing_token, NO_QUORUM).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,15 +126,29 @@ async fn over_quota_is_store_unavailable_until_the_operators_fix() {
     assert_healthy(&api).await;
 
     etcd.clear();
+    assert_recovered(&server, &key, &session, before.fencing_token, OVER_QUOTA).await;
+}
+
+/// Once the fault is gone, by itself: ready again (`/readyz`, the gauge, one `store_ready`
+/// line after the one `store_unavailable` line with one of `reasons`), `/healthz` 200, and
+/// writes accepted again, the key's next token above `before`.
+async fn assert_recovered(
+    server: &TestServer,
+    key: &str,
+    session: &str,
+    before: u64,
+    reasons: &[&str],
+) {
+    let api = server.api();
     assert_ready(&readyz_until(&api, 200).await);
-    log_events_at_least(&server, "store_ready", 1).await;
-    assert_transition_lines(&server, OVER_QUOTA);
-    let after = granted(&api, &key, &session).await;
+    assert_healthy(&api).await;
+    log_events_at_least(server, "store_ready", 1).await;
+    assert_transition_lines(server, reasons);
+    let after = granted(&api, key, session).await;
     assert!(
-        after.fencing_token > before.fencing_token,
-        "token {} after the fix, {} before",
-        after.fencing_token,
-        before.fencing_token
+        after.fencing_token > before,
+        "token {} after the fault, {before} before",
+        after.fencing_token
     );
     assert_eq!(
         api.open_session_with(json!({ "ttlMillis": 60_000 }))

@@ -120,15 +120,7 @@ async fn a_restored_backup_never_reissues_a_token() {
     // The server keeps granting after the backup.
     more_grants(&granted, 100).await;
     // A restore into the running server's dir is refused, whatever the flags.
-    lock_server_cli([
-        "restore",
-        "--from",
-        &path_str(&file),
-        "--data-dir",
-        &path_str(server.data_dir()),
-        "--force",
-    ])
-    .assert_refused("a lock-server is running on");
+    refuse_restore_into(&server, &file);
     more_grants(&granted, 20).await;
     stop.store(true, Ordering::Relaxed);
     for w in workers {
@@ -209,10 +201,15 @@ async fn a_restored_backup_never_reissues_a_token() {
         assert_eq!(reply.status, 204, "{reply:?}");
     }
     // A second restore into this running server's dir is refused.
+    refuse_restore_into(&server, &file);
+}
+
+/// A restore into a running server's data dir is refused, whatever the flags.
+fn refuse_restore_into(server: &TestServer, file: &Path) {
     lock_server_cli([
         "restore",
         "--from",
-        &path_str(&file),
+        &path_str(file),
         "--data-dir",
         &path_str(server.data_dir()),
         "--force",
