@@ -161,16 +161,35 @@ pub(super) async fn connect_one(
         .map_err(|e| classify(&e, ""))
 }
 
-/// Connects every endpoint; one client each.
+/// Connects every endpoint; one client each. Without a user this touches no network. With
+/// one, a member that cannot be reached now is left out (a warning names it; a restart
+/// uses it again) as long as another one authenticated: one member down must not keep
+/// every replica of a healthy cluster from starting. Any other failure is fatal.
 pub(super) async fn connect_all(
     endpoints: &[String],
     options: &ConnectOptions,
 ) -> Result<Vec<Client>, AccessError> {
     let mut clients = Vec::with_capacity(endpoints.len());
+    let mut unreachable = None;
     for endpoint in endpoints {
-        clients.push(connect_one(endpoint, options).await?);
+        match connect_one(endpoint, options).await {
+            Ok(client) => clients.push(client),
+            Err(AccessError::Unreachable(message)) => {
+                tracing::warn!(
+                    event = "etcd_endpoint_skipped",
+                    endpoint = %endpoint,
+                    error = %message,
+                    "etcd member unreachable at start; left out until this replica restarts",
+                );
+                unreachable = Some(AccessError::Unreachable(message));
+            }
+            Err(other) => return Err(other),
+        }
     }
-    Ok(clients)
+    match (clients.is_empty(), unreachable) {
+        (true, Some(error)) => Err(error),
+        _ => Ok(clients),
+    }
 }
 
 /// An etcd-client error → the cause an operator acts on. Reads the whole source chain: a
