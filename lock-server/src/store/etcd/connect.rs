@@ -242,6 +242,12 @@ pub struct AccessReport {
     pub never_compacted: bool,
 }
 
+/// Rounds of the start-up check while no member answers (ASSUMPTION: 5 rounds 500 ms apart,
+/// each bounded by `--etcd-timeout-ms` per endpoint: about 2 s with etcd refusing
+/// connections, longer than an etcd election at default settings).
+const STARTUP_ROUNDS: u32 = 5;
+const STARTUP_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// ASSUMPTION: 100,000 revisions. Past it, a history still readable from revision 1 means
 /// nothing ever compacted etcd; each grant costs one or two revisions, so an uncompacted
 /// cluster grows until its quota stops every write (NOSPACE).
@@ -258,7 +264,23 @@ impl EtcdStore {
     /// the prefix as a range (the store reads ranges), on the first endpoint that answers.
     /// Then whether revision 1 is still readable (one cheap count-only read), for the
     /// compaction warning. The first success wins; when all fail, the most specific cause.
+    /// Only "unreachable" (which covers an election under way: no leader) is tried again,
+    /// for [`STARTUP_ROUNDS`] rounds: a replica restarted while a member is being replaced
+    /// must not die of it. TLS, authentication and permission never heal by waiting.
     pub async fn check_access(&self) -> Result<AccessReport, AccessError> {
+        let mut round = 1;
+        loop {
+            match self.check_round().await {
+                Err(AccessError::Unreachable(_)) if round < STARTUP_ROUNDS => {
+                    round += 1;
+                    tokio::time::sleep(STARTUP_PAUSE).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn check_round(&self) -> Result<AccessReport, AccessError> {
         let mut worst: Option<AccessError> = None;
         for client in self.clients.iter() {
             match self.check_one(client.clone()).await {
