@@ -118,6 +118,29 @@ pub struct Config {
     #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
     pub etcd_timeout_ms: u64,
 
+    /// PEM CA bundle that signed the etcd members' certificates (`https://` endpoints).
+    /// Without it the system's trust roots are used.
+    #[arg(long, env = "LOCK_ETCD_CA_FILE")]
+    pub etcd_ca_file: Option<PathBuf>,
+
+    /// PEM client certificate for etcd's `--client-cert-auth` (mutual TLS). Needs
+    /// `--etcd-key-file`.
+    #[arg(long, env = "LOCK_ETCD_CERT_FILE", requires = "etcd_key_file")]
+    pub etcd_cert_file: Option<PathBuf>,
+
+    /// PEM private key of `--etcd-cert-file`.
+    #[arg(long, env = "LOCK_ETCD_KEY_FILE", requires = "etcd_cert_file")]
+    pub etcd_key_file: Option<PathBuf>,
+
+    /// etcd user (etcd auth enabled). Needs `--etcd-password-file`.
+    #[arg(long, env = "LOCK_ETCD_USER", requires = "etcd_password_file")]
+    pub etcd_user: Option<String>,
+
+    /// File holding the etcd user's password (one line; the line end is not part of it).
+    /// Never on the command line; a file others than its owner can read gets a warning.
+    #[arg(long, env = "LOCK_ETCD_PASSWORD_FILE", requires = "etcd_user")]
+    pub etcd_password_file: Option<PathBuf>,
+
     /// Lock TTL when L4 carries none (`lock.default.ttl`).
     #[arg(long, env = "LOCK_DEFAULT_LOCK_TTL_MS", default_value_t = DEFAULT_LOCK_TTL_MILLIS,
           value_parser = parse_ttl)]

@@ -45,6 +45,10 @@ pub enum OpenError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Unsupported(String),
+    /// etcd's TLS, auth or permissions refuse this replica, or no member answers.
+    #[cfg(feature = "etcd")]
+    #[error("{0}")]
+    EtcdAccess(#[from] crate::store::etcd::AccessError),
 }
 
 /// Builds the configured backend. Routes only ever see the `Arc<dyn Store>`.
@@ -77,8 +81,26 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
                 prefix: config.etcd_prefix.clone(),
                 timeout: Duration::from_millis(config.etcd_timeout_ms),
                 feed_limits: config.feed_limits(),
+                credentials: crate::store::etcd::Credentials {
+                    ca_file: config.etcd_ca_file.clone(),
+                    cert_file: config.etcd_cert_file.clone(),
+                    key_file: config.etcd_key_file.clone(),
+                    user: config.etcd_user.clone(),
+                    password_file: config.etcd_password_file.clone(),
+                },
             };
             let store = EtcdStore::connect(options).await?;
+            // Misconfigured TLS, auth or roles would otherwise start a replica that fails
+            // every request: prove the prefix can be read and written first.
+            let access = store.check_access().await?;
+            if access.never_compacted {
+                tracing::warn!(
+                    event = "etcd_compaction_off",
+                    revision = access.revision,
+                    "etcd keeps every revision since the first: set \
+                     --auto-compaction-mode/--auto-compaction-retention (docs/etcd.md, Upkeep)",
+                );
+            }
             tracing::info!(
                 event = "store_opened",
                 backend = "etcd",

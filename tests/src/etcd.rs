@@ -30,8 +30,8 @@ struct Member {
 }
 
 impl Member {
-    fn client_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+    fn client_url(&self, scheme: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     fn peer_url(&self) -> String {
@@ -46,6 +46,10 @@ pub struct EtcdCluster {
     token: String,
     /// Flags every member starts with beside the harness's own (e.g. a backend quota).
     extra_args: Vec<String>,
+    /// `http`, or `https` for members serving clients over TLS (`etcd_secure`).
+    scheme: &'static str,
+    /// Flags of every etcdctl call the harness makes (TLS files, `--user` once auth is on).
+    etcdctl_args: Vec<String>,
 }
 
 impl EtcdCluster {
@@ -72,6 +76,27 @@ impl EtcdCluster {
     }
 
     fn launch(size: usize, root: &std::path::Path, extra_args: &[&str]) -> EtcdCluster {
+        EtcdCluster::launch_as(size, root, extra_args, "http", Vec::new())
+    }
+
+    /// Like [`EtcdCluster::start_with_args`] with clients served on `scheme` (`https` with
+    /// the TLS flags in `extra_args`) and `etcdctl_args` on every etcdctl call.
+    pub fn start_secured(
+        size: usize,
+        extra_args: &[&str],
+        scheme: &'static str,
+        etcdctl_args: Vec<String>,
+    ) -> EtcdCluster {
+        EtcdCluster::launch_as(size, &data_root(), extra_args, scheme, etcdctl_args)
+    }
+
+    fn launch_as(
+        size: usize,
+        root: &std::path::Path,
+        extra_args: &[&str],
+        scheme: &'static str,
+        etcdctl_args: Vec<String>,
+    ) -> EtcdCluster {
         let members: Vec<Member> = (0..size)
             .map(|i| {
                 let data_dir = tempfile::Builder::new()
@@ -100,6 +125,8 @@ impl EtcdCluster {
             initial_cluster,
             token,
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
+            scheme,
+            etcdctl_args,
         };
         for i in 0..size {
             cluster.spawn(i, "new");
@@ -110,7 +137,10 @@ impl EtcdCluster {
 
     /// Client URLs of every member, running or not (what a replica is configured with).
     pub fn endpoints(&self) -> Vec<String> {
-        self.members.iter().map(Member::client_url).collect()
+        self.members
+            .iter()
+            .map(|m| m.client_url(self.scheme))
+            .collect()
     }
 
     /// [`EtcdCluster::endpoints`] joined with commas, for `--etcd-endpoints`.
@@ -160,7 +190,7 @@ impl EtcdCluster {
 
     /// `etcdctl snapshot save` of member `index` into `file`.
     pub fn snapshot_save(&self, index: usize, file: &std::path::Path) {
-        let endpoint = self.members[index].client_url();
+        let endpoint = self.members[index].client_url(self.scheme);
         let args = ["snapshot".as_ref(), "save".as_ref(), file.as_os_str()];
         etcdctl_checked(&endpoint, &args).unwrap_or_else(|e| panic!("snapshot save: {e}"));
     }
@@ -235,8 +265,8 @@ impl EtcdCluster {
             .args(["--name", &member.name])
             .arg("--data-dir")
             .arg(member.data_dir.path().join("data"))
-            .args(["--listen-client-urls", &member.client_url()])
-            .args(["--advertise-client-urls", &member.client_url()])
+            .args(["--listen-client-urls", &member.client_url(self.scheme)])
+            .args(["--advertise-client-urls", &member.client_url(self.scheme)])
             .args(["--listen-peer-urls", &member.peer_url()])
             .args(["--initial-advertise-peer-urls", &member.peer_url()])
             .args(["--initial-cluster", &self.initial_cluster])
@@ -260,7 +290,8 @@ impl EtcdCluster {
             .enumerate()
             .filter(|(_, m)| m.child.is_some())
             .filter_map(|(i, m)| {
-                let out = etcdctl(&m.client_url(), &["endpoint", "status", "-w", "json"])?;
+                let url = m.client_url(self.scheme);
+                let out = self.etcdctl_at(&url, &["endpoint", "status", "-w", "json"])?;
                 let value: serde_json::Value = serde_json::from_str(&out).ok()?;
                 let status = &value.get(0)?["Status"];
                 let member_id = status["header"]["member_id"].as_u64()?;
@@ -275,10 +306,26 @@ impl EtcdCluster {
             .members
             .iter()
             .filter(|m| m.child.is_some())
-            .map(Member::client_url)
+            .map(|m| m.client_url(self.scheme))
             .collect::<Vec<_>>()
             .join(",");
-        etcdctl(&endpoints, &["put", "/lock-test/probe", "ok"]).is_some()
+        self.etcdctl_at(&endpoints, &["put", "/lock-test/probe", "ok"])
+            .is_some()
+    }
+
+    /// Runs etcdctl with the cluster's etcdctl flags against every member; stdout on
+    /// success, else stderr as the error.
+    pub fn etcdctl(&self, args: &[&str]) -> Result<String, String> {
+        etcdctl_output(&self.endpoints_arg(), &self.etcdctl_args, args)
+    }
+
+    /// Replaces the flags of every later etcdctl call (e.g. `--user root:PW` once auth is on).
+    pub fn set_etcdctl_args(&mut self, args: Vec<String>) {
+        self.etcdctl_args = args;
+    }
+
+    fn etcdctl_at(&self, endpoints: &str, args: &[&str]) -> Option<String> {
+        etcdctl_output(endpoints, &self.etcdctl_args, args).ok()
     }
 }
 
@@ -290,20 +337,22 @@ impl Drop for EtcdCluster {
     }
 }
 
-/// Runs etcdctl against `endpoints`; stdout on success.
-fn etcdctl(endpoints: &str, args: &[&str]) -> Option<String> {
+/// Runs etcdctl against `endpoints` with `flags`; stdout on success, else stderr.
+fn etcdctl_output(endpoints: &str, flags: &[String], args: &[&str]) -> Result<String, String> {
     let out = Command::new(etcdctl_bin())
         .env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={endpoints}"))
         .args(["--command-timeout=2s", "--dial-timeout=1s"])
+        .args(flags)
         .args(args)
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
 }
 
 /// Runs etcdctl against `endpoints`; stdout, or the error output on failure.

@@ -40,6 +40,7 @@ pub mod client;
 pub mod contract;
 pub mod etcd;
 pub mod etcd_faults;
+pub mod etcd_secure;
 pub mod heartbeat_versions;
 pub mod launcher;
 pub mod nginx;

@@ -1,6 +1,7 @@
-//! TLS for the tests: a throw-away PKI (a test CA and a server certificate it signed for
-//! 127.0.0.1 and localhost), rustls client configurations that trust only a given CA, and a
-//! raw connection (plain TCP, or TLS on top) for the checks that write bytes by hand.
+//! TLS for the tests: a throw-away PKI (a test CA, a server certificate it signed for
+//! 127.0.0.1 and localhost, and a client certificate), rustls client configurations that
+//! trust only a given CA, and a raw connection (plain TCP, or TLS on top) for the checks
+//! that write bytes by hand.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -30,6 +31,10 @@ pub struct TestPki {
     pub cert: PathBuf,
     /// The server's key (for `--tls-key`).
     pub key: PathBuf,
+    /// A client certificate the CA signed (CN `lock-server`, client auth), for mutual TLS.
+    pub client_cert: PathBuf,
+    /// The client certificate's key.
+    pub client_key: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -55,6 +60,15 @@ impl TestPki {
         let server = server_params
             .signed_by(&server_key, &ca)
             .expect("server cert");
+        let mut client_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "lock-server");
+        client_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let client_key = KeyPair::generate().expect("key");
+        let client = client_params
+            .signed_by(&client_key, &ca)
+            .expect("client cert");
         let write = |name: &str, pem: String| {
             let path = dir.path().join(name);
             std::fs::write(&path, pem).expect("write pem");
@@ -64,6 +78,8 @@ impl TestPki {
             ca: write("ca.pem", ca.as_ref().pem()),
             cert: write("server-cert.pem", server.pem()),
             key: write("server-key.pem", server_key.serialize_pem()),
+            client_cert: write("client-cert.pem", client.pem()),
+            client_key: write("client-key.pem", client_key.serialize_pem()),
             _dir: dir,
         }
     }

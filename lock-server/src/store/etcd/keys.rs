@@ -14,6 +14,7 @@
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
 //! <prefix>k/probe                  the readiness probe's write, one byte (no lease; rewritten every probe)
 //! <prefix>epoch                    EpochRecord    the token epoch (no lease; raised by `lock-server etcd-restored`)
+//! <prefix>k/startup-probe          the start-up check's write, deleted at once (`connect`)
 //! <prefix>m/<encKey>/<sessionId>   CauseRecord    why our txn ended that hold (put in the same txn; holder's lease)
 //! <prefix>n/<sessionId>            CauseRecord    the session is closing (L3; on its lease, so its end deletes it)
 //! ```
@@ -41,6 +42,11 @@ impl Keys {
         Keys {
             prefix: prefix.to_owned(),
         }
+    }
+
+    /// The prefix itself (the start-up check reads it as a range).
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     pub(super) fn session(&self, session_id: &str) -> String {

@@ -8,6 +8,8 @@
 //!   verified by the transactions that use them.
 //! - `creating`: one free-key create per key in flight from this replica; a crowd asking
 //!   for a free key waits for it, then reads the key and queues together.
+//! - `connect`: TLS and etcd auth of the connection, and the start-up check that the
+//!   credentials can read and write the prefix.
 //! - `records`: the JSON values, millisecond deadlines and lease rounding.
 //! - `epoch`: the token epoch (`token = (epoch << 40) + revision`), raised by
 //!   `lock-server etcd-restored` after a restore from a snapshot, and the replica's watch for
@@ -40,6 +42,7 @@
 
 mod batch;
 mod cache;
+mod connect;
 mod creating;
 mod epoch;
 mod error;
@@ -69,6 +72,7 @@ use tokio::sync::OnceCell;
 
 use self::batch::Batcher;
 use self::cache::Hints;
+pub use self::connect::{AccessError, AccessReport, Credentials};
 use self::creating::Creating;
 use self::error::from_etcd;
 use self::keys::Keys;
@@ -99,6 +103,8 @@ pub struct EtcdOptions {
     pub timeout: Duration,
     /// L8: the window, linger and caps of the keys' event feeds.
     pub feed_limits: crate::store::feeds::FeedLimits,
+    /// TLS and etcd auth (none: plain `http://`, no auth).
+    pub credentials: Credentials,
 }
 
 impl EtcdOptions {
@@ -109,6 +115,7 @@ impl EtcdOptions {
             prefix: DEFAULT_PREFIX.to_owned(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MILLIS),
             feed_limits: Default::default(),
+            credentials: Credentials::default(),
         }
     }
 }
@@ -140,13 +147,14 @@ pub struct EtcdStore {
 }
 
 impl EtcdStore {
-    /// Builds the clients. Connections are made lazily, so this succeeds while etcd is down
-    /// and the store answers 503 until it is up: a replica recovers by itself.
-    pub async fn connect(options: EtcdOptions) -> Result<Self, StoreError> {
+    /// Builds the clients. Without etcd auth, connections are made lazily, so this succeeds
+    /// while etcd is down (the server's start-up check, [`EtcdStore::check_access`], is
+    /// what refuses to start then). With a user, each endpoint authenticates here.
+    pub async fn connect(options: EtcdOptions) -> Result<Self, AccessError> {
         if options.endpoints.is_empty() {
-            return Err(StoreError::Internal("no etcd endpoints configured".into()));
+            return Err(AccessError::Config("no etcd endpoints configured".into()));
         }
-        let connect = ConnectOptions::new()
+        let base = ConnectOptions::new()
             .with_connect_timeout(options.timeout)
             .with_timeout(options.timeout)
             // HTTP/2 pings find a dead member while a watch is open. etcd closes connections
@@ -155,13 +163,8 @@ impl EtcdStore {
             .with_keep_alive(KEEPALIVE_INTERVAL, options.timeout)
             // A member cut off from its leader answers at once instead of hanging.
             .with_require_leader(true);
-        let mut clients = Vec::with_capacity(options.endpoints.len());
-        for endpoint in &options.endpoints {
-            let client = Client::connect([endpoint], Some(connect.clone()))
-                .await
-                .map_err(from_etcd)?;
-            clients.push(client);
-        }
+        let secured = connect::apply(&options.credentials, &options.endpoints, base)?;
+        let clients = connect::connect_all(&options.endpoints, &secured).await?;
         Ok(EtcdStore {
             clients: Arc::new(clients),
             pinned: Arc::new(AtomicUsize::new(0)),
