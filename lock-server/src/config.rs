@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_api::limits::{DEFAULT_LOCK_TTL_MILLIS, DEFAULT_SESSION_TTL_MILLIS, TTL_MILLIS_MAX};
 
 use crate::store::queue::DEFAULT_GRACE_MILLIS;
@@ -26,6 +26,59 @@ pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 512;
 pub const DEFAULT_HTTP2_KEEPALIVE_MS: u64 = 20_000;
 /// Default of `--max-streams-per-connection`.
 pub const DEFAULT_STREAMS_PER_CONNECTION: usize = 16;
+
+/// TLS and auth of the etcd connection, for the server and for `etcd-restored` alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct EtcdAccess {
+    /// PEM CA bundle that signed the etcd members' certificates (`https://` endpoints).
+    /// Without it the system's trust roots are used.
+    #[arg(long = "etcd-ca-file", env = "LOCK_ETCD_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    /// PEM client certificate for etcd's `--client-cert-auth` (mutual TLS). Needs
+    /// `--etcd-key-file`.
+    #[arg(
+        long = "etcd-cert-file",
+        env = "LOCK_ETCD_CERT_FILE",
+        requires = "key_file"
+    )]
+    pub cert_file: Option<PathBuf>,
+
+    /// PEM private key of `--etcd-cert-file`.
+    #[arg(
+        long = "etcd-key-file",
+        env = "LOCK_ETCD_KEY_FILE",
+        requires = "cert_file"
+    )]
+    pub key_file: Option<PathBuf>,
+
+    /// etcd user (etcd auth enabled). Needs `--etcd-password-file`.
+    #[arg(long = "etcd-user", env = "LOCK_ETCD_USER", requires = "password_file")]
+    pub user: Option<String>,
+
+    /// File holding the etcd user's password (one line; the line end is not part of it).
+    /// Never on the command line; a file others than its owner can read gets a warning.
+    #[arg(
+        long = "etcd-password-file",
+        env = "LOCK_ETCD_PASSWORD_FILE",
+        requires = "user"
+    )]
+    pub password_file: Option<PathBuf>,
+}
+
+#[cfg(feature = "etcd")]
+impl EtcdAccess {
+    /// The etcd store's view of these flags.
+    pub fn credentials(&self) -> crate::store::etcd::Credentials {
+        crate::store::etcd::Credentials {
+            ca_file: self.ca_file.clone(),
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+            user: self.user.clone(),
+            password_file: self.password_file.clone(),
+        }
+    }
+}
 
 /// What to do instead of serving.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -74,6 +127,9 @@ pub enum Command {
         /// Bound on each etcd request, in milliseconds.
         #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
         etcd_timeout_ms: u64,
+        /// TLS and etcd auth, as the replicas connect.
+        #[command(flatten)]
+        etcd_access: EtcdAccess,
         /// Raise the epoch to at least this (when the snapshot is older than an earlier
         /// `etcd-restored`: one above the epoch the replicas logged last, `etcd_epoch`).
         #[arg(long, default_value_t = 0)]
@@ -118,28 +174,9 @@ pub struct Config {
     #[arg(long, env = "LOCK_ETCD_TIMEOUT_MS", default_value_t = 2_000)]
     pub etcd_timeout_ms: u64,
 
-    /// PEM CA bundle that signed the etcd members' certificates (`https://` endpoints).
-    /// Without it the system's trust roots are used.
-    #[arg(long, env = "LOCK_ETCD_CA_FILE")]
-    pub etcd_ca_file: Option<PathBuf>,
-
-    /// PEM client certificate for etcd's `--client-cert-auth` (mutual TLS). Needs
-    /// `--etcd-key-file`.
-    #[arg(long, env = "LOCK_ETCD_CERT_FILE", requires = "etcd_key_file")]
-    pub etcd_cert_file: Option<PathBuf>,
-
-    /// PEM private key of `--etcd-cert-file`.
-    #[arg(long, env = "LOCK_ETCD_KEY_FILE", requires = "etcd_cert_file")]
-    pub etcd_key_file: Option<PathBuf>,
-
-    /// etcd user (etcd auth enabled). Needs `--etcd-password-file`.
-    #[arg(long, env = "LOCK_ETCD_USER", requires = "etcd_password_file")]
-    pub etcd_user: Option<String>,
-
-    /// File holding the etcd user's password (one line; the line end is not part of it).
-    /// Never on the command line; a file others than its owner can read gets a warning.
-    #[arg(long, env = "LOCK_ETCD_PASSWORD_FILE", requires = "etcd_user")]
-    pub etcd_password_file: Option<PathBuf>,
+    /// TLS and etcd auth of the etcd connection.
+    #[command(flatten)]
+    pub etcd_access: EtcdAccess,
 
     /// Lock TTL when L4 carries none (`lock.default.ttl`).
     #[arg(long, env = "LOCK_DEFAULT_LOCK_TTL_MS", default_value_t = DEFAULT_LOCK_TTL_MILLIS,

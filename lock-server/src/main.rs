@@ -6,7 +6,7 @@ use std::path::Path;
 
 use clap::Parser;
 use lock_server::auth::bearer;
-use lock_server::config::{Command, Config};
+use lock_server::config::{Command, Config, EtcdAccess};
 use lock_server::store::sqlite::backup::{self, BackupError};
 
 #[tokio::main]
@@ -24,9 +24,10 @@ async fn main() {
             etcd_endpoints,
             etcd_prefix,
             etcd_timeout_ms,
+            etcd_access,
             min_epoch,
         }) => {
-            let options = etcd_options(etcd_endpoints, etcd_prefix, *etcd_timeout_ms);
+            let options = etcd_options(etcd_endpoints, etcd_prefix, *etcd_timeout_ms, etcd_access);
             etcd_restored(options, *min_epoch).await
         }
         None => {}
@@ -111,6 +112,10 @@ fn finish(line: serde_json::Value) -> ! {
 }
 
 fn fail(command: &str, e: &BackupError) -> ! {
+    fail_with(command, e)
+}
+
+fn fail_with(command: &str, e: &dyn std::fmt::Display) -> ! {
     eprintln!("lock-server {command}: {e}");
     std::process::exit(1);
 }
@@ -121,25 +126,36 @@ type EtcdOptions = lock_server::store::etcd::EtcdOptions;
 type EtcdOptions = ();
 
 #[cfg(feature = "etcd")]
-fn etcd_options(endpoints: &[String], prefix: &str, timeout_ms: u64) -> EtcdOptions {
+fn etcd_options(
+    endpoints: &[String],
+    prefix: &str,
+    timeout_ms: u64,
+    access: &EtcdAccess,
+) -> EtcdOptions {
     let mut options = EtcdOptions::new(endpoints.to_vec());
     options.prefix = prefix.to_string();
     options.timeout = std::time::Duration::from_millis(timeout_ms);
+    options.credentials = access.credentials();
     options
 }
 
 #[cfg(not(feature = "etcd"))]
-fn etcd_options(_: &[String], _: &str, _: u64) -> EtcdOptions {}
+fn etcd_options(_: &[String], _: &str, _: u64, _: &EtcdAccess) -> EtcdOptions {}
 
 /// `lock-server etcd-restored`: one JSON line on stdout, or the reason on stderr and exit 1.
 #[cfg(feature = "etcd")]
 async fn etcd_restored(options: EtcdOptions, min_epoch: u64) -> ! {
     use lock_server::store::etcd::EtcdStore;
-    let raised = match EtcdStore::connect(options).await {
-        Ok(store) => store.raise_epoch(min_epoch).await,
-        Err(e) => Err(e),
+    // The same access check as a replica's start: a TLS, auth or permission failure is told
+    // as such, not as a failed epoch write.
+    let store = match EtcdStore::connect(options).await {
+        Ok(store) => store,
+        Err(e) => fail_with("etcd-restored", &e),
     };
-    match raised {
+    if let Err(e) = store.check_access().await {
+        fail_with("etcd-restored", &e);
+    }
+    match store.raise_epoch(min_epoch).await {
         Ok(raised) => finish(serde_json::json!({
             "event": "etcd_epoch_raised",
             "before": raised.before,

@@ -81,13 +81,7 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, OpenError> {
                 prefix: config.etcd_prefix.clone(),
                 timeout: Duration::from_millis(config.etcd_timeout_ms),
                 feed_limits: config.feed_limits(),
-                credentials: crate::store::etcd::Credentials {
-                    ca_file: config.etcd_ca_file.clone(),
-                    cert_file: config.etcd_cert_file.clone(),
-                    key_file: config.etcd_key_file.clone(),
-                    user: config.etcd_user.clone(),
-                    password_file: config.etcd_password_file.clone(),
-                },
+                credentials: config.etcd_access.credentials(),
             };
             let store = EtcdStore::connect(options).await?;
             // Misconfigured TLS, auth or roles would otherwise start a replica that fails
