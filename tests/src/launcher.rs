@@ -466,7 +466,8 @@ pub fn server_binary() -> PathBuf {
 /// `cargo test` builds the binaries of a package with integration tests), so the build here
 /// is for a test run by hand after an edit. Within a `cargo test --workspace` run it would
 /// resolve features for one package only and could rewrite artifacts that crates compiled
-/// earlier in the run depend on (a cdylib's file name carries no hash, rust-lang/cargo#3951).
+/// earlier in the run depend on (a cdylib's file name carries no hash, so cargo cannot keep
+/// two builds of it apart).
 pub fn binary(name: &str, package: &str, env_var: &str) -> PathBuf {
     if let Ok(bin) = std::env::var(env_var) {
         return PathBuf::from(bin);
