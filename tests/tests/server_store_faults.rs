@@ -145,6 +145,22 @@ async fn wait_readyz(api: &Api, want: u16) -> serde_json::Value {
     }
 }
 
+/// Polls `/metrics` until `lock_sessions` counts at least `want`.
+async fn wait_sessions(api: &Api, want: usize) {
+    let give_up = tokio::time::Instant::now() + STATE_TIMEOUT;
+    loop {
+        let sessions = metric(&api.metrics().await, "lock_sessions");
+        if sessions >= want as f64 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "only {sessions} sessions open"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The value of the metric line starting with `series` (labels included).
 fn metric(text: &str, series: &str) -> f64 {
     text.lines()
@@ -190,7 +206,9 @@ async fn a_full_disk_answers_store_unavailable_and_loses_nothing() {
 
     // The disk fills under load: answers turn 503 STORE_UNAVAILABLE disk_full.
     let (stop, tasks) = start_load(&api, &seen);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every worker's session is open, and `/metrics` has read the counts once: what the
+    // gauges must keep if a read fails while the disk is full.
+    wait_sessions(&api, TASKS).await;
     let ballast = Ballast::fill(mount.path());
     let not_ready = wait_readyz(&api, 503).await;
     assert_eq!(not_ready["status"], "unavailable");
