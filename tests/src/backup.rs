@@ -61,3 +61,49 @@ pub async fn lock_server_cli_async(args: Vec<String>) -> CliRun {
         .await
         .expect("cli task")
 }
+
+/// The first log line of `event` of `server`, waited for (log lines are written by a thread
+/// of their own, so one may come after the answer that caused it).
+pub async fn log_line(server: &crate::TestServer, event: &str) -> String {
+    let needle = format!(r#""event":"{event}""#);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(line) = server.logs().into_iter().find(|l| l.contains(&needle)) {
+            return line;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {event} line: {:?}",
+            server.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// An L4 (TTL `ttl_millis`) re-sent every 100 ms while a restored store holds grants back
+/// (503 NOT_LEADER) or, when `contended_ok`, while a hold copied with the backup has not run
+/// out yet (409), until granted or `bound` passes; the grant.
+pub async fn acquire_once_released(
+    api: &crate::Api,
+    key: &str,
+    session_id: &str,
+    ttl_millis: u64,
+    bound: std::time::Duration,
+    contended_ok: bool,
+) -> lock_api::LockGrant {
+    let deadline = std::time::Instant::now() + bound;
+    loop {
+        let reply = api.acquire(key, session_id, Some(ttl_millis), None).await;
+        if reply.status == 200 {
+            return reply.parse();
+        }
+        if !(contended_ok && reply.status == 409) {
+            reply.assert_not_leader();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still refused: {reply:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -8,8 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use lock_api::LockGrant;
-use lock_e2e::backup::lock_server_cli;
+use lock_e2e::backup::{acquire_once_released, lock_server_cli, log_line};
 use lock_e2e::etcd::EtcdCluster;
 use lock_e2e::{Api, ServerOptions, TestServer};
 
@@ -63,33 +62,6 @@ async fn open_session_when_up(api: &Api) -> String {
         }
         assert!(Instant::now() < deadline, "etcd did not come back");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// An L4 retried while it is answered 503 (bounded); the grant.
-async fn acquire_when_granted(api: &Api, key: &str, session_id: &str) -> LockGrant {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let reply = api.acquire(key, session_id, Some(10_000), None).await;
-        if reply.status == 200 {
-            return reply.parse();
-        }
-        reply.assert_not_leader();
-        assert!(Instant::now() < deadline, "still refused: {reply:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Waits for a log line of `event` (log lines are written by a thread of their own).
-async fn log_line(server: &TestServer, event: &str) -> String {
-    let needle = format!(r#""event":"{event}""#);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(line) = server.logs().into_iter().find(|l| l.contains(&needle)) {
-            return line;
-        }
-        assert!(Instant::now() < deadline, "no {event} line");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -152,7 +124,9 @@ async fn a_restored_snapshot_never_reissues_a_token() {
     let other_session = other.open_session(60_000).await.session_id;
     for key in KEYS {
         let max_before = before[key];
-        let grant = acquire_when_granted(&api, key, &session).await;
+        let grant =
+            acquire_once_released(&api, key, &session, 10_000, Duration::from_secs(30), false)
+                .await;
         assert!(
             grant.fencing_token > max_before && grant.fencing_token > EPOCH_ONE,
             "{key}: {} after {max_before}",
@@ -162,7 +136,15 @@ async fn a_restored_snapshot_never_reissues_a_token() {
             api.release(key, grant.fencing_token, None).await.status,
             204
         );
-        let next = acquire_when_granted(&other, key, &other_session).await;
+        let next = acquire_once_released(
+            &other,
+            key,
+            &other_session,
+            10_000,
+            Duration::from_secs(30),
+            false,
+        )
+        .await;
         assert!(
             next.fencing_token > grant.fencing_token,
             "{key}: the second replica's {} after {}",
@@ -178,7 +160,15 @@ async fn a_restored_snapshot_never_reissues_a_token() {
 
     // A second run raises it again (e.g. another restore): tokens keep rising.
     assert_eq!(etcd_restored(&etcd)["epoch"], 2);
-    let grant = acquire_when_granted(&other, KEYS[0], &other_session).await;
+    let grant = acquire_once_released(
+        &other,
+        KEYS[0],
+        &other_session,
+        10_000,
+        Duration::from_secs(30),
+        false,
+    )
+    .await;
     assert!(
         grant.fencing_token > 2 * EPOCH_ONE,
         "{}",
@@ -186,7 +176,15 @@ async fn a_restored_snapshot_never_reissues_a_token() {
     );
     // The replica that granted in epoch 1 follows the stored epoch (its compare fails once).
     other.release(KEYS[0], grant.fencing_token, None).await;
-    let from_first = acquire_when_granted(&api, KEYS[0], &session).await;
+    let from_first = acquire_once_released(
+        &api,
+        KEYS[0],
+        &session,
+        10_000,
+        Duration::from_secs(30),
+        false,
+    )
+    .await;
     assert!(from_first.fencing_token > grant.fencing_token);
 }
 

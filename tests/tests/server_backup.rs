@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::paths;
 use lock_api::LockGrant;
-use lock_e2e::backup::{lock_server_cli, lock_server_cli_async};
+use lock_e2e::backup::{acquire_once_released, lock_server_cli, lock_server_cli_async, log_line};
 use lock_e2e::{temp_data_dir, Api, ServerOptions, TestServer};
 use serde_json::json;
 
@@ -190,7 +190,15 @@ async fn a_restored_backup_never_reissues_a_token() {
     // after the backup included.
     let probe = api.open_session(60_000).await;
     for (key, max_before) in &before {
-        let grant = acquire_after_holdback(&api, key, &probe.session_id).await;
+        let grant = acquire_once_released(
+            &api,
+            key,
+            &probe.session_id,
+            5_000,
+            Duration::from_secs(60),
+            true,
+        )
+        .await;
         assert!(
             grant.fencing_token > *max_before && grant.fencing_token >= EPOCH_ONE,
             "{key}: token {} after {max_before}",
@@ -215,41 +223,6 @@ fn refuse_restore_into(server: &TestServer, file: &Path) {
         "--force",
     ])
     .assert_refused("a lock-server is running on");
-}
-
-/// The server's first log line of `event` (log lines are written by a thread of their own,
-/// so one may come after the `listening` line).
-async fn log_line(server: &TestServer, event: &str) -> String {
-    let needle = format!(r#""event":"{event}""#);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(line) = server.logs().into_iter().find(|l| l.contains(&needle)) {
-            return line;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {event} line: {:?}",
-            server.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// An L4 retried while the restored server holds grants back (503) and while a hold copied
-/// with the backup has not yet run out (409), bounded.
-async fn acquire_after_holdback(api: &Api, key: &str, session_id: &str) -> LockGrant {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let reply = api.acquire(key, session_id, Some(5_000), None).await;
-        if reply.status == 200 {
-            return reply.parse();
-        }
-        if reply.status != 409 {
-            reply.assert_not_leader();
-        }
-        assert!(Instant::now() < deadline, "still held back: {reply:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]
