@@ -50,7 +50,7 @@ pub fn unique_key(name: &str) -> String {
 }
 
 /// Polls `check` until it holds; panics naming `what` after [`EVENTUALLY`].
-pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
