@@ -247,13 +247,20 @@ proptest! {
     }
 
     /// The client's decoding of any answer: no panics, and non-JSON error bodies still
-    /// become an error carrying the status.
+    /// become an error carrying the status, except a balancer's 502/503/504 page, which is a
+    /// network error.
     #[test]
     fn client_decoding_never_panics(status in any::<u16>(), text in ".{0,300}", bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         let err = TransportError::from_status(status, &text);
         match &err {
             TransportError::Status { status: s, .. }
             | TransportError::Unexpected { status: s, .. } => prop_assert_eq!(*s, status),
+            // A balancer's own 502/503/504 page is "the service was not reached": retried
+            // like a dropped connection.
+            TransportError::Network(_) => prop_assert!(
+                (502..=504).contains(&status) && serde_json::from_str::<ErrorBody>(&text).is_err(),
+                "{status} {text:?} became a network error"
+            ),
             other => prop_assert!(false, "from_status gave {other:?}"),
         }
         let _ = err.code();
