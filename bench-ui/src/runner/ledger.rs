@@ -81,21 +81,17 @@ impl Ledger for FetchLedger {
         key: &str,
         body: &LedgerAppend,
     ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
-        use lock_wasm::wasm::fetch::exchange;
+        use lock_wasm::wasm::fetch::{exchange, Headers};
         let url = format!("{}{}", self.base, lock_api::paths::ledger(key));
         let json = serde_json::to_string(body).unwrap_or_default();
         let authorization = self.authorization.clone();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;
-            let reply = exchange(
-                "POST",
-                &url,
-                Some(&json),
-                authorization.as_deref(),
-                None,
-                timeout,
-            )
-            .await?;
+            let headers = Headers {
+                authorization: authorization.as_deref(),
+                ..Headers::default()
+            };
+            let reply = exchange("POST", &url, Some(&json), headers, timeout).await?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {
