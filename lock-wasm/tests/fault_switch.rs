@@ -17,7 +17,8 @@ use lock_wasm::handle::LostReason;
 use lock_wasm::sim::{run_with, SimExecutor};
 use lock_wasm::transport::{Answer, Call, Request, ScriptedTransport, Transport, TransportExt};
 use lock_wasm::{
-    AcquirePolicy, ClientConfig, LockClient, LockClientSession, SeededRngSource, TransportError,
+    AcquirePolicy, ClientConfig, LockClient, LockClientSession, LockHandle, SeededRngSource,
+    TransportError,
 };
 
 fn ms(millis: u64) -> Duration {
@@ -78,6 +79,17 @@ impl Contender {
         let session = self.run(async move { client.open_session().await.unwrap() });
         self.run(async {});
         session
+    }
+
+    /// `session`'s grant of `k` (token 7, TTL 3 s), answered by the script at once.
+    fn granted(&self, session: &LockClientSession) -> LockHandle {
+        self.server
+            .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 3_000)));
+        let s = session.clone();
+        self.run(async move {
+            let policy = AcquirePolicy::default();
+            s.acquire("k", ms(3_000), &policy).await.unwrap().unwrap()
+        })
     }
 
     fn heartbeats(&self) -> usize {
@@ -268,13 +280,7 @@ fn an_answer_arriving_during_a_pause_is_read_at_its_end() {
 fn a_partitioned_contender_loses_its_handle_at_the_deadline_and_sends_no_heartbeat() {
     let c = Contender::new();
     let session = c.session();
-    c.server
-        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 3_000)));
-    let s = session.clone();
-    let handle = c.run(async move {
-        let policy = AcquirePolicy::default();
-        s.acquire("k", ms(3_000), &policy).await.unwrap().unwrap()
-    });
+    let handle = c.granted(&session);
     c.switch.inject(Fault::Partition {
         length: ms(20_000),
         hang: false,
@@ -299,13 +305,7 @@ fn a_partitioned_contender_loses_its_handle_at_the_deadline_and_sends_no_heartbe
 fn a_crashed_contender_sends_nothing_more_not_even_its_close() {
     let c = Contender::new();
     let session = c.session();
-    c.server
-        .push_acquire(Ok(ScriptedTransport::grant("k", "s1", 7, 3_000)));
-    let s = session.clone();
-    let handle = c.run(async move {
-        let policy = AcquirePolicy::default();
-        s.acquire("k", ms(3_000), &policy).await.unwrap().unwrap()
-    });
+    let handle = c.granted(&session);
     let before = c.server.calls().len();
     c.switch.inject(Fault::Crash);
     assert!(c.switch.is_crashed());
