@@ -33,6 +33,9 @@
 //!   key as shared holds, taken on a session or on the client's own), [`watch`] (a key's L8
 //!   events as a stream: long polls, resume after failures), [`election`] (`campaign` →
 //!   `Leadership`, `leader`, `observe`: an election as a queued exclusive hold with a value).
+//! - Injected faults: [`fault`] (`FaultSwitch`: one contender's pause, partition or crash,
+//!   acting through the clock and the transport it hands that contender's client; the
+//!   dashboard's fault lab runs it live and in `sim::lab`).
 //! - Runtimes: `native` (feature `native`, non-wasm targets: tokio clock and spawner, reqwest
 //!   transport, OS-seeded RNG) and [`wasm`] (wasm32 only: fetch transport, JS-timer clock,
 //!   `spawn_local`, crypto RNG and, feature `wasm`, the JS API the npm package wraps).
@@ -58,6 +61,7 @@ pub mod config;
 pub mod election;
 pub mod error;
 pub mod events;
+pub mod fault;
 pub mod handle;
 pub(crate) mod heartbeat;
 pub(crate) mod held_view;
@@ -92,6 +96,7 @@ pub use config::ClientConfig;
 pub use election::{CampaignOptions, Leader, Leadership};
 pub use error::{LockError, TransportError};
 pub use events::{ClientEvent, EventSink, NoEvents};
+pub use fault::{Fault, FaultKind, FaultSpan, FaultSwitch};
 pub use handle::{LockHandle, LostReason};
 /// L8's events (`lock-api`'s own types).
 pub use lock_api::{EventKind, WatchEvent};
