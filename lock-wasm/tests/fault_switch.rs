@@ -322,3 +322,14 @@ fn a_crashed_contender_sends_nothing_more_not_even_its_close() {
     assert_eq!(c.switch.in_force(), Some(FaultKind::Crash));
     assert_eq!(c.switch.spans()[0].end, None);
 }
+
+#[test]
+fn a_switch_and_what_it_hands_out_cross_threads_natively() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: &T) {}
+    let switch = FaultSwitch::new(Arc::new(ManualClock::new()));
+    send_sync(&switch);
+    send_sync(&switch.clock());
+    send_sync(&switch.transport(Arc::new(ScriptedTransport::new())));
+    send(&switch.gate());
+}

@@ -40,6 +40,10 @@
 //! bursts, dropped answers, delay spikes, frequent pauses; see [`injection`]): the
 //! `sim-faults` command of lock-chaos.
 //!
+//! [`lab`] is the dashboard's fault lab on the same pieces: two contenders on one key, a
+//! fault injected into the first through the SDK's [`crate::fault`] wrappers, and their
+//! writes to the modelled server's fenced and unfenced ledgers ([`lab::run_lab`]).
+//!
 //! Layout: [`executor`] (the deterministic executor), [`service`] (the modelled server: its
 //! hold rules and the history of every ticket and hold), [`network`] (its lossy network and
 //! the lost-session check), [`injection`] (the fault-injecting transport),
@@ -51,6 +55,7 @@
 
 pub mod executor;
 pub mod injection;
+pub mod lab;
 pub mod network;
 pub mod service;
 pub mod watch;

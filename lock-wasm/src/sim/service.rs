@@ -4,9 +4,10 @@
 //! and the wait queue per key (one FIFO for both modes; the hand-off grants every head ticket
 //! that fits and stops at the first that does not, so a queued writer holds back later
 //! readers; a grace period after a ticket's last request, unclaimed hand-offs, no barging,
-//! the cap), hold values (L4 `value`, L9) and the L8 feed of each key (`feed`: the event
-//! window, ids, snapshot and reset; the JSON long poll) — the C3 rules, in memory. Which hold fits beside which, and the shared limit in
-//! force, are `holds`' rules; every ticket and hold is recorded in a [`History`] the
+//! the cap), hold values (L4 `value`, L9), the demo ledgers, fenced and unfenced (`ledger`),
+//! and the L8 feed of each key (`feed`: the event window, ids, snapshot and reset; the JSON
+//! long poll) — the C3 rules, in memory. Which hold fits beside which, and the shared limit
+//! in force, are `holds`' rules; every ticket and hold is recorded in a [`History`] the
 //! simulation checks. [`super::SimTransport`] puts a seeded, lossy network in front of it.
 //!
 //! One deliberate difference: an L4 by the holder returns its grant *without* renewing it
@@ -16,6 +17,7 @@
 mod feed;
 mod history;
 mod holds;
+mod ledger;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +40,7 @@ pub use feed::WINDOW;
 use feed::{Feeds, Poll};
 pub use history::{Event, History, Step};
 use holds::{fits, held_back, limit_in_force, SimLock, SimTicket};
+use ledger::Ledgers;
 
 /// How long a ticket keeps its place after its last request ended (the server's default).
 pub const GRACE: Duration = Duration::from_millis(1_000);
@@ -100,6 +103,8 @@ struct ServiceState {
     feeds: Feeds,
     /// L2's versions: the last one answered, across sessions (each answer takes the next).
     last_version: u64,
+    /// The demo ledgers, fenced and unfenced.
+    ledgers: Ledgers,
 }
 
 impl ServiceState {
@@ -436,6 +441,23 @@ impl SimService {
     /// Hand-offs that passed over an older live ticket (always empty for a correct queue).
     pub fn out_of_order(&self) -> Vec<String> {
         self.state.lock().unwrap().out_of_order.clone()
+    }
+
+    /// A write of `token` to the demo fenced ledger of `key`: accepted (`true`) iff the token
+    /// is at least the highest the ledger accepted for the key; else it is refused, as
+    /// lock-server's 409 FENCED_OUT.
+    pub fn fenced_ledger_append(&self, key: &str, token: u64) -> bool {
+        self.state.lock().unwrap().ledgers.append_fenced(key, token)
+    }
+
+    /// A write of `token` to the demo unfenced ledger of `key`, which accepts every write:
+    /// whether it was stale (exactly the writes the fenced ledger refuses).
+    pub fn unfenced_ledger_append(&self, key: &str, token: u64) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .ledgers
+            .append_unfenced(key, token)
     }
 
     /// Every [`Lapse`] so far.
