@@ -101,6 +101,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/admin/locks/{}/revoke"),
     ("POST", "/v1/demo/ledger/{}"),
     ("GET", "/v1/demo/ledger/{}"),
+    ("POST", "/v1/demo/unfenced-ledger/{}"),
+    ("GET", "/v1/demo/unfenced-ledger/{}"),
 ];
 
 /// JSON-ish bodies: valid shapes with hostile values, plus raw junk.
@@ -165,7 +167,9 @@ fn shaped_body() -> impl Strategy<Value = (usize, Vec<u8>)> {
                     serde_json::json!({ "sessionId": s, "ttlMillis": a, "waitMillis": b })
                 }
                 "/v1/locks/{}/release" => serde_json::json!({ "fencingToken": a, "sessionId": s }),
-                "/v1/demo/ledger/{}" => serde_json::json!({ "fencingToken": a, "entry": s }),
+                "/v1/demo/ledger/{}" | "/v1/demo/unfenced-ledger/{}" => {
+                    serde_json::json!({ "fencingToken": a, "entry": s })
+                }
                 "/v1/admin/locks/{}/revoke" => serde_json::json!({ "reason": s }),
                 _ => serde_json::json!({}),
             };

@@ -9,7 +9,8 @@
 //! - [`lock`]: L4 acquire ([`LockGrant`], the only grant shape), L6 release, L7 advisory read.
 //! - [`admin`]: R1 force revoke and its [`LockOutcome`] (R1 alone; never on an acquire path).
 //! - [`watch`]: L8, the key's event stream ([`WatchEvent`]); L9's body is in [`lock`].
-//! - [`ledger`]: the demo fenced resource standing for a payment rail.
+//! - [`ledger`]: the demo fenced resource standing for a payment rail, and its unfenced twin
+//!   (a demonstration of what fencing prevents).
 //! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (C3 "Error codes").
 //! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
 //! - [`paths`]: the request paths, with keys and session ids percent-encoded.
@@ -28,7 +29,7 @@ pub mod watch;
 
 pub use admin::{LockOutcome, RevokeRequest};
 pub use error::{ErrorBody, ErrorCode, Unavailability};
-pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry};
+pub use ledger::{LedgerAppend, LedgerEntries, LedgerEntry, UnfencedAppended};
 pub use lock::{
     AcquireRequest, HoldKind, Holder, LockGrant, LockMode, LockState, ProclaimRequest,
     ReleaseRequest,

@@ -53,6 +53,11 @@ pub fn ledger(key: &str) -> String {
     format!("/v1/demo/ledger/{}", encode_key(key))
 }
 
+/// Unfenced demo ledger `POST` (append) and `GET` (read): `/v1/demo/unfenced-ledger/{key}`.
+pub fn unfenced_ledger(key: &str) -> String {
+    format!("/v1/demo/unfenced-ledger/{}", encode_key(key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +73,6 @@ mod tests {
         assert_eq!(value("a/b"), "/v1/locks/a%2Fb/value");
         assert_eq!(revoke("a/b"), "/v1/admin/locks/a%2Fb/revoke");
         assert_eq!(ledger("a/b"), "/v1/demo/ledger/a%2Fb");
+        assert_eq!(unfenced_ledger("a/b"), "/v1/demo/unfenced-ledger/a%2Fb");
     }
 }

@@ -219,7 +219,8 @@ pub struct Config {
     pub web_root: Option<PathBuf>,
 
     /// Serve the demo fenced ledger (`/v1/demo/ledger/{key}`, used by the dashboard, the
-    /// examples and the chaos runs). `false` answers its paths 404: its records have no TTL,
+    /// examples and the chaos runs) and its unfenced twin (`/v1/demo/unfenced-ledger/{key}`,
+    /// the dashboard's fault lab). `false` answers their paths 404: their records have no TTL,
     /// so on a shared server (on etcd above all) they grow for as long as anyone writes.
     #[arg(long, env = "LOCK_DEMO_LEDGER", default_value_t = true, action = clap::ArgAction::Set)]
     pub demo_ledger: bool,

@@ -10,7 +10,8 @@
 //! - [`tls`]: the rustls configuration (ring, ALPN `h2`/`http/1.1`), the self-signed
 //!   certificate of `--tls-self-signed`.
 //! - [`routes`]: the route table and router; `sessions`, `locks`, `watch` (L8 events, L9
-//!   values), `admin`, `ledger`, `ops`; `openapi`, the `/openapi.json` document.
+//!   values), `admin`, `ledger`, `unfenced_ledger`, `ops`; `openapi`, the `/openapi.json`
+//!   document.
 //! - [`extract`]: body and path extractors whose rejections are contract errors.
 //! - [`error`]: [`error::ApiError`], store and validation failures → JSON error bodies.
 //! - [`state`]: what handlers share.

@@ -136,7 +136,7 @@ pub enum StoreRoute {
     /// A hold's value (`POST /v1/locks/{key}/value`).
     L9,
     R1,
-    /// The demo ledger (both of its routes).
+    /// The demo ledgers (both routes of the fenced one and of the unfenced one).
     Ledger,
     /// The readiness probe (`readiness`).
     Probe,

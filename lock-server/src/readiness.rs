@@ -151,7 +151,7 @@ pub struct Observed {
     /// The route's label.
     pub route: StoreRoute,
     /// Whether a 2xx of this route proves the store took a write (L1, L2, L3, L4, L6, R1,
-    /// the ledger's append, L9): reads prove nothing, as etcd serves them without quorum.
+    /// either demo ledger's append, L9): reads prove nothing, as etcd serves them without quorum.
     pub writes: bool,
 }
 

@@ -380,6 +380,46 @@ async fn revoke_and_ledger(store: &EtcdStore) {
     let texts: Vec<&str> = entries.entries.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(texts, ["five", "five again", "nine"]);
     assert_eq!(store.ledger_read("none").await.unwrap().highest_token, None);
+
+    // The unfenced ledger: its own keys, every token accepted, the stale ones marked, the
+    // highest left as it was.
+    for (token, entry, stale) in [(5, "five", false), (3, "stale", true), (5, "five", false)] {
+        let appended = store.unfenced_append("led/x", token, entry.into()).await;
+        assert_eq!(appended, Ok(stale), "{token} {entry}");
+    }
+    assert_eq!(
+        store.unfenced_append("led/x", 7, "seven".into()).await,
+        Ok(false)
+    );
+    assert_eq!(
+        store.unfenced_append("led/x", 6, "six".into()).await,
+        Ok(true)
+    );
+    let unfenced = store.unfenced_read("led/x").await.unwrap();
+    assert_eq!(unfenced.highest_token, Some(7));
+    let seen: Vec<(u64, Option<bool>)> = unfenced
+        .entries
+        .iter()
+        .map(|e| (e.fencing_token, e.stale))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (5, Some(false)),
+            (3, Some(true)),
+            (5, Some(false)),
+            (7, Some(false)),
+            (6, Some(true))
+        ]
+    );
+    // The fenced ledger is as it was, and has no `stale` on its entries.
+    let fenced = store.ledger_read("led/x").await.unwrap();
+    assert_eq!(fenced.entries.len(), 3);
+    assert!(fenced.entries.iter().all(|e| e.stale.is_none()));
+    assert_eq!(
+        store.unfenced_read("led").await.unwrap().highest_token,
+        None
+    );
     close(store, &a).await;
 }
 
@@ -614,6 +654,8 @@ async fn unreachable_etcd_is_unavailable_and_recovers() {
             .map(|_| ()),
         store.holder("k").await.map(|_| ()),
         store.ledger_append("k", 1, "x".into()).await,
+        store.unfenced_append("k", 1, "x".into()).await.map(drop),
+        store.unfenced_read("k").await.map(drop),
     ] {
         match result {
             Err(StoreError::StoreUnavailable {

@@ -357,7 +357,18 @@ pub async fn every_v1_route_needs_a_known_token(server: &TestServer) {
             Some(json!({ "fencingToken": token, "entry": "x" })),
         ),
         ("GET", paths::ledger(&key), None),
+        (
+            "POST",
+            paths::unfenced_ledger(&key),
+            Some(json!({ "fencingToken": token, "entry": "x" })),
+        ),
+        ("GET", paths::unfenced_ledger(&key), None),
         ("POST", "/v1/locks//acquire".to_string(), Some(json!({}))),
+        (
+            "POST",
+            "/v1/demo/unfenced-ledger/".to_string(),
+            Some(json!({})),
+        ),
     ];
     let nobody = server.api();
     let stranger = server.api().with_token("not-a-known-token");
@@ -386,8 +397,8 @@ pub async fn every_v1_route_needs_a_known_token(server: &TestServer) {
     assert_untouched(&alpha, sid, &key, token).await;
 }
 
-/// The victim's session is alive, still holds `key` with `token`, and the key's ledger is
-/// empty.
+/// The victim's session is alive, still holds `key` with `token`, and the key's ledgers
+/// (fenced and unfenced) are empty.
 async fn assert_untouched(owner: &Api, session_id: &str, key: &str, token: u64) {
     let status: SessionStatus = owner.session_status(session_id).await.parse();
     let held: Vec<u64> = status
@@ -400,6 +411,7 @@ async fn assert_untouched(owner: &Api, session_id: &str, key: &str, token: u64) 
     let state: LockState = l7(owner, key).await.parse();
     assert_eq!(state.holder.map(|h| h.fencing_token), Some(token));
     assert!(owner.ledger_read(key).await.entries.is_empty());
+    assert!(owner.unfenced_read(key).await.entries.is_empty());
 }
 
 /// Anything but exactly one `Authorization: Bearer <known token>` is unauthorized: no
@@ -483,6 +495,10 @@ pub async fn the_admin_token_is_for_r1_only(server: &TestServer) {
         .lock_state_reply(&scoped("alpha/", "admin"))
         .await
         .assert_error(403, "FORBIDDEN");
+    admin
+        .unfenced_append(&scoped("alpha/", "admin"), 1, "x")
+        .await
+        .assert_error(403, "FORBIDDEN");
 }
 
 /// A session belongs to the client that opened it. Another client (an admin one too) naming
@@ -531,8 +547,8 @@ pub async fn sessions_belong_to_the_client_that_opened_them(server: &TestServer)
     alpha.heartbeat_ok(&s.session_id).await;
 }
 
-/// A key outside the client's `keyPrefixes` is 403 FORBIDDEN on L4, L6, L7 and the demo
-/// ledger, whatever session or token the request names (another client's included). The
+/// A key outside the client's `keyPrefixes` is 403 FORBIDDEN on L4, L6, L7 and both demo
+/// ledgers (fenced and unfenced), whatever session or token the request names (another client's included). The
 /// prefix is a plain byte prefix: `alphabet` is not under `alpha/`. The owner's lock and
 /// ledger are untouched.
 pub async fn keys_outside_the_prefixes_are_forbidden(server: &TestServer) {
@@ -561,6 +577,18 @@ pub async fn keys_outside_the_prefixes_are_forbidden(server: &TestServer) {
         .await
         .assert_error(403, "FORBIDDEN");
     alpha
+        .unfenced_append(&theirs, grant.fencing_token, "forged")
+        .await
+        .assert_error(403, "FORBIDDEN");
+    alpha
+        .unfenced_read_reply(&theirs)
+        .await
+        .assert_error(403, "FORBIDDEN");
+    alpha
+        .unfenced_append(&scoped("alphabet/", "near"), 1, "forged")
+        .await
+        .assert_error(403, "FORBIDDEN");
+    alpha
         .acquire(&scoped("alphabet/", "near"), &sa.session_id, None, None)
         .await
         .assert_error(403, "FORBIDDEN");
@@ -577,6 +605,12 @@ pub async fn keys_outside_the_prefixes_are_forbidden(server: &TestServer) {
             .status,
         204
     );
+    assert!(
+        !beta
+            .unfenced_append_ok(&shared, g.fencing_token, "ok")
+            .await
+    );
+    assert_eq!(beta.unfenced_read(&shared).await.entries.len(), 1);
     assert_eq!(
         beta.release(&shared, g.fencing_token, None).await.status,
         204

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use lock_api::limits::WAIT_MILLIS_MAX;
 use lock_api::paths;
-use lock_api::{ErrorBody, HeartbeatResponse, LedgerEntries, LockGrant, LockState, SessionOpened};
+use lock_api::{
+    ErrorBody, HeartbeatResponse, LedgerEntries, LockGrant, LockState, SessionOpened,
+    UnfencedAppended,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -413,6 +416,36 @@ impl Api {
     /// Demo ledger read; panics unless 200.
     pub async fn ledger_read(&self, key: &str) -> LedgerEntries {
         let reply = self.ledger_read_reply(key).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse()
+    }
+
+    /// Unfenced demo ledger append, any answer.
+    pub async fn unfenced_append(&self, key: &str, fencing_token: u64, entry: &str) -> Reply {
+        self.json(
+            "POST",
+            &paths::unfenced_ledger(key),
+            &json!({ "fencingToken": fencing_token, "entry": entry }),
+        )
+        .await
+    }
+
+    /// Unfenced demo ledger append; panics unless 200, answers `stale`.
+    pub async fn unfenced_append_ok(&self, key: &str, fencing_token: u64, entry: &str) -> bool {
+        let reply = self.unfenced_append(key, fencing_token, entry).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        reply.parse::<UnfencedAppended>().stale
+    }
+
+    /// Unfenced demo ledger read, any answer.
+    pub async fn unfenced_read_reply(&self, key: &str) -> Reply {
+        self.raw("GET", &paths::unfenced_ledger(key), None, &[])
+            .await
+    }
+
+    /// Unfenced demo ledger read; panics unless 200.
+    pub async fn unfenced_read(&self, key: &str) -> LedgerEntries {
+        let reply = self.unfenced_read_reply(key).await;
         assert_eq!(reply.status, 200, "{reply:?}");
         reply.parse()
     }

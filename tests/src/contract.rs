@@ -80,6 +80,9 @@ pub async fn run_all(server: &TestServer) {
     contention_exceeded_over_the_waiter_cap(server).await;
     admin_revoke(server).await;
     demo_ledger_fences(server).await;
+    unfenced_ledger_accepts_stale_writes(server).await;
+    the_two_ledgers_are_separate(server).await;
+    unfenced_ledger_validates_like_the_fenced(server).await;
     error_bodies_for_unknown_routes_and_methods(server).await;
     bad_inputs_get_contract_errors_and_store_stays_intact(server).await;
     keys_are_counted_in_bytes(server).await;
@@ -728,6 +731,166 @@ pub async fn demo_ledger_fences(server: &TestServer) {
     );
 }
 
+/// `(fencingToken, entry, stale)` of every entry, from the raw JSON, so a missing `stale`
+/// reads as `None`, not as a default.
+fn entries_with_stale(body: &Value) -> Vec<(u64, String, Option<bool>)> {
+    body["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {body}"))
+        .iter()
+        .map(|e| {
+            (
+                e["fencingToken"].as_u64().unwrap(),
+                e["entry"].as_str().unwrap().to_string(),
+                e.get("stale")
+                    .map(|s| s.as_bool().expect("stale is a boolean")),
+            )
+        })
+        .collect()
+}
+
+/// The unfenced demo ledger accepts every valid write, 200 `{stale}`: stale exactly when the
+/// token is below the highest it had accepted for the key (the writes the fenced ledger
+/// refuses); equal and higher tokens are not stale. Its GET lists each entry with its
+/// `stale`; the highest stays the highest.
+pub async fn unfenced_ledger_accepts_stale_writes(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("unfenced");
+    let empty = api.unfenced_read(&key).await;
+    assert!(empty.entries.is_empty());
+    assert_eq!(empty.highest_token, None);
+    for (token, entry, stale) in [
+        (5, "first", false),
+        (5, "same token", false),
+        (4, "stale", true),
+        (9, "newer", false),
+        (7, "stale again", true),
+        (9, "equal to the highest", false),
+    ] {
+        let reply = api.unfenced_append(&key, token, entry).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.body, json!({ "stale": stale }), "{token} {entry}");
+    }
+    let reply = api.unfenced_read_reply(&key).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["key"], key.as_str());
+    assert_eq!(reply.body["highestToken"], 9);
+    let seen = entries_with_stale(&reply.body);
+    let expected: Vec<(u64, String, Option<bool>)> = [
+        (5, "first", false),
+        (5, "same token", false),
+        (4, "stale", true),
+        (9, "newer", false),
+        (7, "stale again", true),
+        (9, "equal to the highest", false),
+    ]
+    .into_iter()
+    .map(|(t, e, s)| (t, e.to_string(), Some(s)))
+    .collect();
+    assert_eq!(seen, expected);
+    // The typed client reads the same.
+    let read = api.unfenced_read(&key).await;
+    let stale: Vec<Option<bool>> = read.entries.iter().map(|e| e.stale).collect();
+    assert_eq!(stale, expected.iter().map(|e| e.2).collect::<Vec<_>>());
+}
+
+/// The fenced and the unfenced ledger of one key are separate: writes to one never show in
+/// the other, nor move its highest token; the fenced GET has no `stale` field.
+pub async fn the_two_ledgers_are_separate(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("two-ledgers");
+    assert!(!api.unfenced_append_ok(&key, 50, "unfenced high").await);
+    // The fenced ledger never saw 50: a lower token is accepted there.
+    let fenced = api.ledger_read(&key).await;
+    assert_eq!((fenced.highest_token, fenced.entries.len()), (None, 0));
+    assert_eq!(api.ledger_append(&key, 10, "fenced low").await.status, 204);
+    assert_eq!(
+        api.ledger_append(&key, 100, "fenced high").await.status,
+        204
+    );
+    api.ledger_append(&key, 60, "fenced stale")
+        .await
+        .assert_error(409, "FENCED_OUT");
+    // The unfenced ledger never saw 100: 60 is not stale there, 40 is (below its 60).
+    assert!(!api.unfenced_append_ok(&key, 60, "unfenced higher").await);
+    assert!(api.unfenced_append_ok(&key, 40, "unfenced stale").await);
+    let unfenced = api.unfenced_read_reply(&key).await;
+    assert_eq!(unfenced.body["highestToken"], 60);
+    assert_eq!(
+        entries_with_stale(&unfenced.body),
+        [
+            (50, "unfenced high".to_string(), Some(false)),
+            (60, "unfenced higher".into(), Some(false)),
+            (40, "unfenced stale".into(), Some(true)),
+        ]
+    );
+    let fenced = api.ledger_read_reply(&key).await;
+    assert_eq!(fenced.status, 200, "{fenced:?}");
+    assert_eq!(fenced.body["highestToken"], 100);
+    assert_eq!(
+        entries_with_stale(&fenced.body),
+        [
+            (10, "fenced low".to_string(), None),
+            (100, "fenced high".into(), None),
+        ]
+    );
+}
+
+/// The unfenced ledger validates its body as the fenced one does: an entry over 1024 bytes,
+/// a token of 2^53 or more, a missing field, an unknown field or a bad key are 400
+/// VALIDATION_FAILED naming the field, and store nothing; the bounds themselves are accepted.
+pub async fn unfenced_ledger_validates_like_the_fenced(server: &TestServer) {
+    use lock_api::limits::{KEY_MAX_BYTES, MAX_FENCING_TOKEN};
+    let api = server.api();
+    let key = unique_key("unfenced-checks");
+    let longest = "e".repeat(ENTRY_MAX_BYTES);
+    assert!(!api.unfenced_append_ok(&key, 3, &longest).await);
+    let path = lock_api::paths::unfenced_ledger(&key);
+    let too_long_entry = json!({ "fencingToken": 3, "entry": "e".repeat(ENTRY_MAX_BYTES + 1) });
+    for (body, field) in [
+        (too_long_entry, "entry"),
+        (
+            json!({ "fencingToken": MAX_FENCING_TOKEN + 1, "entry": "forged" }),
+            "fencingToken",
+        ),
+        (
+            json!({ "fencingToken": u64::MAX, "entry": "forged" }),
+            "fencingToken",
+        ),
+        (json!({ "fencingToken": 3 }), "entry"),
+        (json!({ "entry": "no token" }), "fencingToken"),
+    ] {
+        let reply = api.json("POST", &path, &body).await;
+        assert_eq!(reply.body["field"], field, "{body}: {reply:?}");
+        reply.assert_error(400, "VALIDATION_FAILED");
+    }
+    api.json(
+        "POST",
+        &path,
+        &json!({ "fencingToken": 3, "entry": "x", "stale": false }),
+    )
+    .await
+    .assert_error(400, "VALIDATION_FAILED");
+    api.raw("POST", &path, Some(b"{not json".to_vec()), &[])
+        .await
+        .assert_error(400, "VALIDATION_FAILED");
+    let too_long_key = "k".repeat(KEY_MAX_BYTES + 1);
+    for reply in [
+        api.unfenced_append(&too_long_key, 1, "e").await,
+        api.unfenced_read_reply(&too_long_key).await,
+        api.unfenced_append("bad\u{7}key", 1, "e").await,
+    ] {
+        assert_eq!(reply.body["field"], "key", "{reply:?}");
+        reply.assert_error(400, "VALIDATION_FAILED");
+    }
+    let read = api.unfenced_read(&key).await;
+    assert_eq!(read.entries.len(), 1, "a refused write is stored: {read:?}");
+    assert_eq!(read.highest_token, Some(3));
+    // The largest token that could have been minted is accepted.
+    assert!(!api.unfenced_append_ok(&key, MAX_FENCING_TOKEN, "max").await);
+    assert!(api.unfenced_append_ok(&key, 3, "below max").await);
+}
+
 /// Unknown route → 404 NOT_FOUND, wrong method → 405 METHOD_NOT_ALLOWED, both JSON.
 pub async fn error_bodies_for_unknown_routes_and_methods(server: &TestServer) {
     let api = server.api();
@@ -1146,6 +1309,8 @@ pub async fn keys_are_counted_in_bytes(server: &TestServer) {
         ("POST", "/v1/admin/locks//revoke"),
         ("POST", "/v1/demo/ledger/"),
         ("GET", "/v1/demo/ledger/"),
+        ("POST", "/v1/demo/unfenced-ledger/"),
+        ("GET", "/v1/demo/unfenced-ledger/"),
     ] {
         let reply = api.raw(method, path, Some(b"{}".to_vec()), &[]).await;
         assert_eq!(reply.body["field"], "key", "{method} {path}: {reply:?}");
@@ -1427,6 +1592,8 @@ pub async fn openapi_matches_routes(server: &TestServer) {
         ("POST", "/v1/admin/locks/{key}/revoke"),
         ("POST", "/v1/demo/ledger/{key}"),
         ("GET", "/v1/demo/ledger/{key}"),
+        ("POST", "/v1/demo/unfenced-ledger/{key}"),
+        ("GET", "/v1/demo/unfenced-ledger/{key}"),
         ("GET", "/healthz"),
         ("GET", "/readyz"),
         ("GET", "/metrics"),
@@ -1437,7 +1604,7 @@ pub async fn openapi_matches_routes(server: &TestServer) {
             "{surface:?} not described"
         );
     }
-    assert_eq!(described.len(), 16, "undescribed extras: {described:?}");
+    assert_eq!(described.len(), 18, "undescribed extras: {described:?}");
 }
 
 /// CORS answers only the configured origin.
@@ -1477,6 +1644,26 @@ pub async fn cors_only_for_configured_origins(server: &TestServer) {
     }
     let other = preflight("http://evil.example").await;
     assert!(other.headers().get("access-control-allow-origin").is_none());
+}
+
+/// Both demo ledgers keep their entries across a restart of the server on the same store,
+/// the unfenced one each entry's `stale` and its highest token too.
+pub async fn demo_ledgers_survive_a_restart(server: &mut TestServer) {
+    let api = server.api();
+    let key = unique_key("ledgers-restart");
+    assert_eq!(api.ledger_append(&key, 7, "fenced").await.status, 204);
+    assert!(!api.unfenced_append_ok(&key, 7, "high").await);
+    assert!(api.unfenced_append_ok(&key, 3, "stale").await);
+    let before = (api.ledger_read(&key).await, api.unfenced_read(&key).await);
+    assert_eq!(before.1.entries.len(), 2);
+    tokio::task::block_in_place(|| server.restart());
+    let api = server.api();
+    let after = (api.ledger_read(&key).await, api.unfenced_read(&key).await);
+    assert_eq!(after, before);
+    assert!(api.unfenced_append_ok(&key, 5, "stale after").await);
+    api.ledger_append(&key, 5, "fenced after")
+        .await
+        .assert_error(409, "FENCED_OUT");
 }
 
 /// A graceful shutdown (SIGTERM) ends requests waiting server-side at once with 503
@@ -1538,22 +1725,30 @@ pub async fn run_unconfigured(server: &TestServer) {
     the_demo_ledger_can_be_switched_off(server).await;
 }
 
-/// `--demo-ledger false`: every ledger path answers 404 NOT_FOUND saying it is switched off,
-/// and stores nothing; the locks work as ever.
+/// `--demo-ledger false`: every path of both demo ledgers (the fenced and the unfenced one)
+/// answers 404 NOT_FOUND saying it is switched off, and stores nothing; the locks work as
+/// ever.
 pub async fn the_demo_ledger_can_be_switched_off(server: &TestServer) {
     let api = unpooled(server);
     let key = unique_key("ledger-off");
     let s = api.open_session(30_000).await;
     let grant = api.acquire_ok(&key, &s.session_id, 30_000).await;
-    let appended = api.ledger_append(&key, grant.fencing_token, "x").await;
-    appended.assert_error(404, "NOT_FOUND");
-    assert!(appended.text.contains("switched off"), "{appended:?}");
-    api.ledger_read_reply(&key)
-        .await
-        .assert_error(404, "NOT_FOUND");
-    api.ledger_read_reply("")
-        .await
-        .assert_error(404, "NOT_FOUND");
+    for appended in [
+        api.ledger_append(&key, grant.fencing_token, "x").await,
+        api.unfenced_append(&key, grant.fencing_token, "x").await,
+    ] {
+        appended.assert_error(404, "NOT_FOUND");
+        assert!(appended.text.contains("switched off"), "{appended:?}");
+    }
+    for read in [
+        api.ledger_read_reply(&key).await,
+        api.ledger_read_reply("").await,
+        api.unfenced_read_reply(&key).await,
+        api.unfenced_read_reply("").await,
+    ] {
+        read.assert_error(404, "NOT_FOUND");
+        assert!(read.text.contains("switched off"), "{read:?}");
+    }
     let released = api
         .release(&key, grant.fencing_token, Some(&s.session_id))
         .await;

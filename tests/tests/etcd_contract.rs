@@ -22,6 +22,7 @@ async fn contract_suite_passes_on_etcd() {
     // are "unchanged", exactly.
     let shape = heartbeat_versions::versions_across_a_restart(&mut server).await;
     assert_eq!(shape, Shape::Unchanged);
+    contract::demo_ledgers_survive_a_restart(&mut server).await;
     contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
 }
 

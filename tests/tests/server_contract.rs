@@ -16,6 +16,7 @@ async fn sqlite_backend_meets_the_http_contract() {
     // epoch, so the first L2 after it lists every lock.
     let shape = heartbeat_versions::versions_across_a_restart(&mut server).await;
     assert_eq!(shape, Shape::Full);
+    contract::demo_ledgers_survive_a_restart(&mut server).await;
     contract::shutdown_ends_waiters_with_not_leader(&mut server).await;
 }
 

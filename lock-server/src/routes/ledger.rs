@@ -15,10 +15,12 @@ use crate::state::AppState;
 /// Largest ledger entry, in bytes (ASSUMPTION).
 pub const ENTRY_MAX_BYTES: usize = 1024;
 
-/// Where the ledger's paths start (`--demo-ledger false` answers them 404).
+/// Where the demo ledgers' paths start, this one's and the unfenced one's
+/// (`--demo-ledger false` answers them 404).
 pub const PATH_PREFIX: &str = "/v1/demo/";
 
-/// Any request to the ledger's paths while `--demo-ledger false`: 404 NOT_FOUND, saying why.
+/// Any request to the demo ledgers' paths while `--demo-ledger false`: 404 NOT_FOUND, saying
+/// why.
 pub async fn switched_off() -> ApiError {
     ApiError::new(
         lock_api::ErrorCode::NotFound,
@@ -26,14 +28,9 @@ pub async fn switched_off() -> ApiError {
     )
 }
 
-/// `POST /v1/demo/ledger/{key}`: 204 when accepted.
-pub async fn append(
-    State(state): State<AppState>,
-    caller: Caller,
-    KeyParam(key): KeyParam,
-    JsonBody(req): JsonBody<LedgerAppend>,
-) -> Result<StatusCode, ApiError> {
-    caller.check_key(&key)?;
+/// The body rules of both demo ledgers (this one and the unfenced one): the entry's size,
+/// and a token that could have been minted.
+pub fn validate(req: &LedgerAppend) -> Result<(), ApiError> {
     if req.entry.len() > ENTRY_MAX_BYTES {
         return Err(ApiError::validation(
             "entry",
@@ -48,6 +45,18 @@ pub async fn append(
             "fencingToken must be below 2^53",
         ));
     }
+    Ok(())
+}
+
+/// `POST /v1/demo/ledger/{key}`: 204 when accepted.
+pub async fn append(
+    State(state): State<AppState>,
+    caller: Caller,
+    KeyParam(key): KeyParam,
+    JsonBody(req): JsonBody<LedgerAppend>,
+) -> Result<StatusCode, ApiError> {
+    caller.check_key(&key)?;
+    validate(&req)?;
     state
         .store
         .ledger_append(&key, req.fencing_token, req.entry)

@@ -3,8 +3,9 @@
 //! the layers that keep every error a JSON contract body.
 //!
 //! Modules: `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7), `watch` (L8 events, L9 value),
-//! `admin` (R1), `ledger` (demo fenced resource), `ops` (healthz, readyz, metrics, openapi), `openapi`
-//! (the document, from this table).
+//! `admin` (R1), `ledger` (demo fenced resource), `unfenced_ledger` (its unfenced twin, for the
+//! dashboard's fault lab), `ops` (healthz, readyz, metrics, openapi), `openapi` (the document,
+//! from this table).
 
 pub mod admin;
 pub mod ledger;
@@ -12,6 +13,7 @@ pub mod locks;
 pub mod openapi;
 pub mod ops;
 pub mod sessions;
+pub mod unfenced_ledger;
 pub mod watch;
 pub mod web_root;
 
@@ -102,6 +104,8 @@ pub fn table() -> Vec<Route> {
         route(M::POST, "/v1/admin/locks/{key}/revoke", Admin, admin::revoke).writes(R1),
         route(M::POST, "/v1/demo/ledger/{key}", Client, ledger::append).writes(Ledger),
         route(M::GET, "/v1/demo/ledger/{key}", Client, ledger::read).reads(Ledger),
+        route(M::POST, "/v1/demo/unfenced-ledger/{key}", Client, unfenced_ledger::append).writes(Ledger),
+        route(M::GET, "/v1/demo/unfenced-ledger/{key}", Client, unfenced_ledger::read).reads(Ledger),
         route(M::GET, "/healthz", Public, ops::healthz),
         route(M::GET, "/readyz", Public, ops::readyz),
         route(M::GET, "/metrics", Ops, ops::metrics),
@@ -147,6 +151,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
         ("/v1/locks/", Access::Client),
         ("/v1/admin/locks//revoke", Access::Admin),
         ("/v1/demo/ledger/", Access::Client),
+        ("/v1/demo/unfenced-ledger/", Access::Client),
     ] {
         if !served(path) {
             continue;
@@ -156,7 +161,12 @@ pub fn router(state: AppState, config: &Config) -> Router {
     }
     if !config.demo_ledger {
         // Switched off: its paths say so, after the same guard (a 401 stays a 401).
-        for path in ["/v1/demo/ledger/{key}", "/v1/demo/ledger/"] {
+        for path in [
+            "/v1/demo/ledger/{key}",
+            "/v1/demo/ledger/",
+            "/v1/demo/unfenced-ledger/{key}",
+            "/v1/demo/unfenced-ledger/",
+        ] {
             let handler =
                 axum::routing::any(ledger::switched_off).layer(guard_for(path, Access::Client));
             router = router.route(path, handler);

@@ -117,7 +117,10 @@ fn schemas() -> Value {
         "LedgerAppend": { "type": "object", "additionalProperties": false, "required": ["fencingToken", "entry"], "properties": {
             "fencingToken": int, "entry": { "type": "string", "maxLength": 1024 } } },
         "LedgerEntries": { "type": "object", "properties": { "key": { "type": "string" }, "highestToken": { "type": "integer", "nullable": true },
-            "entries": { "type": "array", "items": { "type": "object", "properties": { "fencingToken": int, "entry": { "type": "string" } } } } } }
+            "entries": { "type": "array", "items": { "type": "object", "properties": { "fencingToken": int, "entry": { "type": "string" },
+                "stale": { "type": "boolean", "description": "The unfenced ledger only (absent on the fenced one): the token was lower than the highest the ledger had already accepted for the key." } } } } } },
+        "UnfencedAppended": { "type": "object", "required": ["stale"], "properties": {
+            "stale": { "type": "boolean", "description": "The token was lower than the highest this ledger had already accepted for the key: a write the fenced ledger refuses with 409 FENCED_OUT, accepted here." } } }
     })
 }
 
@@ -258,6 +261,12 @@ fn described() -> Value {
                     "responses": { "204": { "description": "accepted" }, "400": bad, "409": err("FENCED_OUT") } },
                 "get": { "operationId": "ledgerRead", "summary": "Demo ledger entries in order",
                     "parameters": [key_param()], "responses": { "200": ok("LedgerEntries"), "400": bad } } },
+            "/v1/demo/unfenced-ledger/{key}": {
+                "post": { "operationId": "unfencedLedgerAppend", "summary": "Demonstration only, never the default (the dashboard's fault lab): the demo ledger without the fence, a ledger of its own. Accepts every valid write; stale when fencingToken is below the highest this ledger has accepted for the key",
+                    "parameters": [key_param()], "requestBody": body("LedgerAppend"),
+                    "responses": { "200": ok("UnfencedAppended"), "400": bad } },
+                "get": { "operationId": "unfencedLedgerRead", "summary": "Unfenced demo ledger entries in order, each with stale",
+                    "parameters": [key_param()], "responses": { "200": ok("LedgerEntries"), "400": bad } } },
             "/healthz": { "get": { "operationId": "healthz", "summary": "Liveness: 200 while the process serves HTTP, whatever the store",
                 "responses": { "200": { "description": "serving" } } } },
             "/readyz": { "get": { "operationId": "readyz", "summary": "Readiness: whether the store accepts writes (a write probe each second and the requests' own writes)",
@@ -345,8 +354,8 @@ mod tests {
     fn schemas_name_every_wire_field() {
         use lock_api::{
             ChangeKind, ErrorBody, ErrorCode, HeartbeatRequest, HeartbeatResponse, HeldLock,
-            HoldChange, Holder, LockGrant, LockMode, LockOutcome, LockState, LockStatus,
-            RevokeRequest,
+            HoldChange, Holder, LedgerAppend, LedgerEntries, LedgerEntry, LockGrant, LockMode,
+            LockOutcome, LockState, LockStatus, RevokeRequest, UnfencedAppended,
         };
         use serde_json::{json, to_value};
         let holder = Holder {
@@ -372,8 +381,34 @@ mod tests {
             locks: Some(Vec::new()),
             changes: Some(vec![change.clone()]),
         };
+        let entry = LedgerEntry {
+            fencing_token: 1,
+            entry: "e".into(),
+            stale: Some(true),
+        };
         let cases = [
             ("Error", to_value(error).unwrap()),
+            (
+                "LedgerAppend",
+                to_value(LedgerAppend {
+                    fencing_token: 1,
+                    entry: "e".into(),
+                })
+                .unwrap(),
+            ),
+            (
+                "LedgerEntries",
+                to_value(LedgerEntries {
+                    key: "k".into(),
+                    highest_token: Some(1),
+                    entries: vec![entry.clone()],
+                })
+                .unwrap(),
+            ),
+            (
+                "UnfencedAppended",
+                to_value(UnfencedAppended { stale: true }).unwrap(),
+            ),
             ("HeartbeatResponse", to_value(beat).unwrap()),
             (
                 "HeartbeatRequest",
@@ -469,6 +504,11 @@ mod tests {
             "SessionStatus",
             locks("SessionStatus"),
             &to_value(status).unwrap(),
+        );
+        check(
+            "LedgerEntries",
+            &schemas["LedgerEntries"]["properties"]["entries"]["items"],
+            &to_value(entry).unwrap(),
         );
     }
 

@@ -315,6 +315,19 @@ pub trait Store: Send + Sync + 'static {
     /// Demo ledger: every accepted entry of `key`, in order.
     async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError>;
 
+    /// Unfenced demo ledger (a ledger of its own, beside the fenced one): appends whatever
+    /// the token and returns whether it was stale, i.e. lower than the highest token this
+    /// ledger had accepted for `key` (the highest stays the highest).
+    async fn unfenced_append(
+        &self,
+        key: &str,
+        token: u64,
+        entry: String,
+    ) -> Result<bool, StoreError>;
+
+    /// Unfenced demo ledger: every entry of `key`, in order, each with its `stale`.
+    async fn unfenced_read(&self, key: &str) -> Result<LedgerEntries, StoreError>;
+
     /// Live sessions and locks, for the gauges.
     async fn counts(&self) -> Result<StoreCounts, StoreError>;
 

@@ -11,6 +11,8 @@
 //! <prefix>q/<encKey>/<sessionId>   TicketRecord   (waiter's session lease); queue order = create_revision
 //! <prefix>g/<encKey>               LedgerHead     (no lease: the ledger is durable)
 //! <prefix>e/<encKey>/<seq:020>     LedgerEntry    (no lease)
+//! <prefix>u/g/<encKey>             LedgerHead     the unfenced demo ledger's head (no lease)
+//! <prefix>u/e/<encKey>/<seq:020>   LedgerEntry    its entries, each with `stale` (no lease)
 //! <prefix>k/holder-id              the holder-id key, 64 hex chars (no lease; created once)
 //! <prefix>k/probe                  the readiness probe's write, one byte (no lease; rewritten every probe)
 //! <prefix>epoch                    EpochRecord    the token epoch (no lease; raised by `lock-server etcd-restored`)
@@ -171,6 +173,20 @@ impl Keys {
     pub(super) fn ledger_entries(&self, key: &str) -> String {
         format!("{}e/{}/", self.prefix, encode_key(key))
     }
+
+    /// The unfenced demo ledger's head of `key`: under `u/`, apart from the fenced ledger.
+    pub(super) fn unfenced_head(&self, key: &str) -> String {
+        format!("{}u/g/{}", self.prefix, encode_key(key))
+    }
+
+    /// Zero-padded like [`Keys::ledger_entry`].
+    pub(super) fn unfenced_entry(&self, key: &str, seq: u64) -> String {
+        format!("{}u/e/{}/{seq:020}", self.prefix, encode_key(key))
+    }
+
+    pub(super) fn unfenced_entries(&self, key: &str) -> String {
+        format!("{}u/e/{}/", self.prefix, encode_key(key))
+    }
 }
 
 /// A key of [`Keys::watched_range`]: the encoded lock key and the session, or a session.
@@ -199,6 +215,15 @@ mod tests {
             .ledger_entry("a/b", 0)
             .starts_with(&keys.ledger_entries("a")));
         assert_eq!(keys.ledger_entry("a", 7), "/p/e/a/00000000000000000007");
+        assert!(!keys
+            .unfenced_entry("a/b", 0)
+            .starts_with(&keys.unfenced_entries("a")));
+        assert_eq!(keys.unfenced_entry("a", 7), "/p/u/e/a/00000000000000000007");
+        // The two ledgers share no key.
+        assert!(!keys.unfenced_head("a").starts_with(&keys.ledger_head("a")));
+        assert!(!keys
+            .unfenced_entry("a", 0)
+            .starts_with(&keys.ledger_entries("a")));
     }
 
     #[test]
@@ -222,6 +247,8 @@ mod tests {
             keys.holder_id_key(),
             keys.probe(),
             keys.epoch(),
+            keys.unfenced_head("a"),
+            keys.unfenced_entry("a", 0),
         ] {
             assert!(!inside(&k), "{k}");
         }

@@ -23,7 +23,8 @@
 //! - `lock`: L4 acquire, L6 release, L7 read, R1 revoke.
 //! - `queue`: the wait queue per key (tickets, the hand-off of `settle`, the watch behind
 //!   `waitMillis`).
-//! - `ledger`: the demo ledger, fenced by a compare on its per-key head.
+//! - `ledger`: the demo ledgers, the fenced one and its unfenced twin, each written by a
+//!   compare on its per-key head.
 //! - `watch`: L8, one etcd watch per replica feeding every watched key's events, and why a
 //!   hold ended (the cause markers).
 //!
@@ -76,6 +77,7 @@ pub use self::connect::{AccessError, AccessReport, Credentials};
 use self::creating::Creating;
 use self::error::from_etcd;
 use self::keys::Keys;
+use self::ledger::Ledger;
 use crate::store::holder_id::HolderIds;
 use crate::store::queue::acquire_with;
 use crate::store::{
@@ -567,11 +569,26 @@ impl Store for EtcdStore {
     }
 
     async fn ledger_append(&self, key: &str, token: u64, entry: String) -> Result<(), StoreError> {
-        self.append(key, token, entry).await
+        self.append(Ledger::Fenced, key, token, entry)
+            .await
+            .map(drop)
     }
 
     async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
-        self.entries(key).await
+        self.entries(Ledger::Fenced, key).await
+    }
+
+    async fn unfenced_append(
+        &self,
+        key: &str,
+        token: u64,
+        entry: String,
+    ) -> Result<bool, StoreError> {
+        self.append(Ledger::Unfenced, key, token, entry).await
+    }
+
+    async fn unfenced_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
+        self.entries(Ledger::Unfenced, key).await
     }
 
     /// Counts keys by prefix. Records past their millisecond deadline but not yet deleted by

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS ledger_heads (
 /// file whose `user_version` is below their number, each in one transaction with the version
 /// bump: a fresh file and a data dir of any older release end with the same schema, and an
 /// older one keeps its data.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     // 1: a session belongs to the auth-file client that opened it (NULL without an auth
     // file; sessions from before have none); `secrets` holds the holder-id key.
     "ALTER TABLE sessions ADD COLUMN client TEXT;
@@ -85,6 +85,17 @@ const MIGRATIONS: [&str; 5] = [
     // 5: the readiness probe's row: one row, rewritten by every probe (a real write through
     // the writer's batch, so it fails when requests' writes would).
     "CREATE TABLE probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);",
+    // 6: the unfenced demo ledger, beside the fenced one and of the same shape, but it
+    // accepts a token below the key's highest and marks that entry `stale` (1).
+    "CREATE TABLE unfenced_entries (
+         seq INTEGER PRIMARY KEY AUTOINCREMENT,
+         key TEXT NOT NULL,
+         token INTEGER NOT NULL,
+         entry TEXT NOT NULL,
+         stale INTEGER NOT NULL CHECK (stale IN (0, 1))
+     );
+     CREATE INDEX unfenced_by_key ON unfenced_entries(key, seq);
+     CREATE TABLE unfenced_heads (key TEXT PRIMARY KEY, highest INTEGER NOT NULL);",
 ];
 
 /// The `secrets` row of the holder-id key.
@@ -306,6 +317,51 @@ mod tests {
             .unwrap();
         assert_eq!(version, MIGRATIONS.len());
         assert_eq!(holder_ids(&again).unwrap().of("s1"), ids.of("s1"));
+    }
+
+    /// A data dir of the release before the unfenced ledger (every migration before it
+    /// applied) keeps its fenced ledger, and gains the unfenced one, empty and separate.
+    #[test]
+    fn a_file_from_before_the_unfenced_ledger_keeps_its_ledger_and_gains_the_unfenced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DB_FILE);
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(SCHEMA).unwrap();
+            for migration in &MIGRATIONS[..5] {
+                old.execute_batch(migration).unwrap();
+            }
+            old.pragma_update(None, "user_version", 5).unwrap();
+            old.execute_batch(
+                "INSERT INTO ledger_entries (key, token, entry) VALUES ('k', 7, 'before');
+                 INSERT INTO ledger_heads (key, highest) VALUES ('k', 7);",
+            )
+            .unwrap();
+        }
+        let conn = open_connection(&path).unwrap();
+        let version: usize = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len());
+        let fenced: (u64, String) = conn
+            .query_row("SELECT token, entry FROM ledger_entries", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(fenced, (7, "before".into()));
+        let unfenced: u32 = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM unfenced_entries) + (SELECT COUNT(*) FROM unfenced_heads)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(unfenced, 0);
+        assert!(conn
+            .execute_batch(
+                "INSERT INTO unfenced_entries (key, token, entry, stale) VALUES ('k', 1, 'x', 2);"
+            )
+            .is_err());
     }
 
     /// What the release before shared holds wrote: the first schema and the migrations

@@ -11,8 +11,8 @@
 //! - `writer`: the writer thread, its batches and the shutdown checkpoint.
 //! - `sessions` (L1 L2 L3 L5), `locks` (L4 L6 L7 R1, exclusive and shared holds, and the
 //!   wait queue with its hand-off),
-//!   `ledger` (demo ledger): the operations, each a function of `&mut Db` run inside a
-//!   batch.
+//!   `ledger` (the demo ledgers, fenced and unfenced): the operations, each a function of
+//!   `&mut Db` run inside a batch.
 //! - `queued_keys`: which keys may have tickets (in memory, so a key without any reads none).
 //! - `reaper`: deletes expired rows and hands the freed keys to their queues.
 //! - `faults`: SQLite and file failures → STORE_UNAVAILABLE with their cause, or 500.
@@ -307,6 +307,25 @@ impl Store for SqliteStore {
     async fn ledger_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
         let key = key.to_string();
         self.writer.run(move |db| ledger::read(db, &key)).await
+    }
+
+    async fn unfenced_append(
+        &self,
+        key: &str,
+        token: u64,
+        entry: String,
+    ) -> Result<bool, StoreError> {
+        let key = key.to_string();
+        self.writer
+            .run(move |db| ledger::append_unfenced(db, &key, token, entry))
+            .await
+    }
+
+    async fn unfenced_read(&self, key: &str) -> Result<LedgerEntries, StoreError> {
+        let key = key.to_string();
+        self.writer
+            .run(move |db| ledger::read_unfenced(db, &key))
+            .await
     }
 
     async fn counts(&self) -> Result<StoreCounts, StoreError> {
