@@ -13,6 +13,7 @@ pub mod histogram;
 pub mod lab_form;
 pub mod lab_record;
 pub mod lab_scenario;
+pub mod lab_simulated;
 pub mod mode_waits;
 pub mod protocol;
 pub mod record;
