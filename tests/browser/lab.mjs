@@ -13,6 +13,10 @@
 //   the leases and the writes by outcome; the lab's JSON export carries the faults and the
 //   outcomes;
 // - "short-pause" (the control): nothing fenced out, nothing corrupted, every write accepted;
+// - "revoke" with the admin token typed into the lab: the operator's R1 ends A's hold, and
+//   A's late write is fenced out on one side and corrupts the other;
+// - a fault injected by hand (a pause on the fenced side's B while the control runs) lands
+//   on that contender's timeline row and in the export;
 // - the admin token is nowhere but in the page's memory (not in the URL, web storage, or the
 //   export); no error shown, no console error.
 // Exits non-zero on any failure.
@@ -148,6 +152,29 @@ try {
   check(none, `short-pause: nothing fenced out, nothing corrupted (${JSON.stringify(control.tally)})`);
   const accepted = control.exported.sides.every((s) => s.writes.length === 2 && s.writes.every((w) => w.outcome === "accepted"));
   check(accepted, "short-pause: both contenders' writes accepted on both sides");
+
+  // revoke: the operator's R1, with the admin token typed into the lab.
+  await ui.click("lab-scenario-revoke");
+  const revoke = await runLab(page, ui, "revoke");
+  check(revoke.tally.fenced.fencedOut >= 1 && revoke.tally.fenced.corrupted === 0, `revoke, fenced side: A's late write fenced out (${JSON.stringify(revoke.tally.fenced)})`);
+  check(revoke.tally.unfenced.corrupted >= 1, `revoke, unfenced side: A's late write accepted (${JSON.stringify(revoke.tally.unfenced)})`);
+  const revoked = revoke.exported.sides.every((s) => s.contenders[0].faults.some((f) => f.kind === "revoke"));
+  check(revoked, "revoke: the export carries the revoke on A's row of each side");
+
+  // A fault by hand: pause the fenced side's B while the control runs.
+  await ui.click("lab-scenario-short-pause");
+  await ui.click("lab-run");
+  await ui.until("the control to start", async () => (await ui.attribute("lab-status", "data-state")) === "running", 10_000);
+  await ui.click("lab-inject-0-1-pause");
+  await ui.until("the control to end", async () => (await ui.attribute("lab-status", "data-state")) === "done", RUN_LIMIT_MS);
+  const before = await page.evaluate("window.__downloads.length");
+  await ui.click("export-lab-json");
+  const byHand = JSON.parse(await page.evaluate(`window.__downloads[${before}].text()`));
+  const bFaults = byHand.sides[0].contenders[1].faults;
+  check(bFaults.some((f) => f.kind === "pause"), `a pause injected by hand lands on fenced B's row (${JSON.stringify(bFaults)})`);
+  check(byHand.sides[1].contenders[1].faults.length === 0, "and on no other contender's");
+  const handTally = byHand.sides.map((s) => s.writes.filter((w) => w.outcome !== "accepted").length);
+  check(handTally.every((n) => n === 0), `a late B still writes the highest token: nothing stale (${handTally})`);
 
   // The admin token lives in the page's memory only.
   const kept = await page.evaluate(`[location.href, document.cookie, JSON.stringify({ ...localStorage }), JSON.stringify({ ...sessionStorage })].join(" ")`);
