@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-use lock_api::paths;
+use lock_api::{paths, SessionOpened};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -126,7 +126,9 @@ impl Target {
     async fn connect(&self, key: String) -> Cycler {
         match self {
             Target::Http { base, http } => {
-                let session = open_session(http, base, SESSION_TTL_MILLIS).await;
+                let session = open_session(http, base, SESSION_TTL_MILLIS)
+                    .await
+                    .session_id;
                 Cycler::Http {
                     acquire_url: format!("{base}{}", paths::acquire(&key)),
                     release_url: format!("{base}{}", paths::release(&key)),
@@ -265,18 +267,16 @@ impl Cycler {
     }
 }
 
-/// L1 at `base`: opens a session of `ttl_millis`; returns its id.
-pub async fn open_session(http: &reqwest::Client, base: &str, ttl_millis: u64) -> String {
-    let opened: Value = http
-        .post(format!("{base}{}", paths::SESSIONS))
+/// L1 at `base`: opens a session of `ttl_millis`.
+pub async fn open_session(http: &reqwest::Client, base: &str, ttl_millis: u64) -> SessionOpened {
+    http.post(format!("{base}{}", paths::SESSIONS))
         .json(&json!({ "ttlMillis": ttl_millis }))
         .send()
         .await
         .expect("L1")
         .json()
         .await
-        .expect("L1 body");
-    opened["sessionId"].as_str().expect("sessionId").to_owned()
+        .expect("L1 body")
 }
 
 /// L4 then L6 of the client's session; the L4's latency from `start`. Panics unless the L4

@@ -182,7 +182,8 @@ async fn soak(settings: &SoakSettings, server: &systems::Process, cycles: u64) -
         .map(|s| {
             tokio::spawn(heartbeat(
                 http.clone(),
-                format!("{base}{}", paths::heartbeat(s)),
+                format!("{base}{}", paths::heartbeat(&s.holder_id)),
+                s.session_id.clone(),
             ))
         })
         .collect();
@@ -205,7 +206,7 @@ async fn soak(settings: &SoakSettings, server: &systems::Process, cycles: u64) -
             let client = Client {
                 http: http.clone(),
                 base: base.clone(),
-                session,
+                session: session.session_id,
                 name: format!("soak-{n}"),
             };
             tokio::spawn(client.run(shared.clone(), cycles, settings.clone(), pid))
@@ -295,10 +296,16 @@ impl Client {
 }
 
 /// L2 every minute (the sessions' TTL is five), until aborted.
-async fn heartbeat(http: reqwest::Client, url: String) {
+async fn heartbeat(http: reqwest::Client, url: String, session_id: String) {
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;
-        let status = http.post(&url).send().await.expect("L2").status();
+        let status = http
+            .post(&url)
+            .header(paths::SESSION_ID_HEADER, &session_id)
+            .send()
+            .await
+            .expect("L2")
+            .status();
         assert!(status.is_success(), "L2 answered {status}");
     }
 }

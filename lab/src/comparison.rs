@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_api::{AcquireRequest, ErrorCode, LockGrant, OpenSessionRequest, ReleaseRequest};
-use lock_wasm::{AcquirePolicy, Clock, RngSource, Transport, TransportError, TransportExt};
+use lock_wasm::{
+    AcquirePolicy, Clock, RngSource, SessionRef, Transport, TransportError, TransportExt,
+};
 
 use crate::strategy::{whole_millis, Delays, Strategy};
 
@@ -86,6 +88,7 @@ impl Comparison {
         Ok(ComparisonSession {
             comparison: self.clone(),
             id: opened.session_id,
+            holder_id: opened.holder_id,
             heartbeat_every: Duration::from_millis(opened.heartbeat_millis).max(MIN_HEARTBEAT),
         })
     }
@@ -95,6 +98,7 @@ impl Comparison {
 pub struct ComparisonSession {
     comparison: Comparison,
     id: String,
+    holder_id: String,
     heartbeat_every: Duration,
 }
 
@@ -104,6 +108,14 @@ impl ComparisonSession {
         &self.id
     }
 
+    /// The session as L2, L3 and L5 name it.
+    pub fn session_ref(&self) -> SessionRef<'_> {
+        SessionRef {
+            id: &self.id,
+            holder_id: &self.holder_id,
+        }
+    }
+
     /// Heartbeats (L2) at the interval L1 suggested until dropped; the caller races it
     /// against the session's work. A failed heartbeat is not fatal here: the next acquire
     /// or release reports the session's fate.
@@ -111,7 +123,10 @@ impl ComparisonSession {
         let c = &self.comparison;
         loop {
             c.clock.sleep(self.heartbeat_every).await;
-            let _ = c.transport.heartbeat(&self.id, REQUEST_TIMEOUT).await;
+            let _ = c
+                .transport
+                .heartbeat(self.session_ref(), REQUEST_TIMEOUT)
+                .await;
         }
     }
 
@@ -184,7 +199,9 @@ impl ComparisonSession {
     /// Closes the session (L3); a failure is ignored, the TTL cleans up.
     pub async fn close(&self) {
         let transport = &self.comparison.transport;
-        let _ = transport.close_session(&self.id, REQUEST_TIMEOUT).await;
+        let _ = transport
+            .close_session(self.session_ref(), REQUEST_TIMEOUT)
+            .await;
     }
 }
 

@@ -53,7 +53,7 @@ mod tests {
 
     use futures::executor::block_on;
     use lock_api::{AcquireRequest, ErrorCode, OpenSessionRequest};
-    use lock_wasm::{ScriptedTransport, TransportExt};
+    use lock_wasm::{ScriptedTransport, SessionRef, TransportExt};
 
     use super::*;
 
@@ -87,8 +87,12 @@ mod tests {
             );
             // The script's default L4 answer is 409.
             assert!(counting.acquire("k", &request, t).await.is_err());
-            assert!(counting.heartbeat("s1", t).await.is_err());
-            assert!(counting.heartbeat("s1", t).await.is_ok());
+            let s1 = SessionRef {
+                id: "s1",
+                holder_id: "h1",
+            };
+            assert!(counting.heartbeat(s1, t).await.is_err());
+            assert!(counting.heartbeat(s1, t).await.is_ok());
         });
         assert_eq!(counting.intercept().calls(Route::OpenSession), 1);
         assert_eq!(

@@ -13,7 +13,7 @@
 //!   (a demonstration of what fencing prevents).
 //! - [`error`]: the error body and [`ErrorCode`] with its retry verdict (C3 "Error codes").
 //! - [`limits`]: the validation rules both sides apply (key shape, TTL and wait ranges).
-//! - [`paths`]: the request paths, with keys and session ids percent-encoded.
+//! - [`paths`]: the request paths, with keys and holder ids percent-encoded, and the session-id header.
 //!
 //! Request bodies reject unknown fields (`deny_unknown_fields`): a typo in a field name is a
 //! 400 VALIDATION_FAILED, not a silently ignored option.

@@ -1,21 +1,28 @@
 //! The request paths of contract C3, built once for every client (the SDK's native and fetch
 //! transports, the end-to-end test client, the chaos sampler). Each path segment that carries
-//! a key or a session id is percent-encoded with [`encode_key`]. The server's route table
+//! a key or a holder id is percent-encoded with [`encode_key`]. The server's route table
 //! (`lock-server/src/routes/mod.rs`) is the other side of the same list.
+//!
+//! No path carries a session id: it is the session's credential, and URLs end up in proxy
+//! access logs, browser histories and traces. L2, L3 and L5 name the session by its public
+//! `holderId` in the path and carry the session id in the [`SESSION_ID_HEADER`] header.
 
 use crate::limits::encode_key;
 
 /// L1 `POST`.
 pub const SESSIONS: &str = "/v1/sessions";
 
-/// L3 `DELETE` and L5 `GET`: `/v1/sessions/{id}`.
-pub fn session(session_id: &str) -> String {
-    format!("{SESSIONS}/{}", encode_key(session_id))
+/// The header that carries the session id on L2, L3 and L5.
+pub const SESSION_ID_HEADER: &str = "Lock-Session-Id";
+
+/// L3 `DELETE` and L5 `GET`: `/v1/sessions/{holderId}`.
+pub fn session(holder_id: &str) -> String {
+    format!("{SESSIONS}/{}", encode_key(holder_id))
 }
 
-/// L2 `POST`: `/v1/sessions/{id}/heartbeat`.
-pub fn heartbeat(session_id: &str) -> String {
-    format!("{}/heartbeat", session(session_id))
+/// L2 `POST`: `/v1/sessions/{holderId}/heartbeat`.
+pub fn heartbeat(holder_id: &str) -> String {
+    format!("{}/heartbeat", session(holder_id))
 }
 
 /// L7 `GET`: `/v1/locks/{key}`.

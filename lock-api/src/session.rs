@@ -144,7 +144,7 @@ pub struct LockStatus {
     pub mode: crate::LockMode,
 }
 
-/// L5 `GET /v1/sessions/{id}` answer.
+/// L5 `GET /v1/sessions/{holderId}` answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {

@@ -5,10 +5,13 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
+use lock_api::paths::SESSION_ID_HEADER;
 use lock_api::ErrorCode;
 use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// A JSON body; malformed JSON, wrong types, unknown and missing fields are 400
 /// VALIDATION_FAILED naming the field, an oversized body is 413. An empty body is read as
@@ -90,19 +93,63 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyParam {
     }
 }
 
-/// A session id from the path. Any string is accepted: an unknown one is 404 later.
+/// The session an L2, L3 or L5 request names: the public `holderId` in the path and the
+/// session id, its credential, in the `Lock-Session-Id` header (never in the URL, which
+/// proxies log). The pair must agree: a session id whose holder id is not the path's is
+/// 404 SESSION_NOT_FOUND, the same answer as an unknown session (no oracle), compared in
+/// constant time. No header is 400 naming it, so a client still sending the session id in
+/// the path learns why.
 #[derive(Debug, Clone)]
 pub struct SessionParam(pub String);
 
-impl<S: Send + Sync> FromRequestParts<S> for SessionParam {
+/// Longest accepted session-id header, in bytes (session ids the server makes are far
+/// shorter; anything longer cannot name a session).
+const SESSION_ID_MAX_BYTES: usize = 256;
+
+impl FromRequestParts<AppState> for SessionParam {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(id) = Path::<String>::from_request_parts(parts, state)
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Path(holder_id) = Path::<String>::from_request_parts(parts, state)
             .await
-            .map_err(|e| ApiError::validation("sessionId", format!("invalid session id: {e}")))?;
-        Ok(SessionParam(id))
+            .map_err(|e| ApiError::validation("holderId", format!("invalid holder id: {e}")))?;
+        let session_id = session_id_header(parts)?;
+        let expected = state.store.holder_id(&session_id).await?;
+        if bool::from(expected.as_bytes().ct_eq(holder_id.as_bytes())) {
+            Ok(SessionParam(session_id))
+        } else {
+            Err(ApiError::from(crate::store::StoreError::SessionNotFound))
+        }
     }
+}
+
+/// The one `Lock-Session-Id` header's value: 400 VALIDATION_FAILED naming the header when it
+/// is missing, repeated, empty, oversized or not visible ASCII.
+fn session_id_header(parts: &Parts) -> Result<String, ApiError> {
+    let refuse = |why: &str| {
+        ApiError::validation(
+            SESSION_ID_HEADER,
+            format!(
+                "{SESSION_ID_HEADER} {why}: L2, L3 and L5 name the session by its holderId in \
+                 the path and carry the session id in this header"
+            ),
+        )
+    };
+    let mut values = parts.headers.get_all(SESSION_ID_HEADER).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return Err(refuse("must be sent once"));
+    };
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| !t.is_empty() && t.len() <= SESSION_ID_MAX_BYTES)
+        .filter(|t| t.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            refuse(&format!(
+                "must be 1–{SESSION_ID_MAX_BYTES} visible ASCII bytes"
+            ))
+        })?;
+    Ok(text.to_owned())
 }
 
 #[cfg(test)]

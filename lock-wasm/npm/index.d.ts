@@ -149,7 +149,8 @@ export type LockEvent =
   | {
       type: "granted";
       key: string;
-      sessionId: string;
+      /** The session's public holder id (never its session id: events reach logs). */
+      holderId: string;
       fencingToken: number;
       /** L4 requests this acquire sent. */
       attempts: number;
@@ -180,7 +181,7 @@ export type LockEvent =
    * TTL would end it. `using` reports it here, not by rejecting.
    */
   | { type: "releaseFailed"; key: string; fencingToken: number; code: ErrorCodeName }
-  | { type: "sessionLost"; sessionId: string };
+  | { type: "sessionLost"; holderId: string };
 
 /**
  * Every error the SDK throws. To branch on `code` with the types following, test with

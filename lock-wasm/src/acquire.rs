@@ -445,10 +445,11 @@ impl<'a> Attempts<'a> {
     fn granted(self, grant: LockGrant, sent_at: Duration, earlier: Option<Duration>) -> LockHandle {
         let (parts, key, attempts, start) = (self.parts, self.key, self.attempts, self.start);
         let queued = Duration::from_millis(grant.waited_millis);
+        let holder_id = self.claim.holder_id().to_owned();
         let handle = self.claim.grant(grant, sent_at, earlier);
         parts.emit(ClientEvent::Granted {
             key: key.to_owned(),
-            session_id: handle.session_id().to_owned(),
+            holder_id,
             fencing_token: handle.fencing_token(),
             attempts,
             waited: parts.clock.now() - start,

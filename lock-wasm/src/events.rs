@@ -20,8 +20,9 @@ pub enum ClientEvent {
     Granted {
         /// The key.
         key: String,
-        /// The session that holds it.
-        session_id: String,
+        /// The holder id of the session that holds it (never its session id: events reach
+        /// logs).
+        holder_id: String,
         /// The grant's fencing token.
         fencing_token: u64,
         /// L4 calls this acquire made.
@@ -80,8 +81,8 @@ pub enum ClientEvent {
     },
     /// `session_lost`: the session is gone; every handle of it is lost.
     SessionLost {
-        /// The session.
-        session_id: String,
+        /// The session's holder id.
+        holder_id: String,
     },
 }
 
@@ -91,7 +92,7 @@ pub enum ClientEvent {
 pub enum Field<'a> {
     /// `key`: quoted in the log line (a key may hold spaces).
     Key(&'a str),
-    /// A word such as a session id or a reason code.
+    /// A word such as a holder id or a reason code.
     Text(&'static str, &'a str),
     /// A count or a fencing token.
     Number(&'static str, u64),
@@ -119,14 +120,14 @@ impl ClientEvent {
         match self {
             ClientEvent::Granted {
                 key,
-                session_id,
+                holder_id,
                 fencing_token,
                 attempts,
                 waited,
                 queued,
             } => vec![
                 Key(key),
-                Text("sessionId", session_id),
+                Text("holderId", holder_id),
                 Number("fencingToken", *fencing_token),
                 Number("attempts", u64::from(*attempts)),
                 Millis("waited", *waited),
@@ -170,7 +171,7 @@ impl ClientEvent {
                 Number("fencingToken", *fencing_token),
                 Text("code", code),
             ],
-            ClientEvent::SessionLost { session_id } => vec![Text("sessionId", session_id)],
+            ClientEvent::SessionLost { holder_id } => vec![Text("holderId", holder_id)],
         }
     }
 }
@@ -239,13 +240,13 @@ mod tests {
             (
                 ClientEvent::Granted {
                     key: key(),
-                    session_id: "s1".into(),
+                    holder_id: "h1".into(),
                     fencing_token: 7,
                     attempts: 2,
                     waited: ms(15),
                     queued: Duration::from_micros(900),
                 },
-                r#"event=lock_granted key="a b" sessionId=s1 fencingToken=7 attempts=2 waitedMillis=15 queuedMillis=0"#,
+                r#"event=lock_granted key="a b" holderId=h1 fencingToken=7 attempts=2 waitedMillis=15 queuedMillis=0"#,
             ),
             (
                 ClientEvent::Contention {
@@ -274,9 +275,9 @@ mod tests {
             ),
             (
                 ClientEvent::SessionLost {
-                    session_id: "s1".into(),
+                    holder_id: "h1".into(),
                 },
-                "event=session_lost sessionId=s1",
+                "event=session_lost holderId=h1",
             ),
         ];
         for (event, line) in lines {

@@ -132,7 +132,7 @@ async fn heartbeat_once(s: &Arc<SessionState>, clock: &Arc<dyn Clock>) {
     let hop = round_hop(s, clock_ref, deadline - now);
     let transport = &s.parts().transport;
     let request = s.heartbeat_request();
-    let beat = transport.heartbeat_since(s.id(), &request, hop);
+    let beat = transport.heartbeat_since(s.session_ref(), &request, hop);
     let result = call(clock_ref, hop, beat).await;
     if !s.is_open() {
         return;

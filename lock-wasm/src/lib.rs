@@ -108,4 +108,4 @@ pub use session::{LockClient, LockClientSession};
 pub use spawn::{BoxFuture, MaybeSend, MaybeSync, Spawner};
 #[cfg(any(test, feature = "test-util"))]
 pub use transport::ScriptedTransport;
-pub use transport::{Transport, TransportExt};
+pub use transport::{SessionRef, Transport, TransportExt};

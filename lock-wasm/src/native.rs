@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_api::paths;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
@@ -202,6 +203,9 @@ impl Transport for HttpTransport {
             .http
             .request(method, self.url(&request.path()))
             .header(ACCEPT, "application/json");
+        if let Some(session_id) = request.session_header() {
+            http = http.header(paths::SESSION_ID_HEADER, session_id);
+        }
         if let Some(body) = request.body() {
             http = http.json(&body);
         }

@@ -321,7 +321,7 @@ impl LockClientSession {
         }
         let parts = s.parts();
         let hop = parts.config.request_timeout;
-        let closed = parts.transport.close_session(s.id(), hop);
+        let closed = parts.transport.close_session(s.session_ref(), hop);
         match call(&*parts.clock, hop, closed).await {
             Ok(()) => Ok(()),
             Err(e) if e.code() == Some(ErrorCode::SessionNotFound) => Ok(()),
@@ -335,7 +335,7 @@ impl LockClientSession {
         s.ensure_open()?;
         let parts = s.parts();
         let hop = parts.config.request_timeout;
-        let status = parts.transport.session_status(s.id(), hop);
+        let status = parts.transport.session_status(s.session_ref(), hop);
         s.check_session_answer(call(&*parts.clock, hop, status).await)
     }
 

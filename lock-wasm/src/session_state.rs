@@ -25,7 +25,7 @@ use crate::held_view::HeldView;
 use crate::parts::ClientParts;
 use crate::renewal;
 use crate::signal::{Notify, Signal};
-use crate::transport::{call, TransportExt};
+use crate::transport::{call, SessionRef, TransportExt};
 use crate::turns::{Turn, Turns};
 
 /// One server session's shared state (see the module docs).
@@ -130,6 +130,14 @@ impl SessionState {
         &self.holder_id
     }
 
+    /// The session as L2, L3 and L5 name it.
+    pub(crate) fn session_ref(&self) -> SessionRef<'_> {
+        SessionRef {
+            id: &self.id,
+            holder_id: &self.holder_id,
+        }
+    }
+
     /// The client's seams and settings.
     pub(crate) fn parts(&self) -> &ClientParts {
         &self.parts
@@ -215,7 +223,7 @@ impl SessionState {
         if to == Status::Lost {
             self.parts.sessions_lost.increment();
             self.parts.emit(ClientEvent::SessionLost {
-                session_id: self.id.clone(),
+                holder_id: self.holder_id.clone(),
             });
         }
         self.ended.set();
@@ -632,6 +640,11 @@ pub(crate) struct Claim<'a> {
 }
 
 impl<'a> Claim<'a> {
+    /// The claiming session's holder id (what events name it by: never its session id).
+    pub(crate) fn holder_id(&self) -> &'a str {
+        self.session.holder_id()
+    }
+
     /// The client's seams and settings.
     pub(crate) fn parts(&self) -> &'a ClientParts {
         self.session.parts()

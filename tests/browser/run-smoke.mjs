@@ -225,11 +225,11 @@ async function checkDashboard(base) {
 async function acquireOnce(base, key, what) {
   const post = (path, body) =>
     fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  const { sessionId } = await (await post("/v1/sessions", {})).json();
+  const { sessionId, holderId } = await (await post("/v1/sessions", {})).json();
   const answer = await post(`/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId });
   const body = await answer.json();
   check(answer.status === 200, `${what}: an acquire is granted (${answer.status}${body.code ? ` ${body.code}` : ""})`);
-  await fetch(`${base}/v1/sessions/${sessionId}`, { method: "DELETE" });
+  await fetch(`${base}/v1/sessions/${holderId}`, { method: "DELETE", headers: { "lock-session-id": sessionId } });
   return answer.status === 200 ? body.fencingToken : 0;
 }
 

@@ -99,7 +99,7 @@ test("using() aborts its signal when the session is lost server-side", async () 
   const key = uniqueKey("lost");
   const reason = await session.using(key, async (handle, signal) => {
     // The server forgets the session; the next heartbeat (a third of the TTL) finds out.
-    assert.equal(await deleteSession(session.id), 204);
+    assert.equal(await deleteSession(session), 204);
     await waitFor(() => signal.aborted, 10_000, "the lost signal");
     assert.equal(handle.isLost, true);
     return signal.reason;
@@ -154,7 +154,7 @@ test("bad options reject with VALIDATION_FAILED naming the field", async () => {
 test("errors are Error subclasses with stable codes", async () => {
   assert.equal(new ContentionError("x", { code: "LOCK_CONTENDED" }).retryable, true);
   const session = await client.openSession();
-  await deleteSession(session.id);
+  await deleteSession(session);
   await assert.rejects(session.acquire(uniqueKey("gone")), (err) => {
     assert.ok(err instanceof LockError);
     assert.equal(err.code, "SESSION_NOT_FOUND");

@@ -150,7 +150,10 @@ async function fanout() {
     for (let i = 0; i < 20; i += 1) await cycleUnwatched(true);
   }
   for (const c of children) c.child.disconnect();
-  await fetch(new URL(`/v1/sessions/${session.sessionId}`, baseUrl), { method: "DELETE" });
+  await fetch(new URL(`/v1/sessions/${session.holderId}`, baseUrl), {
+    method: "DELETE",
+    headers: { "lock-session-id": session.sessionId },
+  });
 
   const rows = [
     [`L6 release → each watcher's \`released\` (${WATCHERS} watchers × ${rttWatched.length} releases)`, delays],

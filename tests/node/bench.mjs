@@ -133,7 +133,10 @@ for (let b = 0; b < blocks; b += 1) {
   for (const side of sides) await block(side, `bench/${tag}/${side.key}`);
 }
 await session.close();
-await fetch(`${baseUrl}/v1/sessions/${raw.sessionId}`, { method: "DELETE" });
+await fetch(`${baseUrl}/v1/sessions/${raw.holderId}`, {
+  method: "DELETE",
+  headers: { "lock-session-id": raw.sessionId },
+});
 
 const [sdk, timed, bare, viaHttp] = sides.map((side) => side.samples);
 printTable(sides.map((side) => [side.name, side.samples]));

@@ -14,10 +14,10 @@ export function uniqueKey(prefix) {
   return `${prefix}/${process.pid}/${Date.now()}/${counter}`;
 }
 
-async function json(method, path, body) {
+async function json(method, path, body, headers = {}) {
   const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -40,9 +40,13 @@ export async function ledgerEntries(key) {
   return status === 200 ? body.entries : [];
 }
 
-/** L3 through raw fetch: makes the server forget a session behind the SDK's back. */
-export async function deleteSession(id) {
-  return (await json("DELETE", `/v1/sessions/${id}`)).status;
+/**
+ * L3 through raw fetch: makes the server forget a session behind the SDK's back. The path
+ * names the session by its holder id; its id goes in the `Lock-Session-Id` header.
+ */
+export async function deleteSession(session) {
+  const headers = { "lock-session-id": session.id };
+  return (await json("DELETE", `/v1/sessions/${session.holderId}`, undefined, headers)).status;
 }
 
 /**

@@ -58,7 +58,11 @@ test("kit: an acquire started just before advance backs off on the kit's clock",
   await kit.advance(first.delayMs);
   const handle = await pending;
   assert.ok(handle.fencingToken > held.fencingToken);
-  assert.ok(events.some((e) => e.type === "granted" && e.attempts === 2));
+  const granted = events.find((e) => e.type === "granted");
+  assert.equal(granted?.attempts, 2);
+  // Events reach logs: they name the session by its public holder id, never its session id.
+  assert.equal(granted.holderId, waiter.holderId);
+  assert.ok(!JSON.stringify(events).includes(waiter.id), "no event carries the session id");
 });
 
 test("kit: one seed replays the same run", async () => {

@@ -35,7 +35,7 @@ test("the API alone: acquire, release and loss as without it, and no traceparent
   // A loss still reaches the handle's signal (the tracing's own wait for it is skipped).
   const second = await session.acquire(key);
   assert.ok(second.fencingToken > first.fencingToken);
-  assert.equal(await deleteSession(session.id), 204);
+  assert.equal(await deleteSession(session), 204);
   await waitFor(() => second.signal.aborted, 10_000, "the loss");
   assert.equal(second.signal.reason.code, "LOCK_LOST");
   await waitFor(() => heard.includes("lost"), 2_000, "the lost event");

@@ -114,7 +114,7 @@ test("a lock lost: its hold span ends with a lock.lost event and an error status
     return handle;
   });
   // The server forgets the session; the next heartbeat (a third of the TTL) finds out.
-  assert.equal(await deleteSession(session.id), 204);
+  assert.equal(await deleteSession(session), 204);
   await waitFor(() => handle.signal.aborted, 10_000, "the loss");
   const [hold] = finished("lock.hold", key);
   assert.ok(hold, "the hold span ended with the loss");

@@ -291,7 +291,7 @@ test("the client's own session: replaced when the server forgot it, and closed b
   const first = await own.session();
   const key = uniqueKey("managed-deleted");
   assert.equal(await own.using(key, (handle) => handle.key), key);
-  assert.equal(await deleteSession(first.id), 204);
+  assert.equal(await deleteSession(first), 204);
   // The next acquire meets SESSION_NOT_FOUND (or the heartbeat found out first): either way
   // it is made again on a new session.
   const holder = await own.using(key, async () => (await lockState(key)).holder);

@@ -336,9 +336,9 @@ pub async fn every_v1_route_needs_a_known_token(server: &TestServer) {
     let token = grant.fencing_token;
     let routes: Vec<(&str, String, Option<Value>)> = vec![
         ("POST", paths::SESSIONS.to_string(), Some(json!({}))),
-        ("POST", paths::heartbeat(sid), None),
-        ("DELETE", paths::session(sid), None),
-        ("GET", paths::session(sid), None),
+        ("POST", paths::heartbeat(&s.holder_id), None),
+        ("DELETE", paths::session(&s.holder_id), None),
+        ("GET", paths::session(&s.holder_id), None),
         (
             "POST",
             paths::acquire(&key),
@@ -423,7 +423,7 @@ pub async fn hostile_authorization_headers_are_unauthorized(server: &TestServer)
     let key = scoped("alpha/", "hostile");
     let s = open(&alpha, "victim").await;
     let grant = alpha.acquire_ok(&key, &s.session_id, 60_000).await;
-    let path = paths::session(&s.session_id);
+    let path = paths::session(&s.holder_id);
     let good = format!("Bearer {}", ALPHA.token);
     let huge = format!("Bearer {}", "a".repeat(4096));
     let with_suffix = format!("{good} extra");

@@ -3,7 +3,9 @@
 //! Every method returns a [`Reply`] (status + raw JSON) so tests can assert on error codes;
 //! the `*_ok` helpers unwrap the happy path into `lock-api` types.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use lock_api::limits::WAIT_MILLIS_MAX;
@@ -14,6 +16,34 @@ use lock_api::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+
+/// The holder ids of the sessions this process opened, by session id. L2, L3 and L5 name a
+/// session by its holder id in the path and carry its id in a header, and the tests name
+/// sessions by id: every 201 to L1 through [`Api`] is remembered here (sessions opened
+/// another way, by the SDK, with [`remember_session`]).
+static HOLDER_IDS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
+
+/// The holder id sent for a session id this process never opened: names no session, so
+/// the server answers 404 SESSION_NOT_FOUND, as for an unknown id.
+pub const UNKNOWN_HOLDER_ID: &str = "00000000000000000000000000000000";
+
+/// Remembers a session opened without [`Api`] (by the SDK), so L2, L3 and L5 can name it.
+pub fn remember_session(session_id: &str, holder_id: &str) {
+    HOLDER_IDS
+        .lock()
+        .unwrap()
+        .insert(session_id.to_owned(), holder_id.to_owned());
+}
+
+/// The holder id of `session_id` if this process opened it, else [`UNKNOWN_HOLDER_ID`].
+pub fn holder_id_of(session_id: &str) -> String {
+    HOLDER_IDS
+        .lock()
+        .unwrap()
+        .get(session_id)
+        .cloned()
+        .unwrap_or_else(|| UNKNOWN_HOLDER_ID.to_owned())
+}
 
 /// One HTTP answer: status, headers of interest and the body parsed as JSON (`Null` if empty
 /// or not JSON; `text` keeps the raw body).
@@ -199,6 +229,7 @@ impl Api {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Reply, reqwest::Error> {
+        let opens = method == "POST" && path == paths::SESSIONS;
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.http.request(method, format!("{}{}", self.base, path));
         let own_auth = headers
@@ -229,6 +260,11 @@ impl Api {
         let www_authenticate = header("www-authenticate");
         let text = resp.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if opens && status == 201 {
+            if let Ok(opened) = serde_json::from_value::<SessionOpened>(body.clone()) {
+                remember_session(&opened.session_id, &opened.holder_id);
+            }
+        }
         Ok(Reply {
             status,
             body,
@@ -273,10 +309,25 @@ impl Api {
         reply.parse()
     }
 
-    /// L2.
+    /// L2 `session_id` names (its holder id in the path, its id in the header).
     pub async fn heartbeat(&self, session_id: &str) -> Reply {
-        self.raw("POST", &paths::heartbeat(session_id), None, &[])
-            .await
+        self.session_call("POST", session_id, None).await
+    }
+
+    /// L2, L3 or L5 (by `method`) of `session_id`, with `body`.
+    pub async fn session_call(
+        &self,
+        method: &str,
+        session_id: &str,
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let holder_id = holder_id_of(session_id);
+        let path = match method {
+            "POST" => paths::heartbeat(&holder_id),
+            _ => paths::session(&holder_id),
+        };
+        let header = [(paths::SESSION_ID_HEADER, session_id)];
+        self.raw(method, &path, body, &header).await
     }
 
     /// L2; panics unless 200.
@@ -288,14 +339,12 @@ impl Api {
 
     /// L3.
     pub async fn close_session(&self, session_id: &str) -> Reply {
-        self.raw("DELETE", &paths::session(session_id), None, &[])
-            .await
+        self.session_call("DELETE", session_id, None).await
     }
 
     /// L5.
     pub async fn session_status(&self, session_id: &str) -> Reply {
-        self.raw("GET", &paths::session(session_id), None, &[])
-            .await
+        self.session_call("GET", session_id, None).await
     }
 
     /// L4 with explicit fields.

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_api::{HeartbeatResponse, LockGrant, SessionStatus};
+use lock_api::{paths, HeartbeatResponse, LockGrant, LockState, SessionStatus};
 use serde_json::{json, Value};
 
 use crate::client::Api;
@@ -68,6 +68,7 @@ where
 /// Runs every check against a server started with [`options`].
 pub async fn run_all(server: &TestServer) {
     sessions_lifecycle(server).await;
+    sessions_are_named_by_holder_id_with_the_id_in_a_header(server).await;
     acquire_release_and_idempotence(server).await;
     reacquire_by_the_holder_renews_the_lease(server).await;
     tokens_increase_per_key(server).await;
@@ -138,6 +139,63 @@ pub async fn sessions_lifecycle(server: &TestServer) {
     api.session_status("00000000000000000000000000000000")
         .await
         .assert_error(404, "SESSION_NOT_FOUND");
+}
+
+/// L2, L3 and L5 name the session by its holder id in the path and carry its session id in
+/// the `Lock-Session-Id` header; the session id never goes in a URL. Tried as an attacker
+/// would: the old path (session id in it), another session's public holder id with one's
+/// own session id, a missing, repeated, empty or oversized header. Each is refused with its
+/// contract error, and the victim's session and lock are untouched.
+pub async fn sessions_are_named_by_holder_id_with_the_id_in_a_header(server: &TestServer) {
+    let api = server.api();
+    let key = unique_key("named");
+    let victim = api.open_session(60_000).await;
+    let grant = api.acquire_ok(&key, &victim.session_id, 60_000).await;
+    let attacker = api.open_session(60_000).await;
+    // The victim's holder id is public (L7 shows it).
+    let state: LockState = api.raw("GET", &paths::lock(&key), None, &[]).await.parse();
+    let victim_holder = state.holder.expect("held").holder_id;
+    assert_eq!(victim_holder, victim.holder_id);
+    let header = lock_api::paths::SESSION_ID_HEADER;
+    let unknown = api
+        .session_call("GET", "no-such-session", None)
+        .await
+        .assert_error(404, "SESSION_NOT_FOUND");
+    for (method, path) in [
+        ("POST", paths::heartbeat(&victim_holder)),
+        ("GET", paths::session(&victim_holder)),
+        ("DELETE", paths::session(&victim_holder)),
+    ] {
+        // Own session id, the victim's holder id: 404, exactly as an unknown session.
+        let mixed = api
+            .raw(method, &path, None, &[(header, &attacker.session_id)])
+            .await;
+        let error = mixed.assert_error(404, "SESSION_NOT_FOUND");
+        assert_eq!(error, unknown, "no oracle: {method} {path}");
+        // The old shape: the session id in the path, with or without the header.
+        let old_path = path.replace(&victim_holder, &attacker.session_id);
+        api.raw(method, &old_path, None, &[(header, &attacker.session_id)])
+            .await
+            .assert_error(404, "SESSION_NOT_FOUND");
+        let no_header = api.raw(method, &old_path, None, &[]).await;
+        let error = no_header.assert_error(400, "VALIDATION_FAILED");
+        assert_eq!(error.field.as_deref(), Some(header), "{no_header:?}");
+        // Hostile headers on the victim's path.
+        let long = "s".repeat(257);
+        for values in [vec![""], vec![long.as_str()], vec!["a b"], vec!["x", "y"]] {
+            let headers: Vec<(&str, &str)> = values.iter().map(|v| (header, *v)).collect();
+            api.raw(method, &path, None, &headers)
+                .await
+                .assert_error(400, "VALIDATION_FAILED");
+        }
+    }
+    // The victim's session and lock are as they were; the right pair works.
+    let status: SessionStatus = api.session_status(&victim.session_id).await.parse();
+    let held: Vec<u64> = status.locks.iter().map(|l| l.fencing_token).collect();
+    assert_eq!(held, [grant.fencing_token]);
+    api.heartbeat_ok(&victim.session_id).await;
+    assert_eq!(api.close_session(&attacker.session_id).await.status, 204);
+    assert_eq!(api.close_session(&victim.session_id).await.status, 204);
 }
 
 /// L4 grant, idempotent re-acquire, LOCK_CONTENDED, L7, L6 compare-and-delete, benign
@@ -1183,21 +1241,22 @@ pub async fn bad_inputs_get_contract_errors_and_store_stays_intact(server: &Test
             "VALIDATION_FAILED",
             Some("owner"),
         ),
+        // Without the session-id header (a client still putting the id in the path).
         bad(
             "POST",
             "/v1/sessions/unknown/heartbeat",
             None,
-            404,
-            "SESSION_NOT_FOUND",
-            None,
+            400,
+            "VALIDATION_FAILED",
+            Some("Lock-Session-Id"),
         ),
         bad(
             "DELETE",
             "/v1/sessions/unknown",
             None,
-            404,
-            "SESSION_NOT_FOUND",
-            None,
+            400,
+            "VALIDATION_FAILED",
+            Some("Lock-Session-Id"),
         ),
         bad(
             "POST",
@@ -1562,7 +1621,7 @@ pub async fn openapi_matches_routes(server: &TestServer) {
     for (path, ops) in paths {
         for method in ops.as_object().unwrap().keys() {
             described.push((method.to_uppercase(), path.clone()));
-            let concrete = path.replace("{key}", "k").replace("{id}", "unknown");
+            let concrete = path.replace("{key}", "k").replace("{holderId}", "unknown");
             // JSON asked for: L8 answers a long poll then, not an endless event stream.
             let accept = [("accept", "application/json")];
             let reply = api
@@ -1581,9 +1640,9 @@ pub async fn openapi_matches_routes(server: &TestServer) {
     }
     for surface in [
         ("POST", "/v1/sessions"),
-        ("POST", "/v1/sessions/{id}/heartbeat"),
-        ("DELETE", "/v1/sessions/{id}"),
-        ("GET", "/v1/sessions/{id}"),
+        ("POST", "/v1/sessions/{holderId}/heartbeat"),
+        ("DELETE", "/v1/sessions/{holderId}"),
+        ("GET", "/v1/sessions/{holderId}"),
         ("POST", "/v1/locks/{key}/acquire"),
         ("POST", "/v1/locks/{key}/release"),
         ("GET", "/v1/locks/{key}"),

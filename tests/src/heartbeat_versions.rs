@@ -7,7 +7,7 @@
 //! Every check applies each answer to the client's view the way the SDK does and compares
 //! the result with L5's list of the session's locks: the view must be exact after each one.
 
-use lock_api::{paths, ChangeKind, HeartbeatResponse, SessionStatus};
+use lock_api::{ChangeKind, HeartbeatResponse, SessionStatus};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -72,8 +72,7 @@ fn shape_of(answer: &HeartbeatResponse) -> Shape {
 /// L2 with `body` (raw bytes), as the contract allows any client to send it.
 pub async fn heartbeat_with(api: &Api, session_id: &str, body: Option<Value>) -> Reply {
     let body = body.map(|b| b.to_string().into_bytes());
-    api.raw("POST", &paths::heartbeat(session_id), body, &[])
-        .await
+    api.session_call("POST", session_id, body).await
 }
 
 /// L2 with `since` = the view's version; the answer, checked to be 200.
@@ -134,8 +133,9 @@ pub async fn without_since_every_lock_is_listed(server: &TestServer) {
         assert_eq!(view.holds, expected, "{body:?}");
         assert!(view.version.is_some(), "{body:?}: {reply:?}");
     }
-    let path = paths::heartbeat(&s.session_id);
-    let empty = api.raw("POST", &path, Some(Vec::new()), &[]).await;
+    let empty = api
+        .session_call("POST", &s.session_id, Some(Vec::new()))
+        .await;
     assert_eq!(empty.status, 200, "{empty:?}");
 }
 
@@ -288,8 +288,9 @@ pub async fn unusable_versions_get_the_full_list_or_400(server: &TestServer) {
         let error = reply.assert_error(400, "VALIDATION_FAILED");
         assert!(error.field.is_some(), "{body}: {reply:?}");
     }
-    let path = paths::heartbeat(&s.session_id);
-    let not_json = api.raw("POST", &path, Some(b"{since".to_vec()), &[]).await;
+    let not_json = api
+        .session_call("POST", &s.session_id, Some(b"{since".to_vec()))
+        .await;
     not_json.assert_error(400, "VALIDATION_FAILED");
     // An unknown session is still 404 whatever the body.
     let body = Some(json!({ "since": "x" }));

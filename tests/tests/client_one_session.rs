@@ -67,6 +67,7 @@ async fn the_clients_own_session_is_replaced_after_the_server_forgot_it() {
     let first = client.session().await.expect("opened on first use");
     let api = server.api();
     // The server forgets the session (L3 behind the SDK's back, as an expiry would).
+    lock_e2e::client::remember_session(first.id(), first.holder_id());
     assert_eq!(api.close_session(first.id()).await.status, 204);
     let policy = AcquirePolicy::default();
     let ttl = Duration::from_secs(5);

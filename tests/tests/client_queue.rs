@@ -48,7 +48,7 @@ impl EventSink for Grants {
     fn on_event(&self, event: &ClientEvent) {
         match event {
             ClientEvent::Granted {
-                session_id,
+                holder_id,
                 attempts,
                 queued,
                 ..
@@ -56,7 +56,7 @@ impl EventSink for Grants {
                 .0
                 .lock()
                 .unwrap()
-                .push((session_id.clone(), *attempts, *queued)),
+                .push((holder_id.clone(), *attempts, *queued)),
             ClientEvent::Contention { .. } => {
                 self.1.fetch_add(1, Ordering::SeqCst);
             }
@@ -178,7 +178,7 @@ async fn a_waiter_whose_requests_run_out_keeps_its_place() {
     let order: Vec<&str> = grants.iter().skip(1).map(|(s, _, _)| s.as_str()).collect();
     assert_eq!(
         order,
-        [first.id(), second.id()],
+        [first.holder_id(), second.holder_id()],
         "the first waiter lost its place"
     );
     assert!(grants[1].1 > 1, "its requests ran out and were re-sent");

@@ -57,6 +57,7 @@ async fn a_session_the_server_forgot_is_lost_and_fails_its_waiter() {
     let w = waiter.clone();
     let pending =
         tokio::spawn(async move { w.acquire("k", Duration::from_secs(10), &policy).await });
+    lock_e2e::client::remember_session(waiter.id(), waiter.holder_id());
     assert_eq!(api.close_session(waiter.id()).await.status, 204);
 
     let outcome = tokio::time::timeout(Duration::from_secs(30), pending)

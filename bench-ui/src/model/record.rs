@@ -111,14 +111,24 @@ pub struct RunRecord {
     /// when it could not: the timeline then falls back to the L7 samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_error: Option<String>,
-    /// Session ids by contender index, to close a cancelled run's sessions. Never exported:
+    /// Sessions by contender index, to close a cancelled run's sessions. Never exported:
     /// a session id is its owner's credential, and an export may be shared.
     #[serde(skip)]
-    pub session_ids: Vec<String>,
+    pub sessions: Vec<OpenSession>,
     /// Wall time of the whole run, ms; `None` while running.
     pub completed_millis: Option<f64>,
     /// Why the run stopped early, if it did (server down, cancelled, ...).
     pub error: Option<String>,
+}
+
+/// A contender's session, as L3 names it: its id (the credential, sent in a header) and its
+/// holder id (the path's). Empty until the session opened.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenSession {
+    /// The session id.
+    pub id: String,
+    /// The session's holder id.
+    pub holder_id: String,
 }
 
 impl Sample {

@@ -45,7 +45,7 @@ impl Admin for FetchAdmin {
         fencing_token: u64,
         reason: &str,
     ) -> LocalBoxFuture<'static, Result<(), TransportError>> {
-        use lock_wasm::wasm::fetch::exchange;
+        use lock_wasm::wasm::fetch::{exchange, Headers};
         let url = format!("{}{}", self.base, lock_api::paths::revoke(key));
         let body = lock_api::RevokeRequest {
             reason: reason.to_owned(),
@@ -54,9 +54,12 @@ impl Admin for FetchAdmin {
         let authorization = self.authorization.clone();
         Box::pin(async move {
             let json = serde_json::to_string(&body).unwrap_or_default();
-            let auth = authorization.as_deref();
+            let headers = Headers {
+                authorization: authorization.as_deref(),
+                ..Headers::default()
+            };
             let timeout = super::REQUEST_TIMEOUT;
-            let reply = exchange("POST", &url, Some(&json), auth, None, timeout).await?;
+            let reply = exchange("POST", &url, Some(&json), headers, timeout).await?;
             if (200..300).contains(&reply.status) {
                 Ok(())
             } else {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lock_api::{ErrorCode, OpenSessionRequest};
 use lock_lab::comparison::{Acquired, Comparison, ComparisonSession, Observer};
 
-use crate::model::record::Sleep;
+use crate::model::record::{OpenSession, Sleep};
 
 use super::failure::describe;
 use super::recorder::Recorder;
@@ -80,8 +80,12 @@ impl ComparisonContender {
     }
 
     /// The server's id of this session.
-    pub fn session_id(&self) -> String {
-        self.session.id().to_string()
+    pub fn session(&self) -> OpenSession {
+        let session = self.session.session_ref();
+        OpenSession {
+            id: session.id.to_owned(),
+            holder_id: session.holder_id.to_owned(),
+        }
     }
 
     /// Heartbeats until dropped (raced against the contender's rounds).

@@ -10,7 +10,7 @@ use futures::future::{select, Either};
 use lock_api::{ErrorCode, LedgerAppend, LockMode};
 
 use crate::model::config::{key_name, ExperimentConfig};
-use crate::model::record::Hold;
+use crate::model::record::{Hold, OpenSession};
 
 use super::comparison::ComparisonContender;
 use super::failure::describe;
@@ -34,10 +34,10 @@ impl Contender {
         })
     }
 
-    fn session_id(&self) -> String {
+    fn session(&self) -> OpenSession {
         match self {
-            Contender::Sdk(c) => c.session_id(),
-            Contender::Comparison(c) => c.session_id(),
+            Contender::Sdk(c) => c.session(),
+            Contender::Comparison(c) => c.session(),
         }
     }
 
@@ -92,7 +92,7 @@ pub async fn run(
         Ok(c) => c,
         Err(message) => return fail_all(recorder, config, &message),
     };
-    recorder.lock().session_ids[index as usize] = contender.session_id();
+    recorder.lock().sessions[index as usize] = contender.session();
     let rounds = async {
         for round in 0..config.rounds {
             if cancel.is_cancelled() {

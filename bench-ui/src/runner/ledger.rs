@@ -148,13 +148,16 @@ impl FetchLedger {
         path: String,
         body: Option<String>,
     ) -> LocalBoxFuture<'static, Result<String, TransportError>> {
-        use lock_wasm::wasm::fetch::exchange;
+        use lock_wasm::wasm::fetch::{exchange, Headers};
         let url = format!("{}{path}", self.base);
         let authorization = self.authorization.clone();
         Box::pin(async move {
             let timeout = super::REQUEST_TIMEOUT;
-            let auth = authorization.as_deref();
-            let reply = exchange(method, &url, body.as_deref(), auth, None, timeout).await?;
+            let headers = Headers {
+                authorization: authorization.as_deref(),
+                ..Headers::default()
+            };
+            let reply = exchange(method, &url, body.as_deref(), headers, timeout).await?;
             if (200..300).contains(&reply.status) {
                 Ok(reply.body)
             } else {

@@ -116,6 +116,7 @@ impl Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::record::OpenSession;
 
     fn start() -> Start {
         Start {
@@ -151,7 +152,10 @@ mod tests {
     fn reports_round_trip_without_session_ids() {
         let mut record = RunRecord::new("r1", ExperimentConfig::default());
         record.counters.grants = 3;
-        record.session_ids = vec!["s-secret".into()];
+        record.sessions = vec![OpenSession {
+            id: "s-secret".into(),
+            holder_id: "h1".into(),
+        }];
         let message = WorkerMessage::Report(Box::new(Report {
             record: Some(record.clone()),
             sweep: Some(SweepResult::default()),
@@ -162,7 +166,7 @@ mod tests {
         let json = message.to_json();
         // Session ids are their owners' credentials: they stay in the worker.
         assert!(!json.contains("s-secret"), "{json}");
-        record.session_ids.clear();
+        record.sessions.clear();
         let WorkerMessage::Report(back) = serde_json::from_str(&json).unwrap() else {
             panic!("not a report: {json}");
         };

@@ -39,12 +39,12 @@ use futures::future::{select, Either};
 use lock_api::LockGrant;
 use lock_wasm::clock::Clock;
 use lock_wasm::spawn::Spawner;
-use lock_wasm::transport::{Transport, TransportExt};
+use lock_wasm::transport::{SessionRef, Transport, TransportExt};
 use lock_wasm::LockHandle;
 
 use crate::model::config::ExperimentConfig;
 use crate::model::coverage::count_missed;
-use crate::model::record::RunRecord;
+use crate::model::record::{OpenSession, RunRecord};
 
 use ledger::Ledger;
 use recorder::Recorder;
@@ -105,7 +105,7 @@ impl CancelFlag {
 /// Starts a run: the record the UI watches, filled in by [`run_experiment`].
 pub fn start_recorder(env: &Env, run_id: &str, config: &ExperimentConfig) -> Recorder {
     let mut record = RunRecord::new(run_id, config.clone());
-    record.session_ids = vec![String::new(); config.sessions as usize];
+    record.sessions = vec![OpenSession::default(); config.sessions as usize];
     Recorder::new(record, env.clock.clone())
 }
 
@@ -150,11 +150,14 @@ pub async fn run_experiment(env: &Env, recorder: &Recorder, cancel: &CancelFlag)
 
 /// Closes every session of a cancelled run (L3), so its locks go now rather than at TTL.
 async fn close_sessions(env: &Env, recorder: &Recorder) {
-    let ids = recorder.lock().session_ids.clone();
-    let closes = ids
-        .iter()
-        .filter(|id| !id.is_empty())
-        .map(|id| env.transport.close_session(id, REQUEST_TIMEOUT));
+    let sessions = recorder.lock().sessions.clone();
+    let closes = sessions.iter().filter(|s| !s.id.is_empty()).map(|s| {
+        let session = SessionRef {
+            id: &s.id,
+            holder_id: &s.holder_id,
+        };
+        env.transport.close_session(session, REQUEST_TIMEOUT)
+    });
     futures::future::join_all(closes).await;
 }
 

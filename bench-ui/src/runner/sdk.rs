@@ -13,7 +13,7 @@ use lock_wasm::{
     LockError, LockHandle,
 };
 
-use crate::model::record::Sleep;
+use crate::model::record::{OpenSession, Sleep};
 
 use super::recorder::Recorder;
 use super::setup::Setup;
@@ -107,8 +107,11 @@ impl SdkContender {
     }
 
     /// The server's id of this session.
-    pub fn session_id(&self) -> String {
-        self.session.id().to_string()
+    pub fn session(&self) -> OpenSession {
+        OpenSession {
+            id: self.session.id().to_owned(),
+            holder_id: self.session.holder_id().to_owned(),
+        }
     }
 
     /// The SDK's acquire, in the contender's mode; `None` when the SDK gave up (budget or
@@ -132,7 +135,7 @@ impl SdkContender {
             mode: handle.mode(),
             limit: handle.limit(),
             key: handle.key().to_string(),
-            session_id: self.session_id(),
+            session_id: self.session.id().to_owned(),
             fencing_token: handle.fencing_token(),
             ttl_millis: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
             waited_millis: 0,

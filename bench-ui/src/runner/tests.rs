@@ -183,7 +183,7 @@ fn full_jitter_goes_through_the_sdk_and_its_sleeps_are_recorded() {
     }
     assert_eq!(record.sleeps[1].ceiling_millis, 20);
     assert_eq!(record.holds[0].attempts, 3);
-    assert_eq!(record.session_ids, ["s1"]);
+    assert_eq!(record.sessions[0].id, "s1");
 }
 
 #[test]

@@ -86,6 +86,7 @@ async fn run(base: &str, locks: usize) -> [Figures; 3] {
     .await
     .1;
     let id = opened["sessionId"].as_str().expect("sessionId").to_owned();
+    let holder_id = opened["holderId"].as_str().expect("holderId");
     let mut takers = tokio::task::JoinSet::new();
     for worker in 0..IN_FLIGHT {
         let (http, id, base) = (http.clone(), id.clone(), base.to_owned());
@@ -101,17 +102,17 @@ async fn run(base: &str, locks: usize) -> [Figures; 3] {
     while let Some(done) = takers.join_next().await {
         done.expect("a taker");
     }
-    let beat_url = format!("{base}{}", paths::heartbeat(&id));
+    let beat_url = format!("{base}{}", paths::heartbeat(holder_id));
     let full = time(ROUNDS, || async {
-        let (bytes, answer) = beat(&http, &beat_url, None).await;
+        let (bytes, answer) = beat(&http, (&beat_url, &id), None).await;
         assert_eq!(answer.locks.map(|l| l.len()), Some(locks));
         bytes
     })
     .await;
-    let (_, first) = beat(&http, &beat_url, None).await;
+    let (_, first) = beat(&http, (&beat_url, &id), None).await;
     let version = first.version.expect("a version");
     let unchanged = time(ROUNDS, || async {
-        let (bytes, answer) = beat(&http, &beat_url, Some(&version)).await;
+        let (bytes, answer) = beat(&http, (&beat_url, &id), Some(&version)).await;
         assert!(answer.locks.is_none() && answer.changes.is_none());
         bytes
     })
@@ -127,7 +128,7 @@ async fn run(base: &str, locks: usize) -> [Figures; 3] {
         let release = json!({"fencingToken": token});
         post(&http, &format!("{base}{}", paths::release(&key)), release).await;
         let start = Instant::now();
-        let (bytes, answer) = beat(&http, &beat_url, Some(&since)).await;
+        let (bytes, answer) = beat(&http, (&beat_url, &id), Some(&since)).await;
         delta.push((start.elapsed(), bytes));
         assert_eq!(
             answer.changes.map(|c| c.len()),
@@ -148,10 +149,10 @@ async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
 /// One L2 with `since`; the answer's size in bytes and the answer.
 async fn beat(
     http: &reqwest::Client,
-    url: &str,
+    (url, session_id): (&str, &str),
     since: Option<&str>,
 ) -> (usize, HeartbeatResponse) {
-    let mut request = http.post(url);
+    let mut request = http.post(url).header(paths::SESSION_ID_HEADER, session_id);
     if let Some(since) = since {
         request = request.json(&json!({ "since": since }));
     }

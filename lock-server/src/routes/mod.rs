@@ -93,9 +93,9 @@ pub fn table() -> Vec<Route> {
     use StoreRoute::{Ledger, L1, L2, L3, L4, L5, L6, L7, L8, L9, R1};
     vec![
         route(M::POST, "/v1/sessions", Client, sessions::open).writes(L1),
-        route(M::POST, "/v1/sessions/{id}/heartbeat", Client, sessions::heartbeat).writes(L2),
-        route(M::DELETE, "/v1/sessions/{id}", Client, sessions::close).writes(L3),
-        route(M::GET, "/v1/sessions/{id}", Client, sessions::status).reads(L5),
+        route(M::POST, "/v1/sessions/{holderId}/heartbeat", Client, sessions::heartbeat).writes(L2),
+        route(M::DELETE, "/v1/sessions/{holderId}", Client, sessions::close).writes(L3),
+        route(M::GET, "/v1/sessions/{holderId}", Client, sessions::status).reads(L5),
         route(M::POST, "/v1/locks/{key}/acquire", Client, locks::acquire).writes(L4),
         route(M::POST, "/v1/locks/{key}/release", Client, locks::release).writes(L6),
         route(M::GET, "/v1/locks/{key}", Client, locks::read).reads(L7),
@@ -248,6 +248,8 @@ fn cors(origins: &[String]) -> CorsLayer {
             HeaderName::from_static(crate::trace_context::TRACEPARENT),
             // L8's resume point, as browsers' EventSource sends it on reconnecting.
             HeaderName::from_static("last-event-id"),
+            // L2, L3 and L5's session id, which never goes in the URL.
+            HeaderName::from_static("lock-session-id"),
         ])
         .max_age(std::time::Duration::from_secs(600))
 }

@@ -33,8 +33,15 @@ fn key_param() -> Value {
     json!({ "name": "key", "in": "path", "required": true, "description": "Lock key, 1–256 bytes of printable UTF-8, percent-encoded.", "schema": { "type": "string" } })
 }
 
-fn id_param() -> Value {
-    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } })
+/// L2, L3 and L5's parameters: the session's public holder id in the path, its session id
+/// (the credential) in a header, never in the URL.
+fn session_params() -> Value {
+    json!([
+        { "name": "holderId", "in": "path", "required": true, "schema": { "type": "string" },
+          "description": "The session's holderId, as L1 answered it." },
+        { "name": "Lock-Session-Id", "in": "header", "required": true, "schema": { "type": "string", "minLength": 1, "maxLength": 256 },
+          "description": "The session id. A session id whose holderId is not the path's answers 404 SESSION_NOT_FOUND; no header answers 400 VALIDATION_FAILED." }
+    ])
 }
 
 /// The `LockMode` schema, by reference.
@@ -223,15 +230,15 @@ fn described() -> Value {
             "/v1/sessions": { "post": { "operationId": "openSession", "summary": "L1 open session",
                 "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OpenSessionRequest" } } } },
                 "responses": { "201": ok("SessionOpened"), "400": bad, "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed") } } },
-            "/v1/sessions/{id}/heartbeat": { "post": { "operationId": "heartbeat", "summary": "L2 heartbeat: renews the session and every lock it holds; with `since`, answers only what changed",
-                "parameters": [id_param()],
+            "/v1/sessions/{holderId}/heartbeat": { "post": { "operationId": "heartbeat", "summary": "L2 heartbeat: renews the session and every lock it holds; with `since`, answers only what changed",
+                "parameters": session_params(),
                 "requestBody": { "required": false, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/HeartbeatRequest" } } } },
                 "responses": { "200": ok("HeartbeatResponse"), "400": bad, "404": no_session, "413": err("PAYLOAD_TOO_LARGE; the connection (HTTP/1.1) or the stream (HTTP/2) is closed") } } },
-            "/v1/sessions/{id}": {
+            "/v1/sessions/{holderId}": {
                 "delete": { "operationId": "closeSession", "summary": "L3 close session, releasing its locks",
-                    "parameters": [id_param()], "responses": { "204": { "description": "closed" }, "404": no_session } },
+                    "parameters": session_params(), "responses": { "204": { "description": "closed" }, "400": bad, "404": no_session } },
                 "get": { "operationId": "sessionStatus", "summary": "L5 session status",
-                    "parameters": [id_param()], "responses": { "200": ok("SessionStatus"), "404": no_session } } },
+                    "parameters": session_params(), "responses": { "200": ok("SessionStatus"), "400": bad, "404": no_session } } },
             "/v1/locks/{key}/acquire": { "post": { "operationId": "acquire", "summary": "L4 acquire, exclusive or shared (idempotent per session: the holder gets the same grant, renewed from now; with waitMillis > 0, waits in the key's FIFO queue and is handed the lock in turn)",
                 "parameters": [key_param()], "requestBody": body("AcquireRequest"),
                 "responses": { "200": ok("LockGrant"), "400": bad, "404": no_session, "409": err("LOCK_CONTENDED; LIMIT_MISMATCH (body limit: the limit in force); UPGRADE_NOT_ALLOWED (an exclusive request of a shared holder)"),

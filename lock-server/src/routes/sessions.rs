@@ -1,5 +1,7 @@
-//! L1 open, L2 heartbeat, L3 close, L5 status. The store checks that the session belongs to
-//! the caller's client (another client's session is SESSION_NOT_FOUND, like an unknown id).
+//! L1 open, L2 heartbeat, L3 close, L5 status. L2, L3 and L5 name the session by its
+//! holder id in the path and carry the session id in a header ([`SessionParam`]). The store
+//! checks that the session belongs to the caller's client (another client's session is
+//! SESSION_NOT_FOUND, like an unknown id).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -42,7 +44,7 @@ pub async fn open(
     Ok((StatusCode::CREATED, Json(opened)).into_response())
 }
 
-/// L2 `POST /v1/sessions/{id}/heartbeat`: renews the session and all its locks; with
+/// L2 `POST /v1/sessions/{holderId}/heartbeat`: renews the session and all its locks; with
 /// `since`, answers only what changed after it (or nothing). The body is optional.
 pub async fn heartbeat(
     State(state): State<AppState>,
@@ -67,7 +69,7 @@ pub async fn heartbeat(
     Ok(Json(answer).into_response())
 }
 
-/// L3 `DELETE /v1/sessions/{id}`: 204; releases every lock of the session.
+/// L3 `DELETE /v1/sessions/{holderId}`: 204; releases every lock of the session.
 pub async fn close(
     State(state): State<AppState>,
     caller: Caller,
@@ -77,7 +79,7 @@ pub async fn close(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// L5 `GET /v1/sessions/{id}`.
+/// L5 `GET /v1/sessions/{holderId}`.
 pub async fn status(
     State(state): State<AppState>,
     caller: Caller,

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use crate::clock::Clock;
 use crate::transport::{Answer, Request, Transport};
 
-use super::service::SimService;
+use super::service::{sim_holder_id, SimService};
 
 /// Network behaviour of a [`SimTransport`].
 #[derive(Debug, Clone, Copy)]
@@ -23,7 +23,8 @@ pub struct Network {
 }
 
 /// The invariant "no call after a lost session": sessions the clients declared lost are
-/// registered in [`LostSessions::sessions`], and any later call naming one is a violation.
+/// registered in [`LostSessions::sessions`] by their holder ids (what `session_lost` events
+/// name them by), and any later call naming one is a violation.
 /// Cheap to clone; clones share state.
 #[derive(Clone, Default)]
 pub struct LostSessions {
@@ -32,7 +33,8 @@ pub struct LostSessions {
 }
 
 impl LostSessions {
-    /// The set of sessions the clients have declared lost (shared with the harness).
+    /// The holder ids of the sessions the clients have declared lost (shared with the
+    /// harness).
     pub fn sessions(&self) -> Arc<Mutex<BTreeSet<String>>> {
         self.lost.clone()
     }
@@ -44,7 +46,12 @@ impl LostSessions {
 
     /// Records a violation if `what`, sent at `now`, names a session declared lost.
     pub fn check(&self, what: &str, session_id: &str, now: Duration) {
-        if self.lost.lock().unwrap().contains(session_id) {
+        if self
+            .lost
+            .lock()
+            .unwrap()
+            .contains(&sim_holder_id(session_id))
+        {
             self.violations.lock().unwrap().push(format!(
                 "{what} sent at {now:?} for session {session_id} after it was declared lost"
             ));

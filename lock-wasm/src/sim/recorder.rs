@@ -20,8 +20,8 @@ pub(super) struct LostRecorder {
 impl EventSink for LostRecorder {
     fn on_event(&self, event: &ClientEvent) {
         match event {
-            ClientEvent::SessionLost { session_id } => {
-                self.lost.lock().unwrap().insert(session_id.clone());
+            ClientEvent::SessionLost { holder_id } => {
+                self.lost.lock().unwrap().insert(holder_id.clone());
             }
             ClientEvent::Lost {
                 key,

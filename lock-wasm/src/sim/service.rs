@@ -34,7 +34,7 @@ use lock_api::{
 use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::signal::Notify;
-use crate::transport::{Answer, Reply, Request};
+use crate::transport::{Answer, Reply, Request, SessionRef};
 
 pub use feed::WINDOW;
 use feed::{Feeds, Poll};
@@ -947,12 +947,12 @@ impl SimService {
     pub(super) async fn answer(&self, request: Request<'_>) -> Answer {
         match request {
             Request::OpenSession(body) => Ok(Reply::Opened(self.open(body))),
-            Request::Heartbeat(id, body) => self
-                .heartbeat(id, body.since.as_deref())
+            Request::Heartbeat(session, body) => self
+                .heartbeat(named(session)?, body.since.as_deref())
                 .map(Reply::Renewed),
-            Request::CloseSession(id) => self.close(id).map(|()| Reply::Done),
+            Request::CloseSession(session) => self.close(named(session)?).map(|()| Reply::Done),
             Request::Acquire(key, body) => self.acquire(key, body).await.map(Reply::Granted),
-            Request::SessionStatus(id) => self.status(id).map(Reply::Status),
+            Request::SessionStatus(session) => self.status(named(session)?).map(Reply::Status),
             Request::Release(key, body) => self.release(key, body).map(|()| Reply::Done),
             Request::ReadLock(key) => Ok(Reply::Lock(self.read(key))),
             Request::Events {
@@ -1006,6 +1006,18 @@ fn limit_mismatch(in_force: Option<u32>) -> TransportError {
 }
 
 /// The simulated server's public name of a session (the real one is a keyed hash).
-fn sim_holder_id(session_id: &str) -> String {
+/// The session id of an L2, L3 or L5 call whose path's holder id is that session's, as the
+/// server checks it: a mismatch is SESSION_NOT_FOUND, like an unknown session.
+fn named(session: SessionRef<'_>) -> Result<&str, TransportError> {
+    if sim_holder_id(session.id) == session.holder_id {
+        Ok(session.id)
+    } else {
+        Err(status(ErrorCode::SessionNotFound))
+    }
+}
+
+/// The simulated server's holder id of `session_id`: a function of it, as the real server's
+/// keyed hash is, but readable in a failing seed's history.
+pub(super) fn sim_holder_id(session_id: &str) -> String {
     format!("holder-of-{session_id}")
 }

@@ -93,14 +93,16 @@ impl<'a> Request<'a> {
         }
     }
 
-    /// The path, keys and session ids percent-encoded by [`lock_api::paths`]; L8's with its
+    /// The path, keys and holder ids percent-encoded by [`lock_api::paths`]; L8's with its
     /// query (`after` percent-encoded, `waitMillis`). Every request is sent with `Accept:
     /// application/json`, which makes L8 the long poll rather than a server-sent stream.
     pub fn path(self) -> String {
         match self {
             Request::OpenSession(_) => paths::SESSIONS.to_owned(),
-            Request::Heartbeat(id, _) => paths::heartbeat(id),
-            Request::CloseSession(id) | Request::SessionStatus(id) => paths::session(id),
+            Request::Heartbeat(session, _) => paths::heartbeat(session.holder_id),
+            Request::CloseSession(session) | Request::SessionStatus(session) => {
+                paths::session(session.holder_id)
+            }
             Request::Acquire(key, _) => paths::acquire(key),
             Request::Release(key, _) => paths::release(key),
             Request::ReadLock(key) => paths::lock(key),
@@ -118,6 +120,17 @@ impl<'a> Request<'a> {
                 path
             }
             Request::Proclaim(key, _) => paths::value(key),
+        }
+    }
+
+    /// The session id to send in the [`paths::SESSION_ID_HEADER`] header: L2's, L3's and
+    /// L5's (their path names the session by its holder id).
+    pub fn session_header(self) -> Option<&'a str> {
+        match self {
+            Request::Heartbeat(session, _)
+            | Request::CloseSession(session)
+            | Request::SessionStatus(session) => Some(session.id),
+            _ => None,
         }
     }
 
@@ -174,6 +187,7 @@ fn query_encode(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SessionRef;
     use super::*;
     use lock_api::ErrorCode;
 
@@ -245,10 +259,26 @@ mod tests {
             panic!("not a grant");
         };
         assert_eq!(grant.fencing_token, 3);
-        let l3 = Request::CloseSession("s1");
+        let session = SessionRef {
+            id: "s1",
+            holder_id: "h1",
+        };
+        let l3 = Request::CloseSession(session);
         assert_eq!(
             (l3.method(), l3.path().as_str(), l3.body()),
-            (Method::Delete, "/v1/sessions/s1", None)
+            (Method::Delete, "/v1/sessions/h1", None)
+        );
+        // The session id goes in the header, never in the URL.
+        assert_eq!(l3.session_header(), Some("s1"));
+        let l5 = Request::SessionStatus(session);
+        assert_eq!(
+            (l5.path().as_str(), l5.session_header()),
+            ("/v1/sessions/h1", Some("s1"))
+        );
+        let l2 = Request::Heartbeat(session, &HeartbeatRequest { since: None });
+        assert_eq!(
+            (l2.path().as_str(), l2.session_header()),
+            ("/v1/sessions/h1/heartbeat", Some("s1"))
         );
         assert_eq!(l3.read_reply("", &Serde), Ok(Reply::Done));
         let l7 = Request::ReadLock("k");

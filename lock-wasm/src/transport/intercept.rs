@@ -92,7 +92,7 @@ mod tests {
     use lock_api::{AcquireRequest, ErrorCode, OpenSessionRequest, ReleaseRequest};
 
     use super::*;
-    use crate::transport::{Call, Route, ScriptedTransport, TransportExt};
+    use crate::transport::{Call, Route, ScriptedTransport, SessionRef, TransportExt};
 
     /// Records what it saw, one line a call, and refuses L7 without sending it.
     #[derive(Default)]
@@ -119,8 +119,13 @@ mod tests {
         let hop = Duration::from_millis(100);
         block_on(async {
             let opened = t.open_session(&OpenSessionRequest::default(), hop).await;
-            let id = opened.unwrap().session_id;
-            t.heartbeat(&id, hop).await.unwrap();
+            let opened = opened.unwrap();
+            let id = opened.session_id.clone();
+            let session = SessionRef {
+                id: &opened.session_id,
+                holder_id: &opened.holder_id,
+            };
+            t.heartbeat(session, hop).await.unwrap();
             let acquire = AcquireRequest {
                 value: None,
                 session_id: id.clone(),
@@ -130,14 +135,14 @@ mod tests {
                 limit: None,
             };
             t.acquire("k", &acquire, hop).await.unwrap_err();
-            t.session_status(&id, hop).await.unwrap_err();
+            t.session_status(session, hop).await.unwrap_err();
             let release = ReleaseRequest {
                 fencing_token: 1,
                 session_id: None,
             };
             t.release("k", &release, hop).await.unwrap();
             t.read_lock("k", hop).await.unwrap_err();
-            t.close_session(&id, hop).await.unwrap();
+            t.close_session(session, hop).await.unwrap();
         });
         assert_eq!(
             *t.intercept().0.lock().unwrap(),

@@ -49,7 +49,7 @@ pub mod http;
 pub use http::http_answer;
 
 mod request;
-pub use request::{Answer, Reply, Request, Route};
+pub use request::{Answer, Reply, Request, Route, SessionRef};
 
 mod typed;
 pub use typed::{FromReply, TransportExt, Typed};

@@ -58,21 +58,32 @@ impl Route {
     }
 }
 
+/// The session an L2, L3 or L5 call names: its id, the session's credential, which HTTP
+/// sends in the `Lock-Session-Id` header, and its public holder id, which names it in the
+/// path (a URL ends up in proxy logs and traces; a header does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRef<'a> {
+    /// The session id (from L1's `sessionId`).
+    pub id: &'a str,
+    /// The holder id (from L1's `holderId`).
+    pub holder_id: &'a str,
+}
+
 /// One call of contract C3, borrowing what it names. Keys are decoded (an HTTP transport
 /// percent-encodes them through [`lock_api::paths`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Request<'a> {
     /// L1 `POST /v1/sessions` → 201 [`Reply::Opened`].
     OpenSession(&'a OpenSessionRequest),
-    /// L2 `POST /v1/sessions/{id}/heartbeat` → 200 [`Reply::Renewed`]; the body only with
-    /// `since`.
-    Heartbeat(&'a str, &'a HeartbeatRequest),
-    /// L3 `DELETE /v1/sessions/{id}` → 204 [`Reply::Done`].
-    CloseSession(&'a str),
+    /// L2 `POST /v1/sessions/{holderId}/heartbeat` → 200 [`Reply::Renewed`]; the body only
+    /// with `since`.
+    Heartbeat(SessionRef<'a>, &'a HeartbeatRequest),
+    /// L3 `DELETE /v1/sessions/{holderId}` → 204 [`Reply::Done`].
+    CloseSession(SessionRef<'a>),
     /// L4 `POST /v1/locks/{key}/acquire` → 200 [`Reply::Granted`].
     Acquire(&'a str, &'a AcquireRequest),
-    /// L5 `GET /v1/sessions/{id}` → 200 [`Reply::Status`].
-    SessionStatus(&'a str),
+    /// L5 `GET /v1/sessions/{holderId}` → 200 [`Reply::Status`].
+    SessionStatus(SessionRef<'a>),
     /// L6 `POST /v1/locks/{key}/release` → 204 [`Reply::Done`].
     Release(&'a str, &'a ReleaseRequest),
     /// L7 `GET /v1/locks/{key}` → 200 [`Reply::Lock`] (advisory).
@@ -111,9 +122,9 @@ impl<'a> Request<'a> {
     /// The session the call names: L2–L5, and L6 when its body names one.
     pub fn session_id(self) -> Option<&'a str> {
         match self {
-            Request::Heartbeat(id, _) | Request::CloseSession(id) | Request::SessionStatus(id) => {
-                Some(id)
-            }
+            Request::Heartbeat(session, _)
+            | Request::CloseSession(session)
+            | Request::SessionStatus(session) => Some(session.id),
             Request::Acquire(_, body) => Some(&body.session_id),
             Request::Release(_, body) => body.session_id.as_deref(),
             Request::Proclaim(_, body) => Some(&body.session_id),

@@ -166,10 +166,12 @@ impl From<Request<'_>> for Call {
     fn from(request: Request<'_>) -> Self {
         match request {
             Request::OpenSession(body) => Call::OpenSession(body.clone()),
-            Request::Heartbeat(id, body) => Call::Heartbeat(id.to_owned(), body.since.clone()),
-            Request::CloseSession(id) => Call::CloseSession(id.to_owned()),
+            Request::Heartbeat(session, body) => {
+                Call::Heartbeat(session.id.to_owned(), body.since.clone())
+            }
+            Request::CloseSession(session) => Call::CloseSession(session.id.to_owned()),
             Request::Acquire(key, body) => Call::Acquire(key.to_owned(), body.clone()),
-            Request::SessionStatus(id) => Call::SessionStatus(id.to_owned()),
+            Request::SessionStatus(session) => Call::SessionStatus(session.id.to_owned()),
             Request::Release(key, body) => Call::Release(key.to_owned(), body.clone()),
             Request::ReadLock(key) => Call::ReadLock(key.to_owned()),
             Request::Events {

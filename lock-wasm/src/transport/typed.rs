@@ -16,7 +16,7 @@ use lock_api::{
     OpenSessionRequest, ProclaimRequest, ReleaseRequest, SessionOpened, SessionStatus,
 };
 
-use super::{Answer, Reply, Request, Route, Transport};
+use super::{Answer, Reply, Request, Route, SessionRef, Transport};
 use crate::error::TransportError;
 use crate::spawn::BoxFuture;
 
@@ -32,25 +32,29 @@ pub trait TransportExt: Transport {
         Typed::new(self, Request::OpenSession(request), timeout)
     }
 
-    /// L2 `POST /v1/sessions/{id}/heartbeat` without `since` → 200 with every lock.
-    fn heartbeat<'a>(&'a self, id: &'a str, timeout: Duration) -> Typed<'a, HeartbeatResponse> {
+    /// L2 `POST /v1/sessions/{holderId}/heartbeat` without `since` → 200 with every lock.
+    fn heartbeat<'a>(
+        &'a self,
+        session: SessionRef<'a>,
+        timeout: Duration,
+    ) -> Typed<'a, HeartbeatResponse> {
         const FULL: &HeartbeatRequest = &HeartbeatRequest { since: None };
-        Typed::new(self, Request::Heartbeat(id, FULL), timeout)
+        Typed::new(self, Request::Heartbeat(session, FULL), timeout)
     }
 
     /// L2 with `request`'s `since` → 200: every lock, what changed after it, or nothing.
     fn heartbeat_since<'a>(
         &'a self,
-        id: &'a str,
+        session: SessionRef<'a>,
         request: &'a HeartbeatRequest,
         timeout: Duration,
     ) -> Typed<'a, HeartbeatResponse> {
-        Typed::new(self, Request::Heartbeat(id, request), timeout)
+        Typed::new(self, Request::Heartbeat(session, request), timeout)
     }
 
-    /// L3 `DELETE /v1/sessions/{id}` → 204.
-    fn close_session<'a>(&'a self, id: &'a str, timeout: Duration) -> Typed<'a, ()> {
-        Typed::new(self, Request::CloseSession(id), timeout)
+    /// L3 `DELETE /v1/sessions/{holderId}` → 204.
+    fn close_session<'a>(&'a self, session: SessionRef<'a>, timeout: Duration) -> Typed<'a, ()> {
+        Typed::new(self, Request::CloseSession(session), timeout)
     }
 
     /// L4 `POST /v1/locks/{key}/acquire` → 200 [`LockGrant`].
@@ -63,9 +67,13 @@ pub trait TransportExt: Transport {
         Typed::new(self, Request::Acquire(key, request), timeout)
     }
 
-    /// L5 `GET /v1/sessions/{id}` → 200.
-    fn session_status<'a>(&'a self, id: &'a str, timeout: Duration) -> Typed<'a, SessionStatus> {
-        Typed::new(self, Request::SessionStatus(id), timeout)
+    /// L5 `GET /v1/sessions/{holderId}` → 200.
+    fn session_status<'a>(
+        &'a self,
+        session: SessionRef<'a>,
+        timeout: Duration,
+    ) -> Typed<'a, SessionStatus> {
+        Typed::new(self, Request::SessionStatus(session), timeout)
     }
 
     /// L6 `POST /v1/locks/{key}/release` → 204.
@@ -217,9 +225,9 @@ mod tests {
                 t.open_session(&OpenSessionRequest::default(), hop).await,
                 "L1",
             );
-            malformed(t.heartbeat("s1", hop).await, "L2");
+            malformed(t.heartbeat(S1, hop).await, "L2");
             malformed(t.acquire("k", &acquire, hop).await, "L4");
-            malformed(t.session_status("s1", hop).await, "L5");
+            malformed(t.session_status(S1, hop).await, "L5");
             malformed(t.read_lock("k", hop).await, "L7");
             let state = LockState {
                 key: "k".into(),
@@ -230,7 +238,7 @@ mod tests {
                 waiter_count: 0,
             };
             let t = Answers(Reply::Lock(state.clone()));
-            malformed(t.close_session("s1", hop).await, "L3");
+            malformed(t.close_session(S1, hop).await, "L3");
             let release = ReleaseRequest {
                 fencing_token: 1,
                 session_id: None,
@@ -240,6 +248,11 @@ mod tests {
             assert_eq!(t.read_lock("k", hop).await, Ok(state));
         });
     }
+
+    const S1: SessionRef<'static> = SessionRef {
+        id: "s1",
+        holder_id: "h1",
+    };
 
     #[test]
     fn an_error_passes_through_as_it_is() {
@@ -251,7 +264,7 @@ mod tests {
             }
         }
         let hop = Duration::from_millis(5);
-        let answer = block_on(Fails.heartbeat("s1", hop));
+        let answer = block_on(Fails.heartbeat(S1, hop));
         assert_eq!(answer, Err(TransportError::Timeout(hop)));
     }
 }

@@ -47,10 +47,11 @@ function clientFor(url) {
 }
 
 /**
- * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
- * an optional W3C `traceparent` value; calls `wake(id)` once it settled.
+ * Sends `method url` with an optional JSON `body`, an optional `Authorization` value, an
+ * optional W3C `traceparent` value and an optional `Lock-Session-Id` value (L2, L3 and L5's
+ * session id, which never goes in the URL); calls `wake(id)` once it settled.
  */
-function sendViaHttp(method, url, body, authorization, traceparent, timeoutMillis, wake, id) {
+function sendViaHttp(method, url, body, authorization, traceparent, sessionId, timeoutMillis, wake, id) {
   const exchange = new Exchange();
   // `wake` runs once, and never while the wasm side is still inside this call.
   const settle = () => {
@@ -68,6 +69,7 @@ function sendViaHttp(method, url, body, authorization, traceparent, timeoutMilli
   const headers = { accept: "application/json" };
   if (authorization !== undefined) headers.authorization = authorization;
   if (traceparent !== undefined) headers.traceparent = traceparent;
+  if (sessionId !== undefined) headers["lock-session-id"] = sessionId;
   if (body !== undefined) {
     headers["content-type"] = "application/json";
     headers["content-length"] = Buffer.byteLength(body);

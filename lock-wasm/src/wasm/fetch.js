@@ -28,15 +28,17 @@ class Exchange {
 }
 
 /**
- * Sends `method url` with an optional JSON `body`, an optional `Authorization` value and
- * an optional W3C `traceparent` value; calls `wake(id)` once it settled.
+ * Sends `method url` with an optional JSON `body`, an optional `Authorization` value, an
+ * optional W3C `traceparent` value and an optional `Lock-Session-Id` value (L2, L3 and L5's
+ * session id, which never goes in the URL); calls `wake(id)` once it settled.
  */
-export function send(method, url, body, authorization, traceparent, timeoutMillis, wake, id) {
+export function send(method, url, body, authorization, traceparent, sessionId, timeoutMillis, wake, id) {
   const controller = new AbortController();
   // JSON answers only: L8 answers its long poll rather than a server-sent stream.
   const headers = { accept: "application/json" };
   if (authorization !== undefined) headers.authorization = authorization;
   if (traceparent !== undefined) headers.traceparent = traceparent;
+  if (sessionId !== undefined) headers["lock-session-id"] = sessionId;
   const init = { method, headers, signal: controller.signal };
   if (body !== undefined) {
     headers["content-type"] = "application/json";

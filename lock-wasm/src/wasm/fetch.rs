@@ -35,6 +35,7 @@ extern "C" {
         body: Option<&str>,
         authorization: Option<&str>,
         traceparent: Option<&str>,
+        session_id: Option<&str>,
         timeout_millis: f64,
         wake: &js_sys::Function,
         id: u32,
@@ -59,16 +60,25 @@ pub struct Reply {
     pub body: String,
 }
 
-/// Sends `method url` with an optional JSON body, an optional `Authorization` header value
-/// and an optional W3C `traceparent` header value, and waits for
+/// The optional headers of one exchange.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Headers<'a> {
+    /// `Authorization`'s value (`Bearer <token>`).
+    pub authorization: Option<&'a str>,
+    /// A W3C `traceparent`.
+    pub traceparent: Option<&'a str>,
+    /// `Lock-Session-Id`: L2's, L3's and L5's session id, which never goes in the URL.
+    pub session_id: Option<&'a str>,
+}
+
+/// Sends `method url` with an optional JSON body and `headers`, and waits for
 /// status and body text: no answer within `timeout` is [`TransportError::Timeout`], a request
 /// the platform refused or failed (connection refused, CORS, DNS...) [`TransportError::Network`].
 pub async fn exchange(
     method: &str,
     url: &str,
     json_body: Option<&str>,
-    authorization: Option<&str>,
-    traceparent: Option<&str>,
+    headers: Headers<'_>,
     timeout: Duration,
 ) -> Result<Reply, TransportError> {
     let wait = Wait::new();
@@ -80,8 +90,9 @@ pub async fn exchange(
             method,
             url,
             json_body,
-            authorization,
-            traceparent,
+            headers.authorization,
+            headers.traceparent,
+            headers.session_id,
             timeout_millis(timeout),
             wake,
             wait.id(),

@@ -130,6 +130,10 @@ mod tests {
     use super::*;
 
     const A: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const S: crate::transport::SessionRef<'static> = crate::transport::SessionRef {
+        id: "s",
+        holder_id: "h",
+    };
     const B: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
 
     fn acquire(key: &str) -> (String, AcquireRequest) {
@@ -179,17 +183,17 @@ mod tests {
         // The session's own requests carry the open's span; L3 the close's once set.
         assert_eq!(
             traces
-                .for_request(&Request::Heartbeat("s", &Default::default()))
+                .for_request(&Request::Heartbeat(S, &Default::default()))
                 .as_deref(),
             Some(B)
         );
         assert_eq!(
-            traces.for_request(&Request::CloseSession("s")).as_deref(),
+            traces.for_request(&Request::CloseSession(S)).as_deref(),
             Some(B)
         );
         traces.set_closing(Some(A.into()));
         assert_eq!(
-            traces.for_request(&Request::CloseSession("s")).as_deref(),
+            traces.for_request(&Request::CloseSession(S)).as_deref(),
             Some(A)
         );
     }

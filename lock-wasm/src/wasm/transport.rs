@@ -17,7 +17,7 @@ use crate::error::{LockError, TransportError};
 use crate::transport::http::{Body, ReadJson};
 use crate::transport::{http_answer, Answer, Request, Transport};
 
-use super::fetch::{exchange, Reply};
+use super::fetch::{exchange, Headers, Reply};
 use super::trace_context::TraceContexts;
 use super::wire::{FromJs, JsObject};
 
@@ -82,19 +82,15 @@ impl FetchTransport {
         method: &str,
         path: &str,
         body: Option<String>,
-        traceparent: Option<String>,
+        headers: Headers<'_>,
         timeout: Duration,
     ) -> Result<Reply, TransportError> {
         let url = format!("{}{path}", self.base);
-        let reply = exchange(
-            method,
-            &url,
-            body.as_deref(),
-            self.authorization.as_deref(),
-            traceparent.as_deref(),
-            timeout,
-        )
-        .await?;
+        let headers = Headers {
+            authorization: self.authorization.as_deref(),
+            ..headers
+        };
+        let reply = exchange(method, &url, body.as_deref(), headers, timeout).await?;
         http_answer(reply.status, &reply.body, wire_error)?;
         Ok(reply)
     }
@@ -203,7 +199,12 @@ impl Transport for FetchTransport {
         let (method, path) = (request.method().as_str(), request.path());
         let body = request.body().and_then(body_json);
         let traceparent = self.traces.as_ref().and_then(|t| t.for_request(&request));
-        let reply = self.call(method, &path, body, traceparent, timeout).await?;
+        let headers = Headers {
+            traceparent: traceparent.as_deref(),
+            session_id: request.session_header(),
+            ..Headers::default()
+        };
+        let reply = self.call(method, &path, body, headers, timeout).await?;
         request.read_reply(&reply.body, &PlatformJson)
     }
 }

@@ -26,7 +26,7 @@ use lock_wasm::events::{ClientEvent, EventSink};
 use lock_wasm::policy::{AcquirePolicy, PolicySettings};
 use lock_wasm::session::LockClient;
 use lock_wasm::spawn::{BoxFuture, Spawner};
-use lock_wasm::transport::TransportExt;
+use lock_wasm::transport::{SessionRef, TransportExt};
 use lock_wasm::wasm::timer::{monotonic_millis, Sleep, TimerKind};
 use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -291,9 +291,14 @@ async fn heartbeat_detects_a_session_the_server_forgot() {
         .await
         .unwrap()
         .unwrap();
-    // Behind the SDK's back (as an expiry or an admin would): L3 with a plain transport.
+    // Behind the SDK's back (as an expiry or an admin would): L3 with a plain transport,
+    // which sends the session id in its header (a wrong one would be SESSION_NOT_FOUND).
+    let named = SessionRef {
+        id: session.id(),
+        holder_id: session.holder_id(),
+    };
     FetchTransport::new(url())
-        .close_session(session.id(), Duration::from_secs(5))
+        .close_session(named, Duration::from_secs(5))
         .await
         .unwrap();
     eventually(
@@ -353,10 +358,11 @@ async fn not_leader_answers_are_retried_within_the_budget() {
 async fn fetch_transport_maps_contract_errors() {
     let transport = FetchTransport::new(url());
     let hop = Duration::from_secs(5);
-    let err = transport
-        .session_status("0123456789abcdef", hop)
-        .await
-        .unwrap_err();
+    let unknown = SessionRef {
+        id: "0123456789abcdef",
+        holder_id: "0123456789abcdef",
+    };
+    let err = transport.session_status(unknown, hop).await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::SessionNotFound));
     let request = lock_api::AcquireRequest {
         session_id: "nope".into(),

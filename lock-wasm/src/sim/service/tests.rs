@@ -14,7 +14,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::error::TransportError;
 use crate::sim::executor::SimExecutor;
 use crate::sim::network::{Network, SimTransport};
-use crate::transport::TransportExt;
+use crate::transport::{SessionRef, TransportExt};
 
 use super::{Faults, SimService, Step};
 
@@ -509,9 +509,14 @@ fn heartbeats_and_status_carry_each_holds_mode() {
     let a = m.session();
     m.l4(&a, "r", READ).unwrap();
     m.l4(&a, "w", EXCLUSIVE).unwrap();
+    let holder = super::sim_holder_id(&a);
+    let a_ref = SessionRef {
+        id: &a,
+        holder_id: &holder,
+    };
     let renewed = m
         .net
-        .heartbeat(&a, TIMEOUT)
+        .heartbeat(a_ref, TIMEOUT)
         .now_or_never()
         .unwrap()
         .unwrap();
@@ -528,7 +533,7 @@ fn heartbeats_and_status_carry_each_holds_mode() {
     assert_eq!(modes, expected);
     let status = m
         .net
-        .session_status(&a, TIMEOUT)
+        .session_status(a_ref, TIMEOUT)
         .now_or_never()
         .unwrap()
         .unwrap();
@@ -543,8 +548,13 @@ fn a_closed_session_ends_its_shared_hold_alone() {
     let (a, b) = (m.session(), m.session());
     m.l4(&a, "k", READ).unwrap();
     let kept = m.l4(&b, "k", READ).unwrap();
+    let holder = super::sim_holder_id(&a);
+    let a_ref = SessionRef {
+        id: &a,
+        holder_id: &holder,
+    };
     m.net
-        .close_session(&a, TIMEOUT)
+        .close_session(a_ref, TIMEOUT)
         .now_or_never()
         .unwrap()
         .unwrap();
@@ -588,8 +598,36 @@ fn beat(m: &Model, id: &str, since: Option<&str>) -> lock_api::HeartbeatResponse
     let request = lock_api::HeartbeatRequest {
         since: since.map(str::to_owned),
     };
-    let answer = m.net.heartbeat_since(id, &request, TIMEOUT).now_or_never();
+    let holder_id = super::sim_holder_id(id);
+    let session = SessionRef {
+        id,
+        holder_id: &holder_id,
+    };
+    let answer = m
+        .net
+        .heartbeat_since(session, &request, TIMEOUT)
+        .now_or_never();
     answer.unwrap().unwrap()
+}
+
+/// L2, L3 and L5 whose path's holder id is not the session's: SESSION_NOT_FOUND, as the
+/// server answers (the session id alone, or another session's holder id, names nothing).
+#[test]
+fn a_session_named_by_another_holder_id_is_not_found() {
+    let m = Model::new();
+    let (a, b) = (m.session(), m.session());
+    let b_holder = super::sim_holder_id(&b);
+    for holder_id in [a.as_str(), b_holder.as_str()] {
+        let wrong = SessionRef { id: &a, holder_id };
+        let beat = m.net.heartbeat(wrong, TIMEOUT).now_or_never().unwrap();
+        assert_eq!(code(beat), ErrorCode::SessionNotFound);
+        let status = m.net.session_status(wrong, TIMEOUT).now_or_never().unwrap();
+        assert_eq!(code(status), ErrorCode::SessionNotFound);
+        let closed = m.net.close_session(wrong, TIMEOUT).now_or_never().unwrap();
+        assert_eq!(code(closed), ErrorCode::SessionNotFound);
+    }
+    // Nothing was closed: the right pair still renews (`beat` panics on an error).
+    beat(&m, &a, None);
 }
 
 #[test]
