@@ -10,8 +10,9 @@
 #      the published ordering on their medians (tests/browser/sweep.mjs, which drives
 #      Chromium over a bare DevTools pipe: playwright's per-request instrumentation would
 #      slow the page it times); then the fault lab over HTTP/2 (tests/browser/lab.mjs, bare
-#      DevTools pipe too): a URL restores the lab's form, "gc-pause" fences out the stale
-#      write on the fenced side and corrupts the unfenced ledger, "short-pause" does neither.
+#      DevTools pipe too): a URL restores the lab's form, "gc-pause" and "revoke" fence out
+#      the stale write on the fenced side and corrupt the unfenced ledger, "short-pause" does
+#      neither, and a fault injected by hand lands on its contender's row.
 # Native unit tests of the model and runner run with `cargo test -p bench-ui` (test.sh's
 # cargo-test stage).
 set -uo pipefail
