@@ -9,7 +9,10 @@
 #      N = 50 over HTTP/2 (TLS with a self-signed test certificate), five seeds, and checks
 #      the published ordering on their medians (tests/browser/sweep.mjs, which drives
 #      Chromium over a bare DevTools pipe: playwright's per-request instrumentation would
-#      slow the page it times).
+#      slow the page it times); then the fault lab over HTTP/2 (tests/browser/lab.mjs, bare
+#      DevTools pipe too): a URL restores the lab's form, "gc-pause" and "revoke" fence out
+#      the stale write on the fenced side and corrupt the unfenced ledger, "short-pause" does
+#      neither, and a fault injected by hand lands on its contender's row.
 # Native unit tests of the model and runner run with `cargo test -p bench-ui` (test.sh's
 # cargo-test stage).
 set -uo pipefail
@@ -38,6 +41,11 @@ node tests/browser/e2e.mjs \
 
 echo "== bench-ui: Brooker's sweep over HTTP/2 (lock-server --tls-self-signed + headless Chromium)"
 node tests/browser/sweep.mjs --seeds 5 \
+  --server "$target_dir/debug/lock-server" \
+  --web-root "$root/www" || failed=1
+
+echo "== bench-ui: the fault lab over HTTP/2 (lock-server --tls-self-signed + headless Chromium)"
+node tests/browser/lab.mjs \
   --server "$target_dir/debug/lock-server" \
   --web-root "$root/www" || failed=1
 

@@ -17,6 +17,7 @@ use crate::components::config_form::{ConfigForm, SweepForm};
 use crate::components::error_banner::ErrorBanner;
 use crate::components::header::PageHeader;
 use crate::components::job_buttons::JobButtons;
+use crate::components::lab::FaultLab;
 use crate::components::plots::SweepPanel;
 use crate::components::progress::JobProgress;
 use crate::components::protocol::{self, ProtocolNote};
@@ -41,7 +42,7 @@ pub fn install_panic_hook() {
 }
 
 /// A run id unique per page load and click: the epoch milliseconds in base 36.
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let mut n = js_sys::Date::now() as u64;
     let mut out = Vec::new();
     while n > 0 {
@@ -295,5 +296,6 @@ pub fn App(
         <ErrorBanner message=outcome.shown_error()/>
         <RunResults record=record/>
         <SweepPanel sweep=sweep simulated=outcome.simulated.read_only()/>
+        <FaultLab base=inputs.base token=inputs.token/>
     }
 }

@@ -665,3 +665,44 @@ async fn a_sweep_runs_in_the_simulation_beside_the_live_server() {
     assert!(count(&root, "[data-testid=error]") > 0);
     drop(handle);
 }
+
+#[wasm_bindgen_test]
+async fn the_fault_lab_explains_each_scenario_and_keeps_its_form_in_the_url() {
+    use bench_ui::components::lab::FaultLab;
+    use bench_ui::model::lab_form::LabForm;
+    use bench_ui::model::lab_scenario::LabScenario;
+    let root = container();
+    let base = RwSignal::new(String::new());
+    let token = RwSignal::new(String::new());
+    let handle = mount_to(
+        root.clone(),
+        move || view! { <FaultLab base=base token=token/> },
+    );
+    tick().await;
+    assert_eq!(count(&root, "input[type=radio][name=lab-scenario]"), 5);
+    let text = root.inner_text();
+    for scenario in LabScenario::all() {
+        assert!(text.contains(scenario.explanation()), "{scenario:?}");
+    }
+    // Picking a scenario loads its settings.
+    find(&root, "[data-testid=lab-scenario-short-pause]").click();
+    tick().await;
+    let fault: HtmlInputElement = find(&root, "[data-testid=field-labFault]").unchecked_into();
+    let short = LabForm::of(LabScenario::ShortPause);
+    assert_eq!(fault.value(), short.fault_ms.to_string());
+    // The form, edited, is the page's URL query; the admin token never is.
+    type_into(&root, "field-labSeed", "4242");
+    type_into(&root, "field-labAdminToken", "admin-secret");
+    tick().await;
+    let search = web_sys::window().unwrap().location().search().unwrap();
+    let restored = LabForm::from_query(&search).expect("the lab's form in the URL");
+    assert_eq!(
+        restored,
+        LabForm {
+            seed: 4242,
+            ..short
+        }
+    );
+    assert!(!search.contains("admin-secret"), "{search}");
+    drop(handle);
+}

@@ -8,7 +8,7 @@
 // Checks, in order:
 // - run.sh ends in `exec`: its process becomes lock-server, so signals reach the server;
 // - /healthz answers; the served wasm is the optimised build (under 1,500 KB), sent as Brotli
-//   or gzip by Accept-Encoding and revalidated with a 304, a first visit within 320 KB; the dashboard
+//   or gzip by Accept-Encoding and revalidated with a 304, a first visit within 360 KB; the dashboard
 //   mounts in headless Chromium, names an icon that is served, loads nothing that fails, and
 //   a small experiment runs to the end without error;
 // - SIGINT: the server exits 0 within 10 s and logs a clean stop;
@@ -45,8 +45,9 @@ const ROUNDS = 2; // the form's default
 const WASM_LIMIT_KB = 1500;
 // What a first visit may transfer, compressed: the page's own files and everything the build
 // put in pkg/ (the wasm, its JS, the SDK's JS snippets). A guard against growth, above the
-// 305 KB measured (docs/BENCHMARKS.md, "bench-ui": the 300 KB target is not met).
-const FIRST_LOAD_LIMIT_KB = 320;
+// 346 KB measured with the fault lab, 305 KB before it (docs/BENCHMARKS.md, "bench-ui": the
+// 300 KB target is not met).
+const FIRST_LOAD_LIMIT_KB = 360;
 function pageFiles() {
   const own = ["index.html", "style.css", "favicon.svg", "worker.js"];
   const built = readdirSync(join(root, "www/pkg"), { recursive: true })

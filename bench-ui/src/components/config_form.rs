@@ -11,7 +11,7 @@ use crate::model::sweep::SweepConfig;
 use lock_api::limits::SHARED_LIMIT_MAX;
 
 /// A labelled number input bound to one field. Unparsable input leaves the field as it was.
-fn number_field<T: Send + Sync + 'static>(
+pub(crate) fn number_field<T: Send + Sync + 'static>(
     name: &'static str,
     label: &'static str,
     unit: &'static str,

@@ -9,7 +9,7 @@ use crate::model::record::RunRecord;
 use crate::model::sweep::SweepResult;
 
 /// Offers `contents` as a file download. Failures are logged, never panicked on.
-fn download(name: &str, mime: &str, contents: &str) {
+pub(crate) fn download(name: &str, mime: &str, contents: &str) {
     let result = (|| -> Result<(), wasm_bindgen::JsValue> {
         let parts = js_sys::Array::of1(&contents.into());
         let options = web_sys::BlobPropertyBag::new();

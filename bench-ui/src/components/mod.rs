@@ -10,6 +10,7 @@ pub mod error_banner;
 pub mod export;
 pub mod header;
 pub mod job_buttons;
+pub mod lab;
 pub mod plots;
 pub mod progress;
 pub mod protocol;

@@ -160,7 +160,7 @@ fn check(field: &'static str, value: u64, low: u64, high: u64) -> Result<(), Con
 
 /// The shortest TTL a run may use: it is also the lock TTL, and the SDK refuses a lock too
 /// short for its renewal to be answered before its local deadline (400 ms by default).
-fn shortest_ttl_millis() -> u64 {
+pub(crate) fn shortest_ttl_millis() -> u64 {
     ClientConfig::default()
         .shortest_lock_ttl()
         .map_or(TTL_MILLIS_MIN, |ttl| ttl.as_millis() as u64)

@@ -3,6 +3,7 @@
 
 use lock_api::LockMode;
 
+use super::lab_record::{outcome_name, LabRecord};
 use super::record::RunRecord;
 use super::server_clock::ServerClock;
 use super::sweep::SweepResult;
@@ -131,6 +132,73 @@ pub fn sweep_csv(sweep: &SweepResult) -> String {
             figure(p.max_over_median),
         ));
     }
+    out
+}
+
+/// A fault-lab run as pretty JSON: its scenario and settings, and per side its faults,
+/// leases, writes with their outcomes and the ledger read back.
+pub fn lab_json(record: &LabRecord) -> String {
+    serde_json::to_string_pretty(record).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// Header of [`lab_csv`].
+pub const LAB_CSV_HEADER: &str = "kind,side,contender,fencing_token,start_ms,end_ms,detail";
+
+/// One row per fault, lease (grant to server-side end, its deadline and `lost` in
+/// `detail`), write (its outcome in `detail`) and ledger entry read back, then one `setting`
+/// row with the form as the page's URL writes it.
+pub fn lab_csv(record: &LabRecord) -> String {
+    let mut out = format!("{LAB_CSV_HEADER}\n");
+    let ms = |t: Option<f64>| t.map(|t| format!("{t:.1}")).unwrap_or_default();
+    for side in &record.sides {
+        let label = side.label();
+        for c in &side.contenders {
+            let token = c.token.map(|t| t.to_string()).unwrap_or_default();
+            for f in &c.faults {
+                out.push_str(&format!(
+                    "fault,{label},{},{token},{:.1},{},{}\n",
+                    c.name,
+                    f.start,
+                    ms(f.end),
+                    f.kind.as_str()
+                ));
+            }
+            if c.granted_at.is_some() {
+                out.push_str(&format!(
+                    "lease,{label},{},{token},{},{},deadline={} lost={}\n",
+                    c.name,
+                    ms(c.granted_at),
+                    ms(c.lease_end_at),
+                    ms(c.deadline_at),
+                    ms(c.lost_at)
+                ));
+            }
+        }
+        for w in &side.writes {
+            let name = side
+                .contenders
+                .get(w.contender as usize)
+                .map_or("", |c| c.name.as_str());
+            out.push_str(&format!(
+                "write,{label},{name},{},{:.1},,{}\n",
+                w.token,
+                w.at,
+                outcome_name(w.outcome)
+            ));
+        }
+        for l in &side.ledger {
+            let stale = if l.stale { " stale" } else { "" };
+            out.push_str(&format!(
+                "ledger,{label},,{},,,{}{stale}\n",
+                l.token,
+                csv_field(&l.entry)
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "setting,,,,,,{}\n",
+        csv_field(&record.form.to_query())
+    ));
     out
 }
 
@@ -293,6 +361,46 @@ mod tests {
         assert_eq!(lines[4], "sample,1,k,9,shared,,5.0,,,,waiters=0 limit=3");
         assert_eq!(lines[5], "sample,,k,,,,9.0,,,,waiters=0");
         let columns = RUN_CSV_HEADER.split(',').count();
+        assert!(
+            lines.iter().all(|l| l.split(',').count() == columns),
+            "{csv}"
+        );
+    }
+
+    #[test]
+    fn the_lab_export_carries_faults_and_write_outcomes() {
+        let r = crate::model::lab_record::tests::gc_pause();
+        let json: serde_json::Value = serde_json::from_str(&lab_json(&r)).unwrap();
+        assert_eq!(json["form"]["scenario"], "gc-pause");
+        assert_eq!(
+            json["sides"][0]["contenders"][0]["faults"][0]["kind"],
+            "pause"
+        );
+        assert_eq!(json["sides"][0]["writes"][1]["outcome"], "fencedOut");
+        assert_eq!(json["sides"][1]["writes"][1]["outcome"], "corrupted");
+        assert_eq!(json["sides"][1]["ledger"][1]["stale"], true);
+        let back: LabRecord = serde_json::from_str(&lab_json(&r)).unwrap();
+        assert_eq!(back, r);
+
+        let csv = lab_csv(&r);
+        let lines: Vec<_> = csv.lines().collect();
+        assert_eq!(lines[0], LAB_CSV_HEADER);
+        assert_eq!(lines[1], "fault,fenced,A,1,105.0,2605.0,pause");
+        assert_eq!(
+            lines[2],
+            "lease,fenced,A,1,5.0,1110.0,deadline=905.0 lost=2610.0"
+        );
+        assert!(lines.contains(&"write,fenced,A,1,10.0,,fencedOut"), "{csv}");
+        assert!(
+            lines.contains(&"write,unfenced,A,1,10.0,,corrupted"),
+            "{csv}"
+        );
+        assert!(lines.contains(&"ledger,unfenced,,1,,,A stale"), "{csv}");
+        assert!(lines
+            .last()
+            .unwrap()
+            .starts_with("setting,,,,,,lab=gc-pause&"));
+        let columns = LAB_CSV_HEADER.split(',').count();
         assert!(
             lines.iter().all(|l| l.split(',').count() == columns),
             "{csv}"

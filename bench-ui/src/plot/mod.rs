@@ -4,3 +4,4 @@
 //! draws any of them. The arithmetic is therefore unit-tested on the host.
 
 pub mod builders;
+pub mod lab_timeline;

@@ -10,11 +10,15 @@
 //! one task (no spawning), so cancelling a run is dropping one future — which aborts the
 //! in-flight fetches too.
 
+pub mod admin;
 #[cfg(target_arch = "wasm32")]
 pub mod browser;
 pub mod comparison;
 pub mod contender;
 pub mod failure;
+pub mod lab;
+pub mod lab_contender;
+pub mod lab_recorder;
 pub mod lanes;
 pub mod ledger;
 pub mod messages;

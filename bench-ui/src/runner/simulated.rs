@@ -39,7 +39,7 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(3_600);
 /// Collects the SDK's background tasks (heartbeats) for the point's executor, which takes
 /// them in before it runs again (the SDK's seam must be `Send` natively; the pool is not).
 #[derive(Default)]
-struct Spawned(Mutex<Vec<BoxFuture<'static, ()>>>);
+pub(crate) struct Spawned(Mutex<Vec<BoxFuture<'static, ()>>>);
 
 impl Spawner for Spawned {
     fn spawn(&self, task: BoxFuture<'static, ()>) {
@@ -60,12 +60,11 @@ impl Spawned {
     }
 }
 
-/// Runs one experiment in a fresh simulated world seeded with `seed`; the record as the live
-/// runner would have filled it, its times in simulated milliseconds.
-pub fn simulate(config: &ExperimentConfig, run_id: &str, seed: u64) -> RunRecord {
+/// A fresh simulated world seeded with `seed`: the seams of a run against the SDK's
+/// modelled lock-server, its clock, and the SDK's background tasks waiting to be run.
+pub(crate) fn world(seed: u64) -> (Env, ManualClock, Arc<Spawned>) {
     let clock = ManualClock::new();
     let service = SimService::new(clock.clone(), Faults::default());
-    let mut pool = LocalPool::new();
     // The SDK's seams are `Arc`s; on wasm32 nothing is `Send` and needs not be (one thread).
     #[allow(clippy::arc_with_non_send_sync)]
     let spawned = Arc::new(Spawned::default());
@@ -75,29 +74,52 @@ pub fn simulate(config: &ExperimentConfig, run_id: &str, seed: u64) -> RunRecord
         spawner: spawned.clone(),
         ledger: Rc::new(MemoryLedger::default()),
     };
-    let recorder = start_recorder(&env, run_id, config);
+    (env, clock, spawned)
+}
+
+/// Runs `work` in the world to its end, jumping the clock to the next timer whenever every
+/// task waits; `false` if it stalled (nothing to run, no timer) or ran past
+/// [`GIVE_UP_AFTER`].
+pub(crate) fn drive(
+    clock: &ManualClock,
+    spawned: &Spawned,
+    work: impl std::future::Future<Output = ()> + 'static,
+) -> bool {
+    let mut pool = LocalPool::new();
     let done = Rc::new(Cell::new(false));
     {
-        let (env, recorder, done) = (env.clone(), recorder.clone(), done.clone());
-        let run = async move {
-            run_experiment(&env, &recorder, &CancelFlag::default()).await;
-            done.set(true);
-        };
+        let done = done.clone();
         // A fresh pool always accepts a task.
-        let _ = pool.spawner().spawn_local(run);
+        let _ = pool.spawner().spawn_local(async move {
+            work.await;
+            done.set(true);
+        });
     }
-    while !done.get() {
+    loop {
         pool.run_until_stalled();
         if done.get() {
-            break;
+            return true;
         }
         if spawned.hand_to(&pool) {
             continue;
         }
-        if lock_wasm::Clock::now(&clock) > GIVE_UP_AFTER || !clock.advance_to_next_timer() {
-            recorder.note_error("the simulation stalled");
-            break;
+        if lock_wasm::Clock::now(clock) > GIVE_UP_AFTER || !clock.advance_to_next_timer() {
+            return false;
         }
+    }
+}
+
+/// Runs one experiment in a fresh simulated world seeded with `seed`; the record as the live
+/// runner would have filled it, its times in simulated milliseconds.
+pub fn simulate(config: &ExperimentConfig, run_id: &str, seed: u64) -> RunRecord {
+    let (env, clock, spawned) = world(seed);
+    let recorder = start_recorder(&env, run_id, config);
+    let run = {
+        let recorder = recorder.clone();
+        async move { run_experiment(&env, &recorder, &CancelFlag::default()).await }
+    };
+    if !drive(&clock, &spawned, run) {
+        recorder.note_error("the simulation stalled");
     }
     recorder.snapshot()
 }
