@@ -140,16 +140,19 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    /// A sink that fails while `failing` is set, and keeps what it was given otherwise.
+    /// A sink that fails while `failing` is set (keeping what it refused), and keeps what it
+    /// was given otherwise.
     #[derive(Clone, Default)]
     struct Flaky {
         failing: Arc<Mutex<bool>>,
+        refused: Arc<Mutex<Vec<u8>>>,
         written: Arc<Mutex<Vec<u8>>>,
     }
 
     impl Write for Flaky {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
             if *self.failing.lock().unwrap() {
+                self.refused.lock().unwrap().extend_from_slice(buf);
                 return Err(std::io::Error::other("no space left on device"));
             }
             self.written.lock().unwrap().extend_from_slice(buf);
@@ -186,13 +189,16 @@ mod tests {
         *flaky.failing.lock().unwrap() = true;
         let before = dropped_total();
         send(&sink, "lost\n");
-        // The lost line is counted once the writer thread tried it.
+        // Wait until this sink refused the line: the drop counter is global, and the other
+        // tests running alongside move it too.
+        let tried = || String::from_utf8_lossy(&flaky.refused.lock().unwrap()).contains("lost");
         for _ in 0..500 {
-            if dropped_total() > before {
+            if tried() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        assert!(tried(), "the line was tried");
         assert!(dropped_total() > before, "the failed write is counted");
         *flaky.failing.lock().unwrap() = false;
         send(&sink, "back\n");
