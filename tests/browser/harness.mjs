@@ -1,6 +1,6 @@
 // What the browser suites share: flags, a check list, polling, headless Chromium through
 // playwright-core, the page's console errors and the dashboard's counters.
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { chromium } from "playwright-core";
 
 import { CHROMIUM_FLAGS, chromiumBinary } from "./cdp.mjs";
@@ -83,4 +83,21 @@ export function watchConsole(page) {
 // The value of one of the dashboard's counters (`data-testid=counter-<id>`).
 export async function readCounter(page, id) {
   return Number(await page.textContent(`[data-testid=counter-${id}] .value`));
+}
+
+// Ends a browser test: on failures, the server log's last lines and exit 1; else the scratch
+// dir removed (Chromium may still be writing its profile just after it closed: retried; a dir
+// left behind is not a failure of the test) and `what`'s success line.
+export function finish(what, failures, log, scratch) {
+  if (failures.length) {
+    console.error(`--- server log (last lines)\n${readFileSync(log, "utf8").trimEnd().split("\n").slice(-20).join("\n")}`);
+    console.error(`${what}: ${failures.length} failure(s)`);
+    process.exit(1);
+  }
+  try {
+    rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  } catch (err) {
+    console.warn(`scratch dir ${scratch} left behind: ${err.message}`);
+  }
+  console.log(`${what}: all checks passed`);
 }

@@ -22,11 +22,11 @@
 // Exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -188,14 +188,4 @@ try {
   await browser?.close().catch(() => {});
   await stopServer(server);
 }
-if (failures.length) {
-  console.error(`--- server log (last lines)\n${readFileSync(log, "utf8").trimEnd().split("\n").slice(-20).join("\n")}`);
-  console.error(`fault lab: ${failures.length} failure(s)`);
-  process.exit(1);
-}
-try {
-  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
-} catch (err) {
-  console.warn(`scratch dir ${scratch} left behind: ${err.message}`);
-}
-console.log("fault lab: all checks passed");
+finish("fault lab", failures, log, scratch);

@@ -22,11 +22,11 @@
 // the ordering failed there: 0.95× at N = 50; in the worker, 0.61–0.75× at N = 40–100). `--out` writes every point and the medians, for the
 // benchmark (scripts/bench-dashboard.sh). Exits non-zero on any failure.
 import { spawn } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -176,16 +176,4 @@ try {
   await browser?.close().catch(() => {});
   await stopServer(server);
 }
-if (failures.length) {
-  console.error(`--- server log (last lines)\n${readFileSync(log, "utf8").trimEnd().split("\n").slice(-20).join("\n")}`);
-  console.error(`dashboard sweep: ${failures.length} failure(s)`);
-  process.exit(1);
-}
-// Chromium may still be writing its profile just after it closed: retry (ENOTEMPTY). A
-// scratch dir left behind is not a failure of the sweep.
-try {
-  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
-} catch (err) {
-  console.warn(`scratch dir ${scratch} left behind: ${err.message}`);
-}
-console.log(`dashboard sweep over ${tls ? "HTTP/2" : "HTTP/1.1"}: all checks passed`);
+finish(`dashboard sweep over ${tls ? "HTTP/2" : "HTTP/1.1"}`, failures, log, scratch);
