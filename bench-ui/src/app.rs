@@ -28,7 +28,7 @@ use crate::model::config::ExperimentConfig;
 use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
-use crate::runner::browser::browser_env;
+use crate::runner::browser::{browser_env, new_run_id};
 use crate::runner::messages::{Job, Report, Start};
 use crate::runner::simulated::simulate_sweep;
 use crate::runner::{CancelFlag, Env};
@@ -39,18 +39,6 @@ pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&format!("bench-ui panic: {info}").into());
     }));
-}
-
-/// A run id unique per page load and click: the epoch milliseconds in base 36.
-pub(crate) fn new_run_id() -> String {
-    let mut n = js_sys::Date::now() as u64;
-    let mut out = Vec::new();
-    while n > 0 {
-        out.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize]);
-        n /= 36;
-    }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
 }
 
 /// What the user sets before a job: the two forms, the server and its bearer token.

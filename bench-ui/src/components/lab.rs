@@ -12,14 +12,13 @@ use leptos::task::spawn_local;
 use lock_wasm::clock::Clock;
 use lock_wasm::wasm::JsClock;
 
-use crate::app::new_run_id;
 use crate::model::lab_form::LabForm;
 use crate::model::lab_record::{FaultMark, LabRecord, LabSide};
 use crate::model::lab_scenario::LabScenario;
 use crate::model::lab_simulated::{simulate, SimulatedOutcome};
 use crate::plot::lab_timeline::lab_timeline_chart;
 use crate::runner::admin::FetchAdmin;
-use crate::runner::browser::{browser_env, REFRESH};
+use crate::runner::browser::{browser_env, new_run_id, REFRESH};
 use crate::runner::lab::LabRun;
 
 use super::chart::SvgChart;

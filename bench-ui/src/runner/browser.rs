@@ -23,6 +23,18 @@ use super::recorder::Recorder;
 use super::sweep::{run_sweep, SweepState};
 use super::{run_experiment, start_recorder, CancelFlag, Env};
 
+/// A run id unique per page load and click: the epoch milliseconds in base 36.
+pub(crate) fn new_run_id() -> String {
+    let mut n = js_sys::Date::now() as u64;
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// How often a run reports its record (ASSUMPTION: 150 ms is smooth enough for counters and
 /// cheap enough for 200 sessions' records).
 pub const REFRESH: Duration = Duration::from_millis(150);
