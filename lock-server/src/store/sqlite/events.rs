@@ -210,20 +210,8 @@ mod tests {
     use lock_api::{EventKind, HoldKind};
 
     use crate::store::feeds::{FeedItem, Start};
-    use crate::store::sqlite::{SqliteOptions, SqliteStore};
+    use crate::store::sqlite::test_store::open;
     use crate::store::{AcquireCall, Acquired, NewSession, SessionRef, Store};
-
-    fn store(dir: &std::path::Path) -> std::sync::Arc<SqliteStore> {
-        let boot_id = dir.join("boot_id");
-        std::fs::write(&boot_id, "boot\n").unwrap();
-        SqliteStore::open(&SqliteOptions {
-            data_dir: dir.to_path_buf(),
-            boot_id_path: boot_id,
-            unclean_holdback_millis: 0,
-            feed_limits: Default::default(),
-        })
-        .unwrap()
-    }
 
     fn call<'a>(key: &'a str, session_id: &'a str, value: Option<&'a str>) -> AcquireCall<'a> {
         AcquireCall {
@@ -242,7 +230,7 @@ mod tests {
     #[tokio::test]
     async fn watched_changes_come_in_order_after_the_state_they_follow() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path());
+        let store = open(dir.path());
         let session = store
             .open_session(NewSession::with_ttl(60_000))
             .await

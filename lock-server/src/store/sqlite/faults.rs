@@ -126,19 +126,12 @@ mod tests {
 
         use lock_api::HoldKind;
 
-        use crate::store::sqlite::{SqliteOptions, SqliteStore};
+        use crate::store::sqlite::test_store::{cap_pages, open};
+        use crate::store::sqlite::SqliteStore;
         use crate::store::{AcquireCall, Acquired, NewSession, Store};
 
         let dir = tempfile::tempdir().unwrap();
-        let boot_id = dir.path().join("boot_id");
-        std::fs::write(&boot_id, "boot\n").unwrap();
-        let store = SqliteStore::open(&SqliteOptions {
-            data_dir: dir.path().to_path_buf(),
-            boot_id_path: boot_id,
-            unclean_holdback_millis: 0,
-            feed_limits: Default::default(),
-        })
-        .unwrap();
+        let store = open(dir.path());
         let session = store
             .open_session(NewSession::with_ttl(60_000))
             .await
@@ -165,19 +158,7 @@ mod tests {
             };
             before = before.max(grant.grant.fencing_token);
         }
-        store
-            .writer
-            .run(|db| {
-                let pages: u64 = db
-                    .conn
-                    .pragma_query_value(None, "page_count", |r| r.get(0))
-                    .map_err(from_sqlite)?;
-                db.conn
-                    .pragma_update(None, "max_page_count", pages)
-                    .map_err(from_sqlite)
-            })
-            .await
-            .unwrap();
+        cap_pages(&store, None).await;
         let tasks: Vec<_> = (0..200)
             .map(|i| tokio::spawn(acquire(store.clone(), format!("k-{i}"), session.clone())))
             .collect();
@@ -186,15 +167,7 @@ mod tests {
             results.push(task.await.unwrap());
         }
         // Room again: the reads below must not share a batch with a failing write.
-        store
-            .writer
-            .run(|db| {
-                db.conn
-                    .pragma_update(None, "max_page_count", 1_000_000_000u64)
-                    .map_err(from_sqlite)
-            })
-            .await
-            .unwrap();
+        cap_pages(&store, Some(1_000_000_000)).await;
         let (mut refused, mut granted) = (0, 0);
         for (key, result) in results {
             let state = store.lock_state(&key).await.unwrap();

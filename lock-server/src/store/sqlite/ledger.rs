@@ -126,21 +126,9 @@ mod tests {
 
     use lock_api::Unavailability;
 
-    use super::super::db::sql;
-    use crate::store::sqlite::{SqliteOptions, SqliteStore};
+    use crate::store::sqlite::test_store::{cap_pages, open};
+    use crate::store::sqlite::SqliteStore;
     use crate::store::{Store, StoreError};
-
-    fn open(dir: &std::path::Path) -> Arc<SqliteStore> {
-        let boot_id = dir.join("boot_id");
-        std::fs::write(&boot_id, "boot\n").unwrap();
-        SqliteStore::open(&SqliteOptions {
-            data_dir: dir.to_path_buf(),
-            boot_id_path: boot_id,
-            unclean_holdback_millis: 0,
-            feed_limits: Default::default(),
-        })
-        .unwrap()
-    }
 
     /// `(token, entry, stale)` of every entry of the unfenced ledger of `key`.
     async fn unfenced(store: &Arc<SqliteStore>, key: &str) -> Vec<(u64, String, Option<bool>)> {
@@ -217,19 +205,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
         store.unfenced_append("k", 1, "warm".into()).await.unwrap();
-        store
-            .writer
-            .run(|db| {
-                let pages: u64 = db
-                    .conn
-                    .pragma_query_value(None, "page_count", |r| r.get(0))
-                    .map_err(sql)?;
-                db.conn
-                    .pragma_update(None, "max_page_count", pages)
-                    .map_err(sql)
-            })
-            .await
-            .unwrap();
+        cap_pages(&store, None).await;
         let mut accepted = 1;
         let refused = loop {
             match store.unfenced_append("k", 1, "e".repeat(1000)).await {

@@ -41,6 +41,8 @@ mod queued_keys;
 mod reaper;
 mod recovery;
 mod sessions;
+#[cfg(test)]
+mod test_store;
 mod writer;
 
 use std::path::PathBuf;
