@@ -101,3 +101,30 @@ export function finish(what, failures, log, scratch) {
   }
   console.log(`${what}: all checks passed`);
 }
+
+// Keeps every Blob the page offers for download, so an export's file can be read back
+// (evaluate it in the page before the page's own scripts run).
+export const KEEP_DOWNLOADS = `window.__downloads = [];
+{ const create = URL.createObjectURL; URL.createObjectURL = (blob) => { window.__downloads.push(blob); return create.call(URL, blob); }; }`;
+
+// The dashboard as a test drives it, by `data-testid`, through `page.evaluate` (a bare
+// DevTools page or playwright's): fields set as typing would, clicks, reads, and `until`
+// polling every `everyMs`.
+export function pageDriver(page, everyMs) {
+  const q = (testid) => `document.querySelector(${JSON.stringify(`[data-testid=${testid}]`)})`;
+  return {
+    q,
+    // Waits (polling) until `ready()` resolves truthy.
+    until: (what, ready, timeoutMs) => waitFor(what, ready, { tries: Math.ceil(timeoutMs / everyMs), everyMs }),
+    // Sets a form field as typing would (the form listens to input events).
+    fill: (testid, value) =>
+      page.evaluate(`(() => { const e = ${q(testid)}; e.value = ${JSON.stringify(String(value))}; e.dispatchEvent(new Event("input", { bubbles: true })); })()`),
+    click: (testid) => page.evaluate(`${q(testid)}.click()`),
+    value: (testid) => page.evaluate(`${q(testid)}?.value`),
+    checked: (testid) => page.evaluate(`${q(testid)}?.checked`),
+    attribute: (testid, name) => page.evaluate(`${q(testid)}?.getAttribute(${JSON.stringify(name)})`),
+    exists: (testid) => page.evaluate(`Boolean(${q(testid)})`),
+    text: (testid) => page.evaluate(`${q(testid)}?.textContent`),
+    count: (selector) => page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`),
+  };
+}

@@ -26,7 +26,7 @@ import { mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, finish, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, KEEP_DOWNLOADS, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -44,24 +44,11 @@ const server = spawn(
   { stdio: ["ignore", openSync(log, "w"), openSync(log, "a")] },
 );
 
-// Keeps every Blob the page offers for download, so an export's file can be read back.
-const KEEP_DOWNLOADS = `window.__downloads = [];
-{ const create = URL.createObjectURL; URL.createObjectURL = (blob) => { window.__downloads.push(blob); return create.call(URL, blob); }; }`;
-
 function lab(page) {
-  const q = (testid) => `document.querySelector(${JSON.stringify(`[data-testid=${testid}]`)})`;
+  const ui = pageDriver(page, 100);
   return {
-    until: (what, ready, timeoutMs) => waitFor(what, ready, { tries: Math.ceil(timeoutMs / 100), everyMs: 100 }),
-    fill: (testid, value) =>
-      page.evaluate(`(() => { const e = ${q(testid)}; e.value = ${JSON.stringify(String(value))}; e.dispatchEvent(new Event("input", { bubbles: true })); })()`),
-    click: (testid) => page.evaluate(`${q(testid)}.click()`),
-    value: (testid) => page.evaluate(`${q(testid)}?.value`),
-    checked: (testid) => page.evaluate(`${q(testid)}?.checked`),
-    attribute: (testid, name) => page.evaluate(`${q(testid)}?.getAttribute(${JSON.stringify(name)})`),
-    exists: (testid) => page.evaluate(`Boolean(${q(testid)})`),
-    text: (testid) => page.evaluate(`${q(testid)}?.textContent`),
-    count: (selector) => page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`),
-    counter: async (id, side) => Number(await page.evaluate(`${q(`lab-${id}-${side}`)}?.dataset.value`)),
+    ...ui,
+    counter: async (id, side) => Number(await page.evaluate(`${ui.q(`lab-${id}-${side}`)}?.dataset.value`)),
   };
 }
 

@@ -26,7 +26,7 @@ import { mkdtempSync, openSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, finish, flags, listeningUrl, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, KEEP_DOWNLOADS, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -72,23 +72,9 @@ const server = spawn(
 
 // The page, as the sweep drives it: a CSS selector's element, fields, clicks.
 function dashboard(page) {
-  const q = (testid) => `document.querySelector(${JSON.stringify(`[data-testid=${testid}]`)})`;
-  return {
-    // Waits (polling) until `ready()` resolves truthy.
-    until: (what, ready, timeoutMs) => waitFor(what, ready, { tries: Math.ceil(timeoutMs / 250), everyMs: 250 }),
-    // Sets a form field as typing would (the form listens to input events).
-    fill: (testid, value) =>
-      page.evaluate(`(() => { const e = ${q(testid)}; e.value = ${JSON.stringify(String(value))}; e.dispatchEvent(new Event("input", { bubbles: true })); })()`),
-    click: (testid) => page.evaluate(`${q(testid)}.click()`),
-    state: () => page.evaluate(`${q("status")}?.dataset.state`),
-    attribute: (testid, name) => page.evaluate(`${q(testid)}?.getAttribute(${JSON.stringify(name)})`),
-    exists: (testid) => page.evaluate(`Boolean(${q(testid)})`),
-  };
+  const ui = pageDriver(page, 250);
+  return { ...ui, state: () => page.evaluate(`${ui.q("status")}?.dataset.state`) };
 }
-
-// Keeps every Blob the page offers for download, so an export's file can be read back.
-const KEEP_DOWNLOADS = `window.__downloads = [];
-{ const create = URL.createObjectURL; URL.createObjectURL = (blob) => { window.__downloads.push(blob); return create.call(URL, blob); }; }`;
 
 // One sweep with the given seed; returns the dashboard's sweep export.
 async function sweepOnce(page, ui, seed) {
