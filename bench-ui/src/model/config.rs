@@ -147,7 +147,13 @@ impl std::fmt::Display for ConfigError {
     }
 }
 
-fn check(field: &'static str, value: u64, low: u64, high: u64) -> Result<(), ConfigError> {
+/// `value` of `field` within `low..=high`, else the error naming the field and the range.
+pub(crate) fn check(
+    field: &'static str,
+    value: u64,
+    low: u64,
+    high: u64,
+) -> Result<(), ConfigError> {
     if (low..=high).contains(&value) {
         Ok(())
     } else {

@@ -5,7 +5,7 @@
 use lock_api::limits::TTL_MILLIS_MAX;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::config::{shortest_ttl_millis, ConfigError};
+use super::config::{check, shortest_ttl_millis, ConfigError};
 use super::lab_scenario::{LabScenario, LabSettings};
 
 /// Longest fault the form accepts, ms (ASSUMPTION: a minute; the lab is watched live).
@@ -73,16 +73,6 @@ impl LabForm {
 
     /// Checks every field; the first problem found, named as the URL names it.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let check = |field: &'static str, value: u64, low: u64, high: u64| {
-            if (low..=high).contains(&value) {
-                Ok(())
-            } else {
-                Err(ConfigError {
-                    field,
-                    message: format!("must be between {low} and {high}, got {value}"),
-                })
-            }
-        };
         let shortest = shortest_ttl_millis();
         check(LOCK_TTL, self.lock_ttl_ms, shortest, TTL_MILLIS_MAX)?;
         check(SESSION_TTL, self.session_ttl_ms, shortest, TTL_MILLIS_MAX)?;
