@@ -5,8 +5,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::db::sql;
 use super::{SqliteOptions, SqliteStore};
+use crate::store::StoreError;
+
+/// A test's own SQLite failure (not through `faults`, which tests with this module).
+fn sql(err: rusqlite::Error) -> StoreError {
+    StoreError::Internal(err.to_string())
+}
 
 /// A store in `dir`, after a clean start (no hold-back).
 pub(super) fn open(dir: &Path) -> Arc<SqliteStore> {
