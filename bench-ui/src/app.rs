@@ -1,17 +1,12 @@
 //! `App`: the dashboard's root. It holds the signals its parts share — what the user set
 //! (`Inputs`) and what the jobs reported (`Outcome`) — and the Run / Sweep / Cancel actions
-//! (`Jobs`), which run the job in the experiment worker (`crate::worker`; on the page's own
-//! thread when no worker starts) and adopt its reports into the signals as they come. The
-//! parts are `crate::components`: each reads the signals it is handed, and only the actions
-//! write what the jobs report.
-
-use std::cell::RefCell;
-use std::time::Duration;
+//! (`Jobs`), which run the job in the experiment engine (`crate::worker`: in a worker, or on
+//! the page's own thread when no worker starts) and adopt its reports into the signals as
+//! they come. The parts are `crate::components`: each reads the signals it is handed, and
+//! only the actions write what the jobs report.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lock_wasm::clock::Clock;
-use lock_wasm::wasm::JsClock;
 
 use crate::components::config_form::{ConfigForm, SweepForm};
 use crate::components::error_banner::ErrorBanner;
@@ -28,11 +23,9 @@ use crate::model::config::ExperimentConfig;
 use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
-use crate::runner::browser::{browser_env, new_run_id};
-use crate::runner::messages::{Job, Report, Start};
-use crate::runner::simulated::simulate_sweep;
-use crate::runner::{CancelFlag, Env};
-use crate::worker::client::{run_job, Host};
+use crate::runner::browser::new_run_id;
+use crate::runner::messages::{Command, Job, Report, Start};
+use crate::worker::client::{run_job, Host, JobCommands};
 
 /// Logs panics to the console instead of leaving a silent dead page. Installed once.
 pub fn install_panic_hook() {
@@ -68,11 +61,6 @@ impl Inputs {
             let sweep_max = self.sweep.with(|s| s.contender_counts().last().copied());
             self.config.with(|c| c.sessions).max(sweep_max.unwrap_or(0))
         })
-    }
-
-    /// The SDK's browser seams for the server and token as they are now.
-    fn env(self) -> Result<Env, String> {
-        browser_env(&self.base.get_untracked(), &self.token.get_untracked())
     }
 
     /// The job as the worker gets it: with the server and the token (in the message only).
@@ -125,6 +113,9 @@ impl Outcome {
         if let Some(s) = report.sweep {
             self.sweep.set(s);
         }
+        if let Some(s) = report.simulated {
+            self.simulated.set(s);
+        }
         if let Some(p) = report.protocol {
             self.protocol.set(p);
         }
@@ -152,7 +143,8 @@ struct Jobs {
     activity: RwSignal<Activity>,
     // How many runs the sweep in progress has in all, for its progress.
     sweep_runs: RwSignal<usize>,
-    cancel: StoredValue<CancelFlag, LocalStorage>,
+    // Where Cancel goes.
+    commands: JobCommands,
 }
 
 impl Jobs {
@@ -162,52 +154,40 @@ impl Jobs {
             outcome,
             activity: RwSignal::new(Activity::Idle),
             sweep_runs: RwSignal::new(0),
-            cancel: StoredValue::new_local(CancelFlag::default()),
+            commands: JobCommands::default(),
         }
     }
 
-    /// The browser seams for a job, once its form is valid; else the error, shown.
-    fn prepare(self, invalid: Option<String>) -> Option<Env> {
-        if let Some(e) = invalid {
-            self.outcome.error.set(Some(e));
-            return None;
-        }
-        self.inputs
-            .env()
-            .map_err(|e| self.outcome.error.set(Some(e)))
-            .ok()
-    }
-
-    /// Clears the last error and gives the job a fresh cancel flag.
-    fn begin(self, activity: Activity) -> CancelFlag {
+    /// Starts `job` in a fresh engine and adopts its reports until it ends; an invalid
+    /// form's error is shown instead.
+    fn start(self, job: Result<Job, String>, activity: Activity) {
+        let job = match job {
+            Ok(job) => job,
+            Err(e) => return self.outcome.error.set(Some(e)),
+        };
         self.outcome.error.set(None);
-        let flag = CancelFlag::default();
-        self.cancel.set_value(flag.clone());
+        if activity == Activity::Sweeping {
+            self.outcome.simulated.set(SweepResult::default());
+        }
+        let commands = self.commands.next_job();
         self.activity.set(activity);
-        flag
-    }
-
-    /// Hands `start` to the experiment worker and adopts its reports until it ends.
-    async fn hand_over(self, env: Env, start: Start, flag: CancelFlag) {
+        let start = self.inputs.start(job, new_run_id());
         let host = self.outcome.host;
-        let adopt = move |report| self.outcome.adopt(report);
-        run_job(env, start, &flag, |h| host.set(Some(h)), &adopt).await;
-        self.activity.set(Activity::Idle);
+        spawn_local(async move {
+            let adopt = move |report| self.outcome.adopt(report);
+            run_job(start, commands, |h| host.set(Some(h)), &adopt).await;
+            self.activity.set(Activity::Idle);
+        });
     }
 
     /// A live run of the experiment form.
     fn run(self) {
         let cfg = self.inputs.config.get_untracked();
-        let invalid = cfg
+        let job = cfg
             .validate()
-            .err()
-            .map(|e| format!("Fix the form first — {e}"));
-        let Some(env) = self.prepare(invalid) else {
-            return;
-        };
-        let flag = self.begin(Activity::Running);
-        let start = self.inputs.start(Job::Run(cfg), new_run_id());
-        spawn_local(self.hand_over(env, start, flag));
+            .map(|()| Job::Run(cfg))
+            .map_err(|e| format!("Fix the form first — {e}"));
+        self.start(job, Activity::Running);
     }
 
     /// The sweep of the sweep form: in the simulation, then against the live server.
@@ -218,36 +198,17 @@ impl Jobs {
             .first()
             .and_then(|(n, s)| cfg.experiment(*n, *s, 0).validate().err())
             .map(|e| format!("Fix the sweep form first — {e}"));
-        let Some(env) = self.prepare(invalid) else {
-            return;
-        };
         self.sweep_runs.set(cfg.runs().len());
-        let flag = self.begin(Activity::Sweeping);
-        let run_id = new_run_id();
-        spawn_local(async move {
-            self.simulate(&cfg, &run_id).await;
-            let start = self.inputs.start(Job::Sweep(cfg), run_id);
-            self.hand_over(env, start, flag).await;
-        });
-    }
-
-    /// The same sweep in the simulation first: page-local, seconds at most, and the theory
-    /// to read the live points against as they come in.
-    async fn simulate(self, cfg: &SweepConfig, run_id: &str) {
-        let simulated = self.outcome.simulated;
-        let theory = RefCell::new(SweepResult::default());
-        simulate_sweep(cfg, run_id, &theory, || async {
-            simulated.set(theory.borrow().clone());
-            // Let the page draw between points.
-            JsClock.sleep(Duration::ZERO).await;
-        })
-        .await;
-        simulated.set(theory.into_inner());
+        let job = match invalid {
+            Some(e) => Err(e),
+            None => Ok(Job::Sweep(cfg)),
+        };
+        self.start(job, Activity::Sweeping);
     }
 
     /// Asks the job running to stop.
     fn cancel(self) {
-        self.cancel.with_value(CancelFlag::cancel);
+        self.commands.send(Command::Cancel);
     }
 }
 

@@ -18,10 +18,13 @@
 //!   fenced ledger, cancellation, sweeps.
 //! - `components` and `app` (wasm32 only): the Leptos components and the `App` root;
 //!   `run_dashboard` mounts it (called from `www/index.html`).
-//! - `worker` (wasm32 only): live runs and sweeps run in a dedicated module Web Worker, off
-//!   the page's main thread; `run_experiment_worker` is its entry (called from
-//!   `www/worker.js`, which loads the same `pkg/bench_ui.js`). Without worker support they
-//!   run on the page.
+//! - `worker` (wasm32 only): every job (live runs, sweeps and their simulation, the fault
+//!   lab) runs in the experiment engine, a second wasm module built from this crate, in a
+//!   dedicated module Web Worker off the page's main thread; `run_experiment_worker` is its
+//!   entry (called from `www/worker.js`, which loads `pkg/engine/bench_engine.js`). Without
+//!   worker support the page imports the engine module and runs it itself
+//!   (`run_engine_on_page`). The page's module (`pkg/bench_ui.js`) holds no experiment code,
+//!   so a first visit downloads the dashboard only.
 //!
 //! The experiment code the dashboard shares with the bench lives in `lock-lab`: the four
 //! backoff strategies (`lock_lab::strategy`), the comparison retry loop
@@ -61,22 +64,49 @@ pub mod components;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;
 
+// Two wasm modules are built from this crate (`scripts/build-ui.sh`), each with its own
+// exports, so that each links only the code its exports reach: the page (feature "page":
+// the dashboard, no experiment code) and the engine (feature "engine": the runners, the SDK,
+// its simulation; no Leptos). Tests and lints build both (the default).
+
 /// Mounts the dashboard on `<body>`. Exported to JS; `www/index.html` calls it after
 /// `init()`. Not a `#[wasm_bindgen(start)]` so the component tests, which link the same
 /// crate, do not mount a second dashboard.
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "page"))]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn run_dashboard() {
     app::install_panic_hook();
     leptos::mount::mount_to_body(|| leptos::view! { <app::App/> });
 }
 
-/// Runs the experiment worker: listens for the page's commands and runs its live runs and
-/// sweeps off the page's main thread. Exported to JS; `www/worker.js` calls it after
-/// `init()`, inside a dedicated module worker.
-#[cfg(target_arch = "wasm32")]
+/// Runs the engine in a dedicated worker: listens for the page's commands and runs its jobs
+/// off the page's main thread. Exported to JS; `www/worker.js` calls it after `init()`,
+/// inside a dedicated module worker.
+#[cfg(all(target_arch = "wasm32", feature = "engine"))]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn run_experiment_worker() {
     app::install_panic_hook();
-    worker::entry::listen();
+    worker::entry::listen_in_worker();
+}
+
+/// The engine run on the page's own thread (no worker could start): the page's commands go
+/// in through [`EnginePort::post`], its messages out through `on_message` (JSON text each).
+#[cfg(all(target_arch = "wasm32", feature = "engine"))]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn run_engine_on_page(on_message: js_sys::Function) -> EnginePort {
+    EnginePort(worker::entry::Engine::on_page(on_message))
+}
+
+/// The page's way into an engine on its own thread.
+#[cfg(all(target_arch = "wasm32", feature = "engine"))]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub struct EnginePort(std::rc::Rc<worker::entry::Engine>);
+
+#[cfg(all(target_arch = "wasm32", feature = "engine"))]
+#[wasm_bindgen::prelude::wasm_bindgen]
+impl EnginePort {
+    /// Hands the engine one command's JSON text.
+    pub fn post(&self, text: &str) {
+        self.0.handle(text);
+    }
 }

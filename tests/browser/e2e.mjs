@@ -13,7 +13,8 @@
 // write was FENCED_OUT (every grant's write was accepted, in token order, as the server's
 // ledger confirms); no error banner, no page error, no panic in the console; the token is
 // nowhere but in the page's memory (not in the URL, web storage or cookies); the run ran in
-// the experiment worker (www/worker.js, served as JavaScript); the page names
+// the experiment worker (www/worker.js, served as JavaScript), and without workers (none in
+// the page's global) on the page, through the engine module it imports; the page names
 // HTTP/1.1 and warns that 10 contenders over 6 browser connections distort the figures (the
 // sweep over HTTP/2 is tests/browser/sweep.mjs). Then the same with the server queue
 // (waitMillis): one L4 call per grant, grants in the order asked (no overtake), the key held
@@ -253,8 +254,24 @@ try {
 
   check(!consoleErrors.some((e) => /panic/i.test(e)), "no panic in the console");
   check(consoleErrors.length === 0, `no console errors (${consoleErrors.join(" | ") || "none"})`);
-
   await page.screenshot({ path: screenshot, fullPage: true });
+
+  // A browser without module workers: the page imports the experiment engine itself.
+  const noWorker = await browser.newPage();
+  const noWorkerErrors = watchConsole(noWorker);
+  await noWorker.addInitScript(() => delete window.Worker);
+  await noWorker.goto(`${base}/`);
+  await noWorker.waitForSelector("[data-testid=run]", { timeout: 30_000 });
+  await noWorker.fill("[data-testid=field-token]", token);
+  await noWorker.fill("[data-testid=field-sessions]", "3");
+  await noWorker.click("[data-testid=run]");
+  await noWorker.waitForSelector("[data-testid=status][data-state=running]", { state: "attached", timeout: 30_000 });
+  await noWorker.waitForSelector("[data-testid=status][data-state=idle]", { state: "attached", timeout: 120_000 });
+  const onPage = await noWorker.getAttribute("[data-testid=status]", "data-host");
+  const pageGrants = await readCounter(noWorker, "grants");
+  const pageErrors = await readCounter(noWorker, "errors");
+  check(onPage === "page" && pageGrants === 3 * ROUNDS && pageErrors === 0, `without workers the run ran on the page, through the engine module (data-host ${onPage}, ${pageGrants} granted, ${pageErrors} errors)`);
+  check(noWorkerErrors.length === 0, `without workers: no console errors (${noWorkerErrors.join(" | ") || "none"})`);
   console.log(`screenshot: ${screenshot}`);
 } catch (err) {
   failures.push(String(err?.stack ?? err));

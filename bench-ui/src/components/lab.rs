@@ -4,22 +4,21 @@
 //! unfenced ledger) the counters, the contenders with a control per fault to inject by hand
 //! while the run goes on, the ledger read back with its stale entries marked, the simulated
 //! outcome beside the live one, and the lab timeline. The form round-trips through the
-//! page's URL (`model::lab_form`): a link restores it.
+//! page's URL (`model::lab_form`): a link restores it. The run itself goes to the experiment
+//! engine (`crate::worker`), as the dashboard's other jobs do, and so do the faults injected
+//! by hand.
 
-use futures::future::select;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lock_wasm::clock::Clock;
-use lock_wasm::wasm::JsClock;
 
 use crate::model::lab_form::LabForm;
 use crate::model::lab_record::{FaultMark, LabRecord, LabSide};
 use crate::model::lab_scenario::LabScenario;
-use crate::model::lab_simulated::{simulate, SimulatedOutcome};
+use crate::model::lab_simulated::SimulatedOutcome;
 use crate::plot::lab_timeline::lab_timeline_chart;
-use crate::runner::admin::FetchAdmin;
-use crate::runner::browser::{browser_env, new_run_id, REFRESH};
-use crate::runner::lab::LabRun;
+use crate::runner::browser::new_run_id;
+use crate::runner::messages::{Command, Injection, Job, LabJob, Report, Start};
+use crate::worker::client::{run_job, JobCommands};
 
 use super::chart::SvgChart;
 use super::config_form::number_field;
@@ -34,7 +33,8 @@ struct Lab {
     simulated: RwSignal<Option<SimulatedOutcome>>,
     running: RwSignal<bool>,
     error: RwSignal<Option<String>>,
-    live: StoredValue<Option<LabRun>, LocalStorage>,
+    // Where the faults injected by hand go.
+    commands: JobCommands,
 }
 
 /// The page's URL query (`location.search`).
@@ -62,7 +62,7 @@ impl Lab {
             simulated: RwSignal::new(None),
             running: RwSignal::new(false),
             error: RwSignal::new(None),
-            live: StoredValue::new_local(None),
+            commands: JobCommands::default(),
         }
     }
 
@@ -76,34 +76,44 @@ impl Lab {
                 .error
                 .set(Some(format!("Fix the lab's form first — {e}")));
         }
-        let env = match browser_env(&base, &token) {
-            Ok(env) => env,
-            Err(e) => return self.error.set(Some(e)),
+        let job = LabJob {
+            form,
+            admin_token: self.admin_token.get_untracked(),
         };
-        let admin = FetchAdmin::new(&base, &self.admin_token.get_untracked());
-        let lab = LabRun::new(&env, std::rc::Rc::new(admin), &new_run_id(), form.clone());
-        self.live.set_value(Some(lab.clone()));
-        self.simulated.set(Some(simulate(&form)));
+        let start = Start {
+            job: Job::Lab(job),
+            run_id: new_run_id(),
+            base_url: base,
+            token,
+        };
+        let commands = self.commands.next_job();
+        self.record.set(None);
+        self.simulated.set(None);
         self.running.set(true);
-        let record = self.record;
         spawn_local(async move {
-            let watch = async {
-                loop {
-                    record.set(Some(lab.snapshot()));
-                    JsClock.sleep(REFRESH).await;
+            let adopt = move |report: Report| {
+                if let Some(r) = report.lab {
+                    self.record.set(Some(r));
+                }
+                if let Some(o) = report.lab_simulated {
+                    self.simulated.set(Some(o));
+                }
+                if let Some(e) = report.error {
+                    self.error.set(Some(e));
                 }
             };
-            select(Box::pin(lab.run()), Box::pin(watch)).await;
-            record.set(Some(lab.snapshot()));
+            run_job(start, commands, |_| {}, &adopt).await;
             self.running.set(false);
         });
     }
 
     /// Injects `kind` into a contender of the run in progress.
     fn inject(self, side: usize, contender: usize, kind: FaultMark) {
-        if let Some(lab) = self.live.get_value() {
-            spawn_local(async move { lab.inject(side, contender, kind).await });
-        }
+        self.commands.send(Command::Inject(Injection {
+            side,
+            contender,
+            fault: kind,
+        }));
     }
 }
 

@@ -2,12 +2,12 @@
 //! and settings (`lock_wasm::sim::lab::run_lab`), summed up for the column beside the live
 //! run's.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::lab_form::LabForm;
 
 /// What the simulation found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SimulatedOutcome {
     /// Stale writes the fenced ledger refused.

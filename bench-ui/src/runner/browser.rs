@@ -1,25 +1,34 @@
 //! The runner in a browser global — the experiment worker's (`crate::worker`), or the page's
-//! own when no worker can start: the SDK's browser seams, and a [`Job`] run to its end with
-//! [`Report`]s at the dashboard's redraw cadence. Everything here is reached through the
-//! global object (fetch, timers, `performance`), so it runs alike in a worker and a page.
+//! when no worker starts and the page loads the engine module itself: the SDK's browser
+//! seams, and a [`Start`]ed job run to its end with [`Report`]s at the dashboard's redraw
+//! cadence. Everything here is reached through the global object (fetch, timers,
+//! `performance`), so it runs alike in a worker and a page.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::select;
+use futures::channel::mpsc::UnboundedReceiver;
+use futures::future::{pending, select};
+use futures::StreamExt;
 use lock_wasm::clock::Clock;
 use lock_wasm::transport::Intercepted;
 use lock_wasm::wasm::{FetchTransport, JsClock, LocalSpawner};
 use wasm_bindgen::JsCast;
 use web_sys::{Performance, PerformanceResourceTiming};
 
+use crate::model::lab_simulated::simulate;
 use crate::model::protocol::Protocol;
+use crate::model::sweep::{SweepConfig, SweepResult};
 
+use super::admin::FetchAdmin;
+use super::lab::LabRun;
 use super::lanes::{WaitLanes, WAIT_LANES};
 use super::ledger::FetchLedger;
-use super::messages::{Job, Report};
+use super::messages::{Injection, Job, LabJob, Report, Start};
 use super::recorder::Recorder;
+use super::simulated::simulate_sweep;
 use super::sweep::{run_sweep, SweepState};
 use super::{run_experiment, start_recorder, CancelFlag, Env};
 
@@ -72,19 +81,24 @@ pub fn browser_env(base_url: &str, token: &str) -> Result<Env, String> {
     })
 }
 
-/// Runs `job` to its end (or cancellation), handing `report` the record every [`REFRESH`]
-/// ([`SWEEP_REFRESH`] during a sweep) and once more, `done`, at the end.
+/// Runs the job of `start` to its end (or cancellation), handing `report` where it stands
+/// every [`REFRESH`] ([`SWEEP_REFRESH`] during a sweep) and once more, `done`, at the end.
+/// A lab run takes the faults injected by hand from `injections`.
 pub async fn execute(
-    env: &Env,
-    job: Job,
-    run_id: &str,
+    start: Start,
     cancel: &CancelFlag,
+    injections: UnboundedReceiver<Injection>,
     report: &dyn Fn(Report),
 ) {
-    match job {
+    let env = match browser_env(&start.base_url, &start.token) {
+        Ok(env) => env,
+        Err(e) => return report(Report::failed(e)),
+    };
+    let run_id = start.run_id.as_str();
+    match start.job {
         Job::Run(config) => {
-            let recorder = start_recorder(env, run_id, &config);
-            let work = run_experiment(env, &recorder, cancel);
+            let recorder = start_recorder(&env, run_id, &config);
+            let work = run_experiment(&env, &recorder, cancel);
             let watch = every(REFRESH, || report(run_report(&recorder)));
             select(Box::pin(work), Box::pin(watch)).await;
             report(Report {
@@ -93,8 +107,9 @@ pub async fn execute(
             });
         }
         Job::Sweep(config) => {
+            simulate_first(&config, run_id, report).await;
             let state = SweepState::default();
-            let work = run_sweep(env, &config, run_id, &state, cancel);
+            let work = run_sweep(&env, &config, run_id, &state, cancel);
             let watch = every(SWEEP_REFRESH, || report(sweep_report(&state)));
             select(Box::pin(work), Box::pin(watch)).await;
             let last = sweep_report(&state);
@@ -104,7 +119,64 @@ pub async fn execute(
                 ..last
             });
         }
+        Job::Lab(job) => lab(&env, &start.base_url, job, run_id, injections, report).await,
     }
+}
+
+/// The sweep in the simulation (`super::simulated`): seconds of CPU at most, and the theory
+/// to read the live points against as they come in; reported after each point.
+async fn simulate_first(config: &SweepConfig, run_id: &str, report: &dyn Fn(Report)) {
+    let theory = RefCell::new(SweepResult::default());
+    let simulated = |result: SweepResult| Report {
+        simulated: Some(result),
+        ..Report::default()
+    };
+    simulate_sweep(config, run_id, &theory, || async {
+        report(simulated(theory.borrow().clone()));
+        // Lets the engine read a Cancel between points.
+        JsClock.sleep(Duration::ZERO).await;
+    })
+    .await;
+    report(simulated(theory.into_inner()));
+}
+
+/// A fault-lab run: live (faults injected by hand as they come) and, reported first, in the
+/// simulation.
+async fn lab(
+    env: &Env,
+    base_url: &str,
+    job: LabJob,
+    run_id: &str,
+    mut injections: UnboundedReceiver<Injection>,
+    report: &dyn Fn(Report),
+) {
+    report(Report {
+        lab_simulated: Some(simulate(&job.form)),
+        ..Report::default()
+    });
+    let admin = Rc::new(FetchAdmin::new(base_url, &job.admin_token));
+    let run = LabRun::new(env, admin, run_id, job.form);
+    let injected = async {
+        while let Some(i) = injections.next().await {
+            // Concurrently: a revoke waits for its R1 answer.
+            let run = run.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                run.inject(i.side, i.contender, i.fault).await
+            });
+        }
+        pending::<()>().await
+    };
+    let lab_report = || Report {
+        lab: Some(run.snapshot()),
+        ..Report::default()
+    };
+    let watch = every(REFRESH, || report(lab_report()));
+    let side_work = select(Box::pin(watch), Box::pin(injected));
+    select(Box::pin(run.run()), side_work).await;
+    report(Report {
+        done: true,
+        ..lab_report()
+    });
 }
 
 /// Calls `f` now and every `period`, until dropped.

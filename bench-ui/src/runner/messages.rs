@@ -1,11 +1,15 @@
-//! The messages between the page and the experiment worker (`crate::worker`), as JSON text
-//! through `postMessage`: the page sends a [`Command`], the worker answers with
-//! [`WorkerMessage`]s. The same [`Report`]s reach the page directly when a run falls back to
-//! the page's own thread. Plain data, host-tested.
+//! The messages between the page and the experiment engine (`crate::worker`), as JSON text:
+//! the page sends a [`Command`], the engine answers with [`WorkerMessage`]s. The same text
+//! goes through a worker's `postMessage` or, when no worker starts, through the engine
+//! module loaded into the page: the page's own wasm never runs an experiment. Plain data,
+//! host-tested.
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::config::ExperimentConfig;
+use crate::model::lab_form::LabForm;
+use crate::model::lab_record::{FaultMark, LabRecord};
+use crate::model::lab_simulated::SimulatedOutcome;
 use crate::model::protocol::Protocol;
 use crate::model::record::RunRecord;
 use crate::model::sweep::{SweepConfig, SweepResult};
@@ -16,8 +20,42 @@ use crate::model::sweep::{SweepConfig, SweepResult};
 pub enum Job {
     /// One experiment.
     Run(ExperimentConfig),
-    /// A sweep against the live server (its simulation stays on the page).
+    /// A sweep: in the SDK's simulation first (reported as `simulated`), then against the
+    /// live server.
     Sweep(SweepConfig),
+    /// A fault-lab run against the live server, and in the simulation.
+    Lab(LabJob),
+}
+
+/// A fault-lab run: the form, and the operator's admin token for its revokes.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabJob {
+    /// Scenario and settings.
+    pub form: LabForm,
+    /// R1's bearer token ("" = none). In this message only, like [`Start::token`].
+    pub admin_token: String,
+}
+
+/// Never prints the admin token.
+impl std::fmt::Debug for LabJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabJob")
+            .field("form", &self.form)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A fault injected by hand into a contender of the lab run in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Injection {
+    /// 0 = fenced ledger, 1 = unfenced.
+    pub side: usize,
+    /// 0 = A, 1 = B.
+    pub contender: usize,
+    /// Which fault (not `kind`: that names the command).
+    pub fault: FaultMark,
 }
 
 /// A job and everything the worker needs to reach the server.
@@ -54,6 +92,8 @@ pub enum Command {
     Start(Start),
     /// Cancels the job running, if any.
     Cancel,
+    /// Injects a fault into the lab run in progress (ignored by other jobs).
+    Inject(Injection),
 }
 
 /// Where a job stands, for the page to adopt into its signals.
@@ -64,6 +104,12 @@ pub struct Report {
     pub record: Option<RunRecord>,
     /// The sweep so far.
     pub sweep: Option<SweepResult>,
+    /// The sweep's simulation so far.
+    pub simulated: Option<SweepResult>,
+    /// The lab run so far.
+    pub lab: Option<LabRecord>,
+    /// The lab's simulated outcome.
+    pub lab_simulated: Option<SimulatedOutcome>,
     /// The protocol of the latest API requests timed since the last report, if any.
     pub protocol: Option<Protocol>,
     /// An error for the banner (the job's setup failed, or the sweep stopped early).
@@ -91,7 +137,8 @@ pub enum WorkerMessage {
     Ready,
     /// Progress of the job running (boxed: a record is large, the other messages small).
     Report(Box<Report>),
-    /// The worker could not load (posted by `www/worker.js`); the page runs the job itself.
+    /// The worker could not load (posted by `www/worker.js`); the page loads the engine
+    /// itself.
     Failed {
         /// What went wrong.
         message: String,
@@ -129,7 +176,12 @@ mod tests {
 
     #[test]
     fn commands_round_trip() {
-        for command in [Command::Start(start()), Command::Cancel] {
+        let inject = Command::Inject(Injection {
+            side: 1,
+            contender: 0,
+            fault: FaultMark::Pause,
+        });
+        for command in [Command::Start(start()), Command::Cancel, inject] {
             let back: Command = serde_json::from_str(&command.to_json()).unwrap();
             assert_eq!(back, command);
         }
@@ -144,8 +196,24 @@ mod tests {
     }
 
     #[test]
-    fn debug_output_hides_the_token() {
+    fn debug_output_hides_the_tokens() {
         assert!(!format!("{:?}", Command::Start(start())).contains("secret-token"));
+        let lab = Command::Start(Start {
+            job: Job::Lab(LabJob {
+                form: LabForm::default(),
+                admin_token: "admin-secret".into(),
+            }),
+            ..start()
+        });
+        let shown = format!("{lab:?}");
+        assert!(
+            !shown.contains("secret-token") && !shown.contains("admin-secret"),
+            "{shown}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Command>(&lab.to_json()).unwrap(),
+            lab
+        );
     }
 
     #[test]
@@ -160,8 +228,8 @@ mod tests {
             record: Some(record.clone()),
             sweep: Some(SweepResult::default()),
             protocol: Some(Protocol::Http2),
-            error: None,
             done: true,
+            ..Report::default()
         }));
         let json = message.to_json();
         // Session ids are their owners' credentials: they stay in the worker.

@@ -3,7 +3,7 @@
 //! runs in the browser (fetch, JS timers) and natively in unit tests (scripted transport,
 //! manual clock). Full-jitter contenders run the SDK's own acquire ([`sdk`]), the others
 //! `lock_lab`'s comparison loop ([`comparison`]). In the browser, `browser` (wasm32 only)
-//! runs a job and reports on it, in the experiment worker or on the page, driven by the
+//! runs a job and reports on it, in the experiment engine (in a worker or on the page), driven by the
 //! [`messages`].
 //!
 //! Concurrency is cooperative: every contender is a future, and the run joins them all in

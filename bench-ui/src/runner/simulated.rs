@@ -1,6 +1,6 @@
-//! The sweep in the SDK's seeded simulation, inside the page: the very experiments the live
-//! sweep runs (`run_experiment`: contenders, the SDK's acquire, the comparison loop, the L7
-//! sampler) against the SDK's modelled lock-server (`lock_wasm::sim`, its wait queue
+//! The sweep in the SDK's seeded simulation, in the experiment engine: the very experiments
+//! the live sweep runs (`run_experiment`: contenders, the SDK's acquire, the comparison loop,
+//! the L7 sampler) against the SDK's modelled lock-server (`lock_wasm::sim`, its wait queue
 //! included) behind a modelled network, on simulated time. No server and no browser
 //! connection limit: what the strategies do in theory, beside what the live server did.
 //!
