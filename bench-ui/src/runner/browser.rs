@@ -133,7 +133,7 @@ async fn simulate_first(config: &SweepConfig, run_id: &str, report: &dyn Fn(Repo
     };
     simulate_sweep(config, run_id, &theory, || async {
         report(simulated(theory.borrow().clone()));
-        // Lets the engine read a Cancel between points.
+        // Yields, so a Cancel sent meanwhile is taken (the live sweep then stops at once).
         JsClock.sleep(Duration::ZERO).await;
     })
     .await;
