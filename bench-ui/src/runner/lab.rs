@@ -115,7 +115,7 @@ impl LabRun {
             (s.key.clone(), s.contenders[contender].token)
         };
         let Some(token) = token else { return };
-        let at = self.recorder.elapsed();
+        let at = self.recorder.elapsed_millis();
         self.recorder.contender(side, contender, |c| {
             c.faults.push(FaultSpan {
                 kind: FaultMark::Revoke,
@@ -234,7 +234,7 @@ impl LabRun {
         if lost {
             // A process waking from a pause may run its own code before the SDK's timer
             // reports the passed deadline: it knows of the loss from now either way.
-            let at = self.recorder.elapsed();
+            let at = self.recorder.elapsed_millis();
             self.recorder.contender(side, index, |c| {
                 c.lost_at.get_or_insert(at);
             });
@@ -243,7 +243,7 @@ impl LabRun {
             self.write(side, index, handle.fencing_token()).await;
         }
         if c.release(handle).await {
-            let at = self.recorder.elapsed();
+            let at = self.recorder.elapsed_millis();
             self.recorder.contender(side, index, |c| {
                 c.lease_end_at.get_or_insert(at);
             });
@@ -252,7 +252,7 @@ impl LabRun {
 
     /// Stamps a grant; returns its time.
     fn granted(&self, side: usize, index: usize, handle: &LockHandle) -> f64 {
-        let at = self.recorder.elapsed();
+        let at = self.recorder.elapsed_millis();
         let deadline = self.recorder.since_start(handle.deadline());
         self.recorder.contender(side, index, |c| {
             c.token = Some(handle.fencing_token());
@@ -287,7 +287,7 @@ impl LabRun {
         };
         match outcome {
             Ok(outcome) => {
-                let at = self.recorder.elapsed();
+                let at = self.recorder.elapsed_millis();
                 self.recorder.lock().sides[side].writes.push(LabWrite {
                     contender: index as u32,
                     token,

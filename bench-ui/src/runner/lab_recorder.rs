@@ -1,52 +1,20 @@
-//! The shared, growing [`LabRecord`] of a fault-lab run, stamped with the run's clock, and
-//! the event sink that stamps each contender's `lost` report into it. An `Arc<Mutex<…>>`
-//! for the same reason as [`super::recorder::Recorder`]: the SDK's event sink must be
-//! `Send + Sync` natively. No lock is held across an `.await`.
+//! The shared, growing [`LabRecord`] of a fault-lab run (a [`Recorder`] of it: stamped with
+//! the run's clock), its updates, and the event sink that stamps each contender's `lost`
+//! report into it.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::Arc;
 
-use lock_wasm::clock::Clock;
 use lock_wasm::fault::FaultSwitch;
 use lock_wasm::{ClientEvent, EventSink};
 
 use crate::model::lab_record::{LabContender, LabRecord};
 
+use super::recorder::Recorder;
+
 /// A handle on the record of the lab run in progress.
-#[derive(Clone)]
-pub struct LabRecorder {
-    record: Arc<Mutex<LabRecord>>,
-    clock: Arc<dyn Clock>,
-    start: Duration,
-}
+pub type LabRecorder = Recorder<LabRecord>;
 
-impl LabRecorder {
-    /// Starts recording `record` now, on `clock`.
-    pub fn new(record: LabRecord, clock: Arc<dyn Clock>) -> Self {
-        let start = clock.now();
-        LabRecorder {
-            record: Arc::new(Mutex::new(record)),
-            clock,
-            start,
-        }
-    }
-
-    /// A reading of the run's clock in ms since the run started.
-    pub fn since_start(&self, at: Duration) -> f64 {
-        at.saturating_sub(self.start).as_secs_f64() * 1000.0
-    }
-
-    /// Ms since the run started.
-    pub fn elapsed(&self) -> f64 {
-        self.since_start(self.clock.now())
-    }
-
-    /// The record, for a short synchronous update (a poisoned lock is recovered: the data
-    /// is plain and still worth showing).
-    pub fn lock(&self) -> MutexGuard<'_, LabRecord> {
-        self.record.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
+impl Recorder<LabRecord> {
     /// Updates contender `contender` of side `side`.
     pub fn contender(&self, side: usize, contender: usize, update: impl FnOnce(&mut LabContender)) {
         let mut record = self.lock();
@@ -96,7 +64,7 @@ struct LostSink {
 impl EventSink for LostSink {
     fn on_event(&self, event: &ClientEvent) {
         if let (ClientEvent::Lost { .. }, false) = (event, self.switch.is_crashed()) {
-            let at = self.recorder.elapsed();
+            let at = self.recorder.elapsed_millis();
             self.recorder.contender(self.side, self.contender, |c| {
                 c.lost_at.get_or_insert(at);
             });

@@ -1,4 +1,6 @@
-//! The shared, growing [`RunRecord`] of a run, stamped with the run's clock.
+//! The shared, growing record of a run, stamped with the run's clock: a [`RunRecord`] for an
+//! experiment, a `LabRecord` for a fault-lab run (`super::lab_recorder` adds its own
+//! updates).
 //!
 //! Contenders, the sampler and the UI's refresh loop all hold a clone. It is an
 //! `Arc<Mutex<…>>` rather than an `Rc<RefCell<…>>` only because the SDK's seams (the event
@@ -16,15 +18,15 @@ use crate::model::record::RunRecord;
 
 /// A handle on the record of the run in progress.
 #[derive(Clone)]
-pub struct Recorder {
-    record: Arc<Mutex<RunRecord>>,
+pub struct Recorder<R = RunRecord> {
+    record: Arc<Mutex<R>>,
     clock: Arc<dyn Clock>,
     start: Duration,
 }
 
-impl Recorder {
+impl<R> Recorder<R> {
     /// Starts recording `record` now, on `clock`.
-    pub fn new(record: RunRecord, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(record: R, clock: Arc<dyn Clock>) -> Self {
         let start = clock.now();
         Recorder {
             record: Arc::new(Mutex::new(record)),
@@ -33,17 +35,24 @@ impl Recorder {
         }
     }
 
+    /// A reading of the run's clock in milliseconds since the run started (fractional).
+    pub fn since_start(&self, at: Duration) -> f64 {
+        at.saturating_sub(self.start).as_secs_f64() * 1000.0
+    }
+
     /// Milliseconds since the run started (fractional).
     pub fn elapsed_millis(&self) -> f64 {
-        self.clock.now().saturating_sub(self.start).as_secs_f64() * 1000.0
+        self.since_start(self.clock.now())
     }
 
     /// The record, for a short synchronous update. A poisoned lock (a panic elsewhere) is
     /// recovered: the data is plain and still worth showing.
-    pub fn lock(&self) -> MutexGuard<'_, RunRecord> {
+    pub fn lock(&self) -> MutexGuard<'_, R> {
         self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
+impl Recorder<RunRecord> {
     /// A copy of the record as it stands, for the UI, with the holds that L7 sampling missed
     /// counted (`model::coverage`).
     pub fn snapshot(&self) -> RunRecord {
