@@ -27,11 +27,11 @@
 // screenshot and prints its path. Exits non-zero on any failure.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, openSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { checker, flags, launchChromium, readCounter, stopServer, waitFor, watchConsole } from "./harness.mjs";
+import { checker, finish, flags, launchChromium, readCounter, stopServer, waitFor, watchConsole } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -279,14 +279,5 @@ try {
 } finally {
   await browser?.close().catch(() => {});
   await stopServer(server);
-  if (failures.length) {
-    console.error(`server log kept in ${log}`);
-  } else {
-    rmSync(scratch, { recursive: true, force: true });
-  }
 }
-if (failures.length) {
-  console.error(`bench-ui e2e: ${failures.length} failure(s)`);
-  process.exit(1);
-}
-console.log("bench-ui e2e: all checks passed");
+finish("bench-ui e2e", failures, log, scratch);

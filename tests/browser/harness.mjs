@@ -3,7 +3,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-import { CHROMIUM_FLAGS, chromiumBinary } from "./cdp.mjs";
+import { CHROMIUM_FLAGS, chromiumBinary, launchBare, watchPageErrors } from "./cdp.mjs";
 
 // `--name value` pairs of the command line, as an object.
 export function flags(argv = process.argv.slice(2)) {
@@ -106,6 +106,16 @@ export function finish(what, failures, log, scratch) {
 // (evaluate it in the page before the page's own scripts run).
 export const KEEP_DOWNLOADS = `window.__downloads = [];
 { const create = URL.createObjectURL; URL.createObjectURL = (blob) => { window.__downloads.push(blob); return create.call(URL, blob); }; }`;
+
+// A bare DevTools page (cdp.mjs; TLS errors ignored, for --tls-self-signed) that keeps its
+// downloads (KEEP_DOWNLOADS), with its console errors collected.
+export async function launchKeepingDownloads(profileDir) {
+  const page = await launchBare(profileDir, { ignoreHTTPSErrors: true });
+  const consoleErrors = await watchPageErrors(page);
+  await page.send("Page.enable");
+  await page.send("Page.addScriptToEvaluateOnNewDocument", { source: KEEP_DOWNLOADS });
+  return { page, consoleErrors };
+}
 
 // The dashboard as a test drives it, by `data-testid`, through `page.evaluate` (a bare
 // DevTools page or playwright's): fields set as typing would, clicks, reads, and `until`

@@ -25,8 +25,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, finish, flags, KEEP_DOWNLOADS, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, launchKeepingDownloads, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -81,12 +80,9 @@ let browser;
 try {
   const base = await waitFor("the server's listening line", async () => listeningUrl(log));
   check(base.startsWith("https://"), `the server serves TLS (${base})`);
-  const page = await launchBare(join(scratch, "profile"), { ignoreHTTPSErrors: true });
+  const { page, consoleErrors } = await launchKeepingDownloads(join(scratch, "profile"));
   browser = page;
-  const consoleErrors = await watchPageErrors(page);
   const ui = lab(page);
-  await page.send("Page.enable");
-  await page.send("Page.addScriptToEvaluateOnNewDocument", { source: KEEP_DOWNLOADS });
 
   // A shared link restores the form.
   await open(page, ui, `${base}/?lab=partitioned&lockTtl=1500&sessionTtl=4500&fault=3300&honours=1&seed=99`);

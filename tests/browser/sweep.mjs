@@ -25,8 +25,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, openSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { launchBare, watchPageErrors } from "./cdp.mjs";
-import { checker, finish, flags, KEEP_DOWNLOADS, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
+import { checker, finish, flags, launchKeepingDownloads, listeningUrl, pageDriver, stopServer, waitFor } from "./harness.mjs";
 
 const args = flags();
 const serverBin = resolve(args.server ?? "target/debug/lock-server");
@@ -113,12 +112,9 @@ let browser;
 try {
   const base = await waitFor("the server's listening line", async () => listeningUrl(log));
   check(base.startsWith(tls ? "https://" : "http://"), `the server serves ${tls ? "TLS" : "plain HTTP"} (${base})`);
-  const page = await launchBare(join(scratch, "profile"), { ignoreHTTPSErrors: true });
+  const { page, consoleErrors } = await launchKeepingDownloads(join(scratch, "profile"));
   browser = page;
-  const consoleErrors = await watchPageErrors(page);
   const ui = dashboard(page);
-  await page.send("Page.enable");
-  await page.send("Page.addScriptToEvaluateOnNewDocument", { source: KEEP_DOWNLOADS });
   await page.send("Page.navigate", { url: `${base}/` });
   await ui.until("the dashboard", () => ui.exists("sweep"), 30_000);
   const pageProtocol = await page.evaluate(`performance.getEntriesByType("navigation")[0].nextHopProtocol`);
